@@ -1,0 +1,103 @@
+// Reference verifier: the consensus anchor of sigverify.
+//
+// Every verdict sigverify returns must equal what this module returns for the
+// same row. It is a thin layer over libsecp256k1 (the consensus reference) that
+// applies the bridge's verdict rules:
+//   * ECDSA high-S signatures are VALID: s is normalized to low-S in scratch
+//     memory; the caller's row is never modified by verification.
+//   * A key that does not parse (bad prefix, x >= p, not on the curve), r or s
+//     equal to zero or >= n, Schnorr R.x >= p or s >= n: verdict 0.
+//   * A bad row never aborts the batch.
+//
+// RowVerifier is single-threaded and cheap to call per row; Verifier spreads a
+// batch over a pool of threads, each with its own RowVerifier. Both serve as the
+// daemon's CPU backend and as the client's local fallback.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "shm_protocol/wire_format.hpp"
+
+struct secp256k1_context_struct;
+
+namespace sigverify::reference {
+
+using wire::Mode;
+using wire::RecordKind;
+using wire::RowSpan;
+using wire::SigEncoding;
+
+// Verdict counts of one call.
+struct Tally {
+    std::uint64_t valid = 0;
+    std::uint64_t invalid = 0;
+
+    std::uint64_t rows() const { return valid + invalid; }
+    Tally& operator+=(const Tally& o) {
+        valid += o.valid;
+        invalid += o.invalid;
+        return *this;
+    }
+    friend bool operator==(const Tally&, const Tally&) = default;
+};
+
+// One libsecp256k1 context; verifies single records and row ranges.
+// Not thread-safe: use one instance per thread.
+class RowVerifier {
+public:
+    RowVerifier();
+    ~RowVerifier();
+    RowVerifier(const RowVerifier&) = delete;
+    RowVerifier& operator=(const RowVerifier&) = delete;
+
+    // record points at an EcdsaRecord (129 bytes).
+    bool verify_ecdsa(const std::uint8_t* record, SigEncoding encoding) const;
+    // record points at a SchnorrRecord (128 bytes).
+    bool verify_schnorr(const std::uint8_t* record) const;
+    // Row i of rows (i < rows.count).
+    bool verify_row(const RowSpan& rows, std::size_t i) const;
+
+    // Verifies rows [begin, end) of rows.
+    //   Mode::results: results[i] = verdict for i in [begin, end); results
+    //                  indexes the whole span (results[0] is row 0).
+    //   Mode::collect: zeroes the tail of each valid row; results is ignored.
+    Tally run(const RowSpan& rows, std::size_t begin, std::size_t end, Mode mode,
+              std::uint8_t* results) const;
+
+private:
+    secp256k1_context_struct* ctx_;
+};
+
+// A batch verifier over a fixed pool of threads.
+// Thread-safety: calls from several threads are serialized (one batch at a
+// time uses the whole pool).
+class Verifier {
+public:
+    // threads = 0 means one per hardware thread.
+    explicit Verifier(unsigned threads = 0);
+    ~Verifier();
+    Verifier(const Verifier&) = delete;
+    Verifier& operator=(const Verifier&) = delete;
+
+    unsigned threads() const;
+
+    // Results mode: results must hold rows.count bytes. They are zeroed first
+    // (fail closed), then set to 1 for each valid row.
+    Tally verify(const RowSpan& rows, std::uint8_t* results);
+    // Collect mode: zeroes the tail of every valid row in place.
+    Tally collect(const RowSpan& rows);
+    // Either mode; results may be null in collect mode.
+    Tally run(const RowSpan& rows, Mode mode, std::uint8_t* results);
+
+private:
+    struct Pool;
+    std::unique_ptr<Pool> pool_;
+};
+
+// Converts a 64-byte signature between the opaque form (r LE || s LE) and the
+// compact form (r BE || s BE). The conversion is its own inverse.
+void swap_sig_encoding(const std::uint8_t in[64], std::uint8_t out[64]);
+
+}  // namespace sigverify::reference

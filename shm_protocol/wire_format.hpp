@@ -1,0 +1,230 @@
+// sigverify wire format: the packed rows a node hands to sigverifyd.
+//
+// This header is the single owner of the row layouts. Everything that reads or
+// writes rows (reference verifier, GPU kernels, daemon, client) takes sizes and
+// offsets from here. Layouts are fixed by the libbitcoin bridge; every size and
+// offset is pinned by static_assert so no compiler flag can move a byte.
+//
+// A row is a record followed by an opaque tail of key_size bytes:
+//     stride = record_size(kind) + key_size,   key_size in 0..255
+// Verification reads only the record; the tail is never interpreted. In collect
+// mode the tail of every VALID row is zeroed in place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace sigverify::wire {
+
+// ---------------------------------------------------------------------------
+// Records
+// ---------------------------------------------------------------------------
+#pragma pack(push, 1)
+
+// ECDSA check: 32-byte message hash, 33-byte compressed SEC1 key
+// (0x02/0x03 || x big-endian), 64-byte signature in the encoding chosen per call
+// (see SigEncoding).
+struct EcdsaRecord {
+    std::uint8_t hash[32];
+    std::uint8_t point[33];
+    std::uint8_t sig[64];
+};
+
+// BIP-340 check: 32-byte message, 32-byte x-only key (big-endian),
+// 64-byte signature R.x (big-endian) || s (big-endian).
+struct SchnorrRecord {
+    std::uint8_t hash[32];
+    std::uint8_t xonly[32];
+    std::uint8_t sig[64];
+};
+
+// The four canonical tables of the bridge. Tails, in bridge order:
+//   single tables:          block_fk[3]                    (3 bytes)
+//   multisig and threshold: mn u8 || group[2] || block_fk[3] (6 bytes)
+// block_fk is 3 bytes little-endian; FF FF FF marks a row still being written.
+// multisig mn = (signature index << 4) | key index, 0-based.
+// threshold mn = the required count m of the group.
+// group is 2 bytes little-endian.
+struct EcdsaRow {
+    EcdsaRecord record;
+    std::uint8_t block_fk[3];
+};
+
+struct MultisigRow {
+    EcdsaRecord record;
+    std::uint8_t mn;
+    std::uint8_t group[2];
+    std::uint8_t block_fk[3];
+};
+
+struct SchnorrRow {
+    SchnorrRecord record;
+    std::uint8_t block_fk[3];
+};
+
+struct ThresholdRow {
+    SchnorrRecord record;
+    std::uint8_t mn;
+    std::uint8_t group[2];
+    std::uint8_t block_fk[3];
+};
+
+#pragma pack(pop)
+
+static_assert(sizeof(EcdsaRecord) == 129);
+static_assert(offsetof(EcdsaRecord, hash) == 0);
+static_assert(offsetof(EcdsaRecord, point) == 32);
+static_assert(offsetof(EcdsaRecord, sig) == 65);
+static_assert(sizeof(SchnorrRecord) == 128);
+static_assert(offsetof(SchnorrRecord, hash) == 0);
+static_assert(offsetof(SchnorrRecord, xonly) == 32);
+static_assert(offsetof(SchnorrRecord, sig) == 64);
+static_assert(sizeof(EcdsaRow) == 132);
+static_assert(offsetof(EcdsaRow, block_fk) == 129);
+static_assert(sizeof(MultisigRow) == 135);
+static_assert(offsetof(MultisigRow, mn) == 129);
+static_assert(offsetof(MultisigRow, group) == 130);
+static_assert(offsetof(MultisigRow, block_fk) == 132);
+static_assert(sizeof(SchnorrRow) == 131);
+static_assert(offsetof(SchnorrRow, block_fk) == 128);
+static_assert(sizeof(ThresholdRow) == 134);
+static_assert(offsetof(ThresholdRow, mn) == 128);
+static_assert(offsetof(ThresholdRow, group) == 129);
+static_assert(offsetof(ThresholdRow, block_fk) == 131);
+static_assert(alignof(EcdsaRow) == 1 && alignof(MultisigRow) == 1);
+static_assert(alignof(SchnorrRow) == 1 && alignof(ThresholdRow) == 1);
+
+// ---------------------------------------------------------------------------
+// Enumerations (values are ABI: they travel in shared memory)
+// ---------------------------------------------------------------------------
+
+// Which record a row starts with.
+enum class RecordKind : std::uint8_t { ecdsa = 0, schnorr = 1 };
+
+// How the 64 signature bytes of an EcdsaRecord are laid out.
+//   opaque:  r as 32 bytes little-endian, then s as 32 bytes little-endian
+//            (the in-memory secp256k1_ecdsa_signature that libbitcoin stores)
+//   compact: r big-endian || s big-endian
+enum class SigEncoding : std::uint8_t { opaque = 0, compact = 1 };
+
+// What verification writes.
+//   results: one byte per row, 1 = valid, 0 = invalid (zeroed first: fail closed)
+//   collect: the key_size tail of every VALID row is zeroed in place; invalid
+//            rows keep their tail, so rows with a non-zero tail are the rejected
+//            set. With key_size = 0 there is no tail: collect writes nothing and
+//            only the valid/invalid counts of the call tell the outcome.
+enum class Mode : std::uint8_t { results = 0, collect = 1 };
+
+// The four bridge tables.
+enum class Table : std::uint8_t { ecdsa = 0, multisig = 1, schnorr = 2, threshold = 3 };
+
+constexpr std::size_t kMaxKeySize = 255;
+constexpr std::size_t kEcdsaRecordSize = sizeof(EcdsaRecord);
+constexpr std::size_t kSchnorrRecordSize = sizeof(SchnorrRecord);
+
+constexpr std::size_t record_size(RecordKind kind) {
+    return kind == RecordKind::ecdsa ? kEcdsaRecordSize : kSchnorrRecordSize;
+}
+
+constexpr std::size_t stride(RecordKind kind, std::size_t key_size) {
+    return record_size(kind) + key_size;
+}
+
+constexpr RecordKind record_kind(Table table) {
+    return (table == Table::ecdsa || table == Table::multisig) ? RecordKind::ecdsa
+                                                                : RecordKind::schnorr;
+}
+
+// key_size of the canonical row of each table.
+constexpr std::size_t canonical_key_size(Table table) {
+    switch (table) {
+    case Table::ecdsa: return sizeof(EcdsaRow) - kEcdsaRecordSize;
+    case Table::multisig: return sizeof(MultisigRow) - kEcdsaRecordSize;
+    case Table::schnorr: return sizeof(SchnorrRow) - kSchnorrRecordSize;
+    case Table::threshold: return sizeof(ThresholdRow) - kSchnorrRecordSize;
+    }
+    return 0;
+}
+
+static_assert(canonical_key_size(Table::ecdsa) == 3);
+static_assert(canonical_key_size(Table::multisig) == 6);
+static_assert(canonical_key_size(Table::schnorr) == 3);
+static_assert(canonical_key_size(Table::threshold) == 6);
+
+constexpr std::string_view to_string(Table t) {
+    switch (t) {
+    case Table::ecdsa: return "ecdsa";
+    case Table::multisig: return "multisig";
+    case Table::schnorr: return "schnorr";
+    case Table::threshold: return "threshold";
+    }
+    return "?";
+}
+
+constexpr std::string_view to_string(RecordKind k) {
+    return k == RecordKind::ecdsa ? "ecdsa" : "schnorr";
+}
+
+constexpr std::string_view to_string(SigEncoding e) {
+    return e == SigEncoding::opaque ? "opaque" : "compact";
+}
+
+constexpr std::string_view to_string(Mode m) {
+    return m == Mode::results ? "results" : "collect";
+}
+
+inline std::optional<Table> parse_table(std::string_view s) {
+    if (s == "ecdsa") return Table::ecdsa;
+    if (s == "multisig") return Table::multisig;
+    if (s == "schnorr") return Table::schnorr;
+    if (s == "threshold") return Table::threshold;
+    return std::nullopt;
+}
+
+inline std::optional<SigEncoding> parse_sig_encoding(std::string_view s) {
+    if (s == "opaque") return SigEncoding::opaque;
+    if (s == "compact") return SigEncoding::compact;
+    return std::nullopt;
+}
+
+// Decoded values of the canonical tails.
+constexpr std::uint32_t kBlockFkWriting = 0xFFFFFF;
+
+inline std::uint32_t read_u24le(const std::uint8_t* p) {
+    return std::uint32_t(p[0]) | (std::uint32_t(p[1]) << 8) | (std::uint32_t(p[2]) << 16);
+}
+inline void write_u24le(std::uint8_t* p, std::uint32_t v) {
+    p[0] = std::uint8_t(v);
+    p[1] = std::uint8_t(v >> 8);
+    p[2] = std::uint8_t(v >> 16);
+}
+inline std::uint16_t read_u16le(const std::uint8_t* p) {
+    return std::uint16_t(p[0] | (p[1] << 8));
+}
+inline void write_u16le(std::uint8_t* p, std::uint16_t v) {
+    p[0] = std::uint8_t(v);
+    p[1] = std::uint8_t(v >> 8);
+}
+
+// A view of packed rows in caller memory. Does not own the bytes.
+// Invariant (checked by valid()): key_size <= 255 and count * stride fits size_t.
+struct RowSpan {
+    RecordKind kind = RecordKind::ecdsa;
+    std::size_t key_size = 0;
+    SigEncoding encoding = SigEncoding::opaque;  // ignored for Schnorr
+    std::uint8_t* data = nullptr;
+    std::size_t count = 0;
+
+    constexpr std::size_t row_stride() const { return stride(kind, key_size); }
+    std::uint8_t* row(std::size_t i) const { return data + i * row_stride(); }
+    constexpr bool valid() const {
+        if (key_size > kMaxKeySize) return false;
+        if (count != 0 && data == nullptr) return false;
+        return count <= SIZE_MAX / row_stride();
+    }
+    constexpr std::size_t size_bytes() const { return count * row_stride(); }
+};
+
+}  // namespace sigverify::wire
