@@ -1,0 +1,57 @@
+// The row layouts are ABI shared with libbitcoin: pin them from the outside too.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "shm_protocol/wire_format.hpp"
+
+using namespace sigverify::wire;
+
+TEST_CASE("record and row sizes match the bridge", "[wire]") {
+    CHECK(record_size(RecordKind::ecdsa) == 129);
+    CHECK(record_size(RecordKind::schnorr) == 128);
+    CHECK(stride(RecordKind::ecdsa, 0) == 129);
+    CHECK(stride(RecordKind::ecdsa, 255) == 384);
+    CHECK(stride(record_kind(Table::multisig), canonical_key_size(Table::multisig)) == sizeof(MultisigRow));
+    CHECK(stride(record_kind(Table::threshold), canonical_key_size(Table::threshold)) == sizeof(ThresholdRow));
+    CHECK(record_kind(Table::ecdsa) == RecordKind::ecdsa);
+    CHECK(record_kind(Table::threshold) == RecordKind::schnorr);
+}
+
+TEST_CASE("tail fields decode little-endian", "[wire]") {
+    MultisigRow row{};
+    row.mn = (2 << 4) | 3;
+    write_u16le(row.group, 0x1234);
+    write_u24le(row.block_fk, 0xABCDEF);
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&row);
+    CHECK(bytes[129] == 0x23);
+    CHECK(bytes[130] == 0x34);
+    CHECK(bytes[131] == 0x12);
+    CHECK(bytes[132] == 0xEF);
+    CHECK(bytes[134] == 0xAB);
+    CHECK(read_u24le(row.block_fk) == 0xABCDEF);
+    CHECK(read_u16le(row.group) == 0x1234);
+}
+
+TEST_CASE("names round-trip", "[wire]") {
+    for (auto t : {Table::ecdsa, Table::multisig, Table::schnorr, Table::threshold})
+        CHECK(parse_table(to_string(t)) == t);
+    CHECK_FALSE(parse_table("rsa").has_value());
+    CHECK(parse_sig_encoding("opaque") == SigEncoding::opaque);
+    CHECK(parse_sig_encoding("compact") == SigEncoding::compact);
+    CHECK_FALSE(parse_sig_encoding("der").has_value());
+}
+
+TEST_CASE("row span bounds", "[wire]") {
+    std::uint8_t buf[1];
+    RowSpan s{RecordKind::ecdsa, 3, SigEncoding::opaque, buf, 0};
+    CHECK(s.valid());
+    s.key_size = 256;
+    CHECK_FALSE(s.valid());
+    s.key_size = 0;
+    s.count = SIZE_MAX / 100;  // count * 129 overflows
+    CHECK_FALSE(s.valid());
+    s.count = 1;
+    s.data = nullptr;
+    CHECK_FALSE(s.valid());
+}
