@@ -1,0 +1,258 @@
+// Field arithmetic mod p = 2^256 - 2^32 - 977 (secp256k1's base field).
+//
+// Representation: four 64-bit limbs, little-endian, always fully reduced
+// (0 <= v < p) after every operation, so equality is limb equality and parity
+// is bit 0. Reduction uses 2^256 = 0x1000003D1 (mod p): the high half of a
+// product is multiplied by that 33-bit constant and folded onto the low half
+// twice, then one conditional subtraction of p.
+#pragma once
+
+#include "kernels/sv_hd.hpp"
+
+namespace sigverify::kernels {
+
+struct Fe {
+    u64 v[4];
+};
+
+// 2^256 - p
+constexpr u64 kFeC = 0x1000003D1ull;
+constexpr u64 kP0 = 0xFFFFFFFEFFFFFC2Full;
+constexpr u64 kPHigh = 0xFFFFFFFFFFFFFFFFull;  // limbs 1..3 of p
+
+SV_HD Fe fe_zero() { return Fe{{0, 0, 0, 0}}; }
+SV_HD Fe fe_one() { return Fe{{1, 0, 0, 0}}; }
+SV_HD Fe fe_from_u64(u64 x) { return Fe{{x, 0, 0, 0}}; }
+
+SV_HD bool fe_is_zero(const Fe& a) { return (a.v[0] | a.v[1] | a.v[2] | a.v[3]) == 0; }
+SV_HD bool fe_equal(const Fe& a, const Fe& b) {
+    return ((a.v[0] ^ b.v[0]) | (a.v[1] ^ b.v[1]) | (a.v[2] ^ b.v[2]) | (a.v[3] ^ b.v[3])) == 0;
+}
+SV_HD bool fe_is_odd(const Fe& a) { return (a.v[0] & 1) != 0; }
+
+// True when the 256-bit value in limbs is >= p.
+SV_HD bool limbs_ge_p(const u64 v[4]) {
+    return (v[3] == kPHigh) & (v[2] == kPHigh) & (v[1] == kPHigh) & (v[0] >= kP0);
+}
+
+// r = v mod p for any 256-bit v (v < 2^256 < 2p, one subtraction).
+SV_HD void fe_reduce_once(Fe& r, const u64 v[4]) {
+    // v >= p  <=>  v + C >= 2^256
+    u64 t[4];
+    u64 c = addc(v[0], kFeC, 0, t[0]);
+    c = addc(v[1], 0, c, t[1]);
+    c = addc(v[2], 0, c, t[2]);
+    c = addc(v[3], 0, c, t[3]);
+    const u64 mask = 0 - c;  // all ones when v >= p
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) r.v[i] = (t[i] & mask) | (v[i] & ~mask);
+}
+
+// Reads 32 big-endian bytes. Returns false (and r = value mod p) when the
+// value is >= p.
+SV_HD bool fe_set_b32(Fe& r, const u8* b) {
+    u64 v[4];
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        u64 w = 0;
+        SV_UNROLL
+        for (int j = 0; j < 8; ++j) w = (w << 8) | b[(3 - i) * 8 + j];
+        v[i] = w;
+    }
+    const bool overflow = limbs_ge_p(v);
+    fe_reduce_once(r, v);
+    return !overflow;
+}
+
+SV_HD void fe_get_b32(u8* b, const Fe& a) {
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        SV_UNROLL
+        for (int j = 0; j < 8; ++j) b[(3 - i) * 8 + j] = u8(a.v[i] >> (56 - 8 * j));
+    }
+}
+
+// Reduces a 512-bit value t (little-endian limbs) mod p.
+SV_HD void fe_reduce512(Fe& r, const u64 t[8]) {
+    // First fold: t_lo + t_hi * C  (< 2^256 + 2^289, five limbs)
+    u64 w[4];
+    u64 carry = 0, hi_prev = 0;
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        u64 lo, hi;
+        mul64(t[4 + i], kFeC, lo, hi);
+        u64 s;
+        u64 c = addc(t[i], lo, 0, s);
+        u64 c2 = addc(s, hi_prev, 0, s);
+        u64 c3 = addc(s, carry, 0, s);
+        w[i] = s;
+        carry = c + c2 + c3;
+        hi_prev = hi;
+    }
+    const u64 top = hi_prev + carry;  // < 2^34
+    // Second fold: top * C < 2^68
+    u64 lo, hi;
+    mul64(top, kFeC, lo, hi);
+    u64 c = addc(w[0], lo, 0, w[0]);
+    c = addc(w[1], hi, c, w[1]);
+    c = addc(w[2], 0, c, w[2]);
+    c = addc(w[3], 0, c, w[3]);
+    // A carry out means the value wrapped: the rest is tiny, add C once more.
+    c = addc(w[0], kFeC & (0 - c), 0, w[0]);
+    c = addc(w[1], 0, c, w[1]);
+    c = addc(w[2], 0, c, w[2]);
+    addc(w[3], 0, c, w[3]);
+    fe_reduce_once(r, w);
+}
+
+SV_HD void fe_mul(Fe& r, const Fe& a, const Fe& b) {
+    u64 t[8];
+    mul_256x256(t, a.v, b.v);
+    fe_reduce512(r, t);
+}
+
+SV_HD void fe_sqr(Fe& r, const Fe& a) {
+    u64 t[8];
+    sqr_256(t, a.v);
+    fe_reduce512(r, t);
+}
+
+SV_HD void fe_add(Fe& r, const Fe& a, const Fe& b) {
+    u64 s[4];
+    u64 c = addc(a.v[0], b.v[0], 0, s[0]);
+    c = addc(a.v[1], b.v[1], c, s[1]);
+    c = addc(a.v[2], b.v[2], c, s[2]);
+    c = addc(a.v[3], b.v[3], c, s[3]);
+    // s + 2^256*c >= p  <=>  c or s + C overflows
+    u64 t[4];
+    u64 d = addc(s[0], kFeC, 0, t[0]);
+    d = addc(s[1], 0, d, t[1]);
+    d = addc(s[2], 0, d, t[2]);
+    d = addc(s[3], 0, d, t[3]);
+    const u64 mask = 0 - (c | d);
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) r.v[i] = (t[i] & mask) | (s[i] & ~mask);
+}
+
+SV_HD void fe_sub(Fe& r, const Fe& a, const Fe& b) {
+    u64 d[4];
+    u64 bw = subb(a.v[0], b.v[0], 0, d[0]);
+    bw = subb(a.v[1], b.v[1], bw, d[1]);
+    bw = subb(a.v[2], b.v[2], bw, d[2]);
+    bw = subb(a.v[3], b.v[3], bw, d[3]);
+    // on borrow add p, i.e. subtract C modulo 2^256
+    const u64 cm = kFeC & (0 - bw);
+    u64 b2 = subb(d[0], cm, 0, r.v[0]);
+    b2 = subb(d[1], 0, b2, r.v[1]);
+    b2 = subb(d[2], 0, b2, r.v[2]);
+    subb(d[3], 0, b2, r.v[3]);
+}
+
+SV_HD void fe_neg(Fe& r, const Fe& a) { fe_sub(r, fe_zero(), a); }
+
+// r = a * k for a small k (k < 2^32).
+SV_HD void fe_mul_small(Fe& r, const Fe& a, u32 k) {
+    u64 w[4];
+    u64 carry = 0;
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        u64 lo, hi;
+        mul64(a.v[i], k, lo, hi);
+        hi += addc(lo, carry, 0, w[i]);
+        carry = hi;
+    }
+    // carry < 2^32: carry * C < 2^65
+    u64 lo, hi;
+    mul64(carry, kFeC, lo, hi);
+    u64 c = addc(w[0], lo, 0, w[0]);
+    c = addc(w[1], hi, c, w[1]);
+    c = addc(w[2], 0, c, w[2]);
+    c = addc(w[3], 0, c, w[3]);
+    c = addc(w[0], kFeC & (0 - c), 0, w[0]);
+    c = addc(w[1], 0, c, w[1]);
+    c = addc(w[2], 0, c, w[2]);
+    addc(w[3], 0, c, w[3]);
+    fe_reduce_once(r, w);
+}
+
+SV_HD void fe_sqr_n(Fe& r, const Fe& a, int n) {
+    r = a;
+    for (int i = 0; i < n; ++i) fe_sqr(r, r);
+}
+
+// Shared start of the inversion and square-root chains: returns a^(2^223 - 1)
+// and leaves x2 = a^3 and x22 = a^(2^22 - 1) for the tails.
+SV_HD void fe_pow_chain_223(Fe& x223, Fe& x2, Fe& x22, const Fe& a) {
+    Fe x3, x6, x9, x11, x44, x88, x176, x220, t;
+    fe_sqr(t, a);
+    fe_mul(x2, t, a);
+    fe_sqr(t, x2);
+    fe_mul(x3, t, a);
+    fe_sqr_n(t, x3, 3);
+    fe_mul(x6, t, x3);
+    fe_sqr_n(t, x6, 3);
+    fe_mul(x9, t, x3);
+    fe_sqr_n(t, x9, 2);
+    fe_mul(x11, t, x2);
+    fe_sqr_n(t, x11, 11);
+    fe_mul(x22, t, x11);
+    fe_sqr_n(t, x22, 22);
+    fe_mul(x44, t, x22);
+    fe_sqr_n(t, x44, 44);
+    fe_mul(x88, t, x44);
+    fe_sqr_n(t, x88, 88);
+    fe_mul(x176, t, x88);
+    fe_sqr_n(t, x176, 44);
+    fe_mul(x220, t, x44);
+    fe_sqr_n(t, x220, 3);
+    fe_mul(x223, t, x3);
+}
+
+// r = a^(p-2) = 1/a (0 maps to 0).
+// p - 2 = [223 ones] 0 [22 ones] 0000 1 0 11 0 1
+SV_HD void fe_inv(Fe& r, const Fe& a) {
+    Fe x223, x2, x22, t;
+    fe_pow_chain_223(x223, x2, x22, a);
+    fe_sqr_n(t, x223, 23);
+    fe_mul(t, t, x22);
+    fe_sqr_n(t, t, 5);
+    fe_mul(t, t, a);
+    fe_sqr_n(t, t, 3);
+    fe_mul(t, t, x2);
+    fe_sqr_n(t, t, 2);
+    fe_mul(r, t, a);
+}
+
+// r = a^((p+1)/4); returns true when r^2 == a (a is a square).
+// (p+1)/4 = [223 ones] 0 [22 ones] 0000 11 00
+SV_HD bool fe_sqrt(Fe& r, const Fe& a) {
+    Fe x223, x2, x22, t;
+    fe_pow_chain_223(x223, x2, x22, a);
+    fe_sqr_n(t, x223, 23);
+    fe_mul(t, t, x22);
+    fe_sqr_n(t, t, 6);
+    fe_mul(t, t, x2);
+    fe_sqr_n(r, t, 2);
+    fe_sqr(t, r);
+    return fe_equal(t, a);
+}
+
+// Montgomery's trick: replaces a[0..n) by their inverses with one field
+// inversion and 3(n-1) multiplications. prefix must hold n elements. Every
+// a[i] must be nonzero.
+SV_HD void fe_batch_inv(Fe* a, Fe* prefix, int n) {
+    if (n <= 0) return;
+    prefix[0] = a[0];
+    for (int i = 1; i < n; ++i) fe_mul(prefix[i], prefix[i - 1], a[i]);
+    Fe inv;
+    fe_inv(inv, prefix[n - 1]);
+    for (int i = n - 1; i > 0; --i) {
+        Fe ai;
+        fe_mul(ai, inv, prefix[i - 1]);  // 1 / a[i]
+        fe_mul(inv, inv, a[i]);          // 1 / (a[0] ... a[i-1])
+        a[i] = ai;
+    }
+    a[0] = inv;
+}
+
+}  // namespace sigverify::kernels

@@ -1,0 +1,288 @@
+// The secp256k1 group y^2 = x^3 + 7 over the field of field.hpp.
+//
+// Ge: affine point (x, y) with an infinity flag.
+// Gej: Jacobian point (X, Y, Z) standing for (X/Z^2, Y/Z^3), with an infinity
+// flag. Every addition handles the special cases completely: either operand
+// at infinity, equal points (falls through to doubling) and opposite points
+// (result at infinity). secp256k1 has no point of order 2, so doubling a
+// finite point never gives infinity.
+#pragma once
+
+#include "kernels/field.hpp"
+
+namespace sigverify::kernels {
+
+struct Ge {
+    Fe x, y;
+    bool infinity;
+};
+
+struct Gej {
+    Fe x, y, z;
+    bool infinity;
+};
+
+// Affine point as stored in the precomputed tables (64 bytes, no flag: table
+// entries are never infinity).
+struct GeStorage {
+    u64 x[4];
+    u64 y[4];
+};
+
+constexpr u64 kGx[4] = {0x59F2815B16F81798ull, 0x029BFCDB2DCE28D9ull, 0x55A06295CE870B07ull,
+                        0x79BE667EF9DCBBACull};
+constexpr u64 kGy[4] = {0x9C47D08FFB10D4B8ull, 0xFD17B448A6855419ull, 0x5DA4FBFC0E1108A8ull,
+                        0x483ADA7726A3C465ull};
+// beta: a cube root of unity mod p matching kLambda.
+constexpr u64 kBeta[4] = {0xC1396C28719501EEull, 0x9CF0497512F58995ull, 0x6E64479EAC3434E9ull,
+                          0x7AE96A2B657C0710ull};
+
+SV_HD Ge ge_generator() {
+    Ge g;
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        g.x.v[i] = kGx[i];
+        g.y.v[i] = kGy[i];
+    }
+    g.infinity = false;
+    return g;
+}
+
+SV_HD Fe fe_beta() {
+    Fe b;
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) b.v[i] = kBeta[i];
+    return b;
+}
+
+SV_HD Ge ge_from_storage(const GeStorage& s) {
+    Ge g;
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        g.x.v[i] = s.x[i];
+        g.y.v[i] = s.y[i];
+    }
+    g.infinity = false;
+    return g;
+}
+
+SV_HD GeStorage ge_to_storage(const Ge& g) {
+    GeStorage s;
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        s.x[i] = g.x.v[i];
+        s.y[i] = g.y.v[i];
+    }
+    return s;
+}
+
+SV_HD Gej gej_infinity() {
+    Gej r;
+    r.x = fe_zero();
+    r.y = fe_zero();
+    r.z = fe_zero();
+    r.infinity = true;
+    return r;
+}
+
+SV_HD Gej gej_from_ge(const Ge& a) {
+    Gej r;
+    r.x = a.x;
+    r.y = a.y;
+    r.z = fe_one();
+    r.infinity = a.infinity;
+    return r;
+}
+
+// y^2 == x^3 + 7
+SV_HD bool ge_is_on_curve(const Ge& a) {
+    if (a.infinity) return false;
+    Fe y2, x3;
+    fe_sqr(y2, a.y);
+    fe_sqr(x3, a.x);
+    fe_mul(x3, x3, a.x);
+    fe_add(x3, x3, fe_from_u64(7));
+    return fe_equal(y2, x3);
+}
+
+// Finds the point with x and the given y parity; false when x^3 + 7 is not a
+// square (x must already be < p).
+SV_HD bool ge_set_xo(Ge& r, const Fe& x, bool odd) {
+    Fe c, y;
+    fe_sqr(c, x);
+    fe_mul(c, c, x);
+    fe_add(c, c, fe_from_u64(7));
+    if (!fe_sqrt(y, c)) return false;
+    if (fe_is_odd(y) != odd) fe_neg(y, y);
+    r.x = x;
+    r.y = y;
+    r.infinity = false;
+    return true;
+}
+
+SV_HD void ge_neg(Ge& r, const Ge& a) {
+    r.x = a.x;
+    fe_neg(r.y, a.y);
+    r.infinity = a.infinity;
+}
+
+SV_HD void gej_neg(Gej& r, const Gej& a) {
+    r.x = a.x;
+    fe_neg(r.y, a.y);
+    r.z = a.z;
+    r.infinity = a.infinity;
+}
+
+// r = 2a.  (a = 0 curve; 2M + 5S)
+SV_HD void gej_double(Gej& r, const Gej& a) {
+    if (a.infinity) {
+        r = a;
+        return;
+    }
+    Fe A, B, C, D, E, F, t;
+    fe_sqr(A, a.x);           // A = X^2
+    fe_sqr(B, a.y);           // B = Y^2
+    fe_sqr(C, B);             // C = B^2
+    fe_add(t, a.x, B);
+    fe_sqr(t, t);
+    fe_sub(t, t, A);
+    fe_sub(t, t, C);
+    fe_add(D, t, t);          // D = 2((X+B)^2 - A - C)
+    fe_add(E, A, A);
+    fe_add(E, E, A);          // E = 3A
+    fe_sqr(F, E);             // F = E^2
+    Fe z3;
+    fe_mul(z3, a.y, a.z);
+    fe_add(r.z, z3, z3);      // Z3 = 2YZ
+    Fe x3;
+    fe_sub(x3, F, D);
+    fe_sub(x3, x3, D);        // X3 = F - 2D
+    Fe c8;
+    fe_mul_small(c8, C, 8);
+    fe_sub(t, D, x3);
+    fe_mul(t, E, t);
+    fe_sub(r.y, t, c8);       // Y3 = E(D - X3) - 8C
+    r.x = x3;
+    r.infinity = false;
+}
+
+// r = a + b with b affine.  (8M + 3S)
+SV_HD void gej_add_ge(Gej& r, const Gej& a, const Ge& b) {
+    if (b.infinity) {
+        r = a;
+        return;
+    }
+    if (a.infinity) {
+        r = gej_from_ge(b);
+        return;
+    }
+    Fe z1z1, u2, s2, h, rr;
+    fe_sqr(z1z1, a.z);
+    fe_mul(u2, b.x, z1z1);
+    fe_mul(s2, b.y, a.z);
+    fe_mul(s2, s2, z1z1);
+    fe_sub(h, u2, a.x);
+    fe_sub(rr, s2, a.y);
+    if (fe_is_zero(h)) {
+        if (fe_is_zero(rr)) {
+            gej_double(r, a);
+        } else {
+            r = gej_infinity();
+        }
+        return;
+    }
+    Fe hh, hhh, v, t;
+    fe_sqr(hh, h);
+    fe_mul(hhh, h, hh);
+    fe_mul(v, a.x, hh);
+    Fe x3;
+    fe_sqr(x3, rr);
+    fe_sub(x3, x3, hhh);
+    fe_sub(x3, x3, v);
+    fe_sub(x3, x3, v);
+    fe_sub(t, v, x3);
+    fe_mul(t, rr, t);
+    Fe y1h;
+    fe_mul(y1h, a.y, hhh);
+    fe_sub(r.y, t, y1h);
+    fe_mul(r.z, a.z, h);
+    r.x = x3;
+    r.infinity = false;
+}
+
+// r = a + b, both Jacobian.  (12M + 4S)
+SV_HD void gej_add(Gej& r, const Gej& a, const Gej& b) {
+    if (a.infinity) {
+        r = b;
+        return;
+    }
+    if (b.infinity) {
+        r = a;
+        return;
+    }
+    Fe z1z1, z2z2, u1, u2, s1, s2, h, rr;
+    fe_sqr(z1z1, a.z);
+    fe_sqr(z2z2, b.z);
+    fe_mul(u1, a.x, z2z2);
+    fe_mul(u2, b.x, z1z1);
+    fe_mul(s1, a.y, b.z);
+    fe_mul(s1, s1, z2z2);
+    fe_mul(s2, b.y, a.z);
+    fe_mul(s2, s2, z1z1);
+    fe_sub(h, u2, u1);
+    fe_sub(rr, s2, s1);
+    if (fe_is_zero(h)) {
+        if (fe_is_zero(rr)) {
+            gej_double(r, a);
+        } else {
+            r = gej_infinity();
+        }
+        return;
+    }
+    Fe hh, hhh, v, t;
+    fe_sqr(hh, h);
+    fe_mul(hhh, h, hh);
+    fe_mul(v, u1, hh);
+    Fe x3;
+    fe_sqr(x3, rr);
+    fe_sub(x3, x3, hhh);
+    fe_sub(x3, x3, v);
+    fe_sub(x3, x3, v);
+    fe_sub(t, v, x3);
+    fe_mul(t, rr, t);
+    Fe s1h;
+    fe_mul(s1h, s1, hhh);
+    fe_sub(r.y, t, s1h);
+    Fe z;
+    fe_mul(z, a.z, b.z);
+    fe_mul(r.z, z, h);
+    r.x = x3;
+    r.infinity = false;
+}
+
+// Affine form of a (one inversion).
+SV_HD void ge_set_gej(Ge& r, const Gej& a) {
+    if (a.infinity) {
+        r.x = fe_zero();
+        r.y = fe_zero();
+        r.infinity = true;
+        return;
+    }
+    Fe zi, zi2, zi3;
+    fe_inv(zi, a.z);
+    fe_sqr(zi2, zi);
+    fe_mul(zi3, zi2, zi);
+    fe_mul(r.x, a.x, zi2);
+    fe_mul(r.y, a.y, zi3);
+    r.infinity = false;
+}
+
+// X / Z^2 == x, without an inversion. a must not be infinity.
+SV_HD bool gej_eq_x(const Gej& a, const Fe& x) {
+    Fe z2, t;
+    fe_sqr(z2, a.z);
+    fe_mul(t, x, z2);
+    return fe_equal(t, a.x);
+}
+
+}  // namespace sigverify::kernels

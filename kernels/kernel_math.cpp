@@ -1,0 +1,108 @@
+#include "kernels/kernel_math.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "kernels/verify.hpp"
+
+namespace sigverify::kernels {
+
+namespace {
+
+// Odd multiples (2i+1) base, i < count, as affine storage.
+void odd_multiples(const Ge& base, GeStorage* out, int count) {
+    std::vector<Gej> pts(static_cast<std::size_t>(count));
+    Gej d;
+    gej_double(d, gej_from_ge(base));
+    Ge da;
+    ge_set_gej(da, d);
+    pts[0] = gej_from_ge(base);
+    for (int i = 1; i < count; ++i) gej_add_ge(pts[i], pts[i - 1], da);
+    std::vector<Fe> zs(static_cast<std::size_t>(count)), scratch(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) zs[i] = pts[i].z;
+    fe_batch_inv(zs.data(), scratch.data(), count);
+    for (int i = 0; i < count; ++i) {
+        Fe zi2, zi3;
+        fe_sqr(zi2, zs[i]);
+        fe_mul(zi3, zi2, zs[i]);
+        Ge a;
+        fe_mul(a.x, pts[i].x, zi2);
+        fe_mul(a.y, pts[i].y, zi3);
+        a.infinity = false;
+        out[i] = ge_to_storage(a);
+    }
+}
+
+}  // namespace
+
+std::vector<GeStorage> build_g_tables() {
+    std::vector<GeStorage> t(2 * static_cast<std::size_t>(kTableGSize));
+    const Ge g = ge_generator();
+    odd_multiples(g, t.data(), kTableGSize);
+    Gej h = gej_from_ge(g);
+    for (int i = 0; i < 128; ++i) gej_double(h, h);
+    Ge ha;
+    ge_set_gej(ha, h);
+    odd_multiples(ha, t.data() + kTableGSize, kTableGSize);
+    return t;
+}
+
+const GTableView& host_g_table() {
+    static const std::vector<GeStorage> storage = build_g_tables();
+    static const GTableView view{storage.data(), storage.data() + kTableGSize};
+    return view;
+}
+
+bool verify_record(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
+    const GTableView& tab = host_g_table();
+    if (kind == wire::RecordKind::ecdsa)
+        return ecdsa_verify_record(record, encoding == wire::SigEncoding::compact, tab);
+    return schnorr_verify_record(record, tab);
+}
+
+HostCounts verify_range(const wire::RowSpan& rows, std::size_t begin, std::size_t end,
+                        wire::Mode mode, std::uint8_t* results) {
+    HostCounts c;
+    const std::size_t rec = wire::record_size(rows.kind);
+    for (std::size_t i = begin; i < end; ++i) {
+        std::uint8_t* row = rows.row(i);
+        const bool ok = verify_record(row, rows.kind, rows.encoding);
+        if (ok) {
+            ++c.valid;
+        } else {
+            ++c.invalid;
+        }
+        if (mode == wire::Mode::results) {
+            results[i] = ok ? 1 : 0;
+        } else if (ok && rows.key_size != 0) {
+            std::memset(row + rec, 0, rows.key_size);
+        }
+    }
+    return c;
+}
+
+HostCounts verify_rows(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
+                       unsigned threads) {
+    if (mode == wire::Mode::results && rows.count != 0) std::memset(results, 0, rows.count);
+    host_g_table();  // build before the threads start
+    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t n = rows.count;
+    if (threads == 1 || n < 2 * std::size_t(threads)) return verify_range(rows, 0, n, mode, results);
+    std::vector<HostCounts> parts(threads);
+    std::vector<std::thread> pool;
+    pool.reserve(threads);
+    for (unsigned t = 0; t < threads; ++t) {
+        const std::size_t b = n * t / threads, e = n * (t + 1) / threads;
+        pool.emplace_back([&, t, b, e] { parts[t] = verify_range(rows, b, e, mode, results); });
+    }
+    for (auto& th : pool) th.join();
+    HostCounts total;
+    for (const auto& p : parts) {
+        total.valid += p.valid;
+        total.invalid += p.invalid;
+    }
+    return total;
+}
+
+}  // namespace sigverify::kernels

@@ -1,0 +1,44 @@
+// Host entry points of the kernel math (the same source the CUDA kernels run,
+// compiled by the host compiler): the precomputed G tables, per-record
+// verification and a threaded batch run over wire-format rows.
+//
+// This is what the host tests drive to prove the device math row by row
+// against libsecp256k1, and what the GPU checks use as a second oracle.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/ecmult.hpp"
+#include "shm_protocol/wire_format.hpp"
+
+namespace sigverify::kernels {
+
+// Both G tables in one array: entries [0, kTableGSize) are the odd multiples
+// of G, entries [kTableGSize, 2 kTableGSize) those of 2^128 G. The layout the
+// device upload uses too.
+std::vector<GeStorage> build_g_tables();
+
+// The host's copy, built once on first use (thread-safe).
+const GTableView& host_g_table();
+
+// Verdict for one record (EcdsaRecord or SchnorrRecord bytes).
+bool verify_record(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
+
+struct HostCounts {
+    std::uint64_t valid = 0;
+    std::uint64_t invalid = 0;
+};
+
+// Verifies rows [begin, end): Mode::results writes results[i] (indexing the
+// whole span), Mode::collect zeroes the tail of each valid row.
+HostCounts verify_range(const wire::RowSpan& rows, std::size_t begin, std::size_t end,
+                        wire::Mode mode, std::uint8_t* results);
+
+// The whole span on `threads` threads (0 = all hardware threads). In results
+// mode results is zeroed first (fail closed).
+HostCounts verify_rows(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
+                       unsigned threads = 0);
+
+}  // namespace sigverify::kernels

@@ -1,0 +1,258 @@
+// Scalar arithmetic mod n (the group order of secp256k1).
+//
+// Representation: four 64-bit limbs, little-endian, always fully reduced
+// (0 <= v < n). Products are reduced by folding with 2^256 - n (a 129-bit
+// constant) until the value fits 256 bits, then one conditional subtraction.
+// Also holds the GLV split k = k1 + k2 * lambda (mod n).
+#pragma once
+
+#include "kernels/sv_hd.hpp"
+
+namespace sigverify::kernels {
+
+struct Sc {
+    u64 v[4];
+};
+
+// n
+constexpr u64 kN0 = 0xBFD25E8CD0364141ull;
+constexpr u64 kN1 = 0xBAAEDCE6AF48A03Bull;
+constexpr u64 kN2 = 0xFFFFFFFFFFFFFFFEull;
+constexpr u64 kN3 = 0xFFFFFFFFFFFFFFFFull;
+// 2^256 - n
+constexpr u64 kNC0 = 0x402DA1732FC9BEBFull;
+constexpr u64 kNC1 = 0x4551231950B75FC4ull;
+constexpr u64 kNC2 = 1;
+// n / 2 (floor)
+constexpr u64 kNH0 = 0xDFE92F46681B20A0ull;
+constexpr u64 kNH1 = 0x5D576E7357A4501Dull;
+constexpr u64 kNH2 = 0xFFFFFFFFFFFFFFFFull;
+constexpr u64 kNH3 = 0x7FFFFFFFFFFFFFFFull;
+
+SV_HD Sc sc_zero() { return Sc{{0, 0, 0, 0}}; }
+SV_HD Sc sc_one() { return Sc{{1, 0, 0, 0}}; }
+SV_HD bool sc_is_zero(const Sc& a) { return (a.v[0] | a.v[1] | a.v[2] | a.v[3]) == 0; }
+SV_HD bool sc_equal(const Sc& a, const Sc& b) {
+    return ((a.v[0] ^ b.v[0]) | (a.v[1] ^ b.v[1]) | (a.v[2] ^ b.v[2]) | (a.v[3] ^ b.v[3])) == 0;
+}
+
+// Compares two 256-bit limb arrays: a > b.
+SV_HD bool limbs_gt(const u64 a[4], const u64 b[4]) {
+    for (int i = 3; i >= 0; --i) {
+        if (a[i] != b[i]) return a[i] > b[i];
+    }
+    return false;
+}
+
+SV_HD bool limbs_ge_n(const u64 v[4]) {
+    // v >= n  <=>  v + (2^256 - n) overflows
+    u64 t;
+    u64 c = addc(v[0], kNC0, 0, t);
+    c = addc(v[1], kNC1, c, t);
+    c = addc(v[2], kNC2, c, t);
+    c = addc(v[3], 0, c, t);
+    return c != 0;
+}
+
+// r = v mod n for a 256-bit v, plus a carry bit c (value = v + c * 2^256),
+// provided the value is < 2n.
+SV_HD void sc_reduce_once(Sc& r, const u64 v[4], u64 carry) {
+    u64 t[4];
+    u64 c = addc(v[0], kNC0, 0, t[0]);
+    c = addc(v[1], kNC1, c, t[1]);
+    c = addc(v[2], kNC2, c, t[2]);
+    c = addc(v[3], 0, c, t[3]);
+    const u64 mask = 0 - (c | carry);
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) r.v[i] = (t[i] & mask) | (v[i] & ~mask);
+}
+
+// Reads 32 big-endian bytes; returns true when the value was >= n (r is then
+// the value reduced mod n).
+SV_HD bool sc_set_b32(Sc& r, const u8* b) {
+    u64 v[4];
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        u64 w = 0;
+        SV_UNROLL
+        for (int j = 0; j < 8; ++j) w = (w << 8) | b[(3 - i) * 8 + j];
+        v[i] = w;
+    }
+    const bool overflow = limbs_ge_n(v);
+    sc_reduce_once(r, v, 0);
+    return overflow;
+}
+
+// Same from 32 little-endian bytes.
+SV_HD bool sc_set_b32_le(Sc& r, const u8* b) {
+    u64 v[4];
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        u64 w = 0;
+        SV_UNROLL
+        for (int j = 7; j >= 0; --j) w = (w << 8) | b[i * 8 + j];
+        v[i] = w;
+    }
+    const bool overflow = limbs_ge_n(v);
+    sc_reduce_once(r, v, 0);
+    return overflow;
+}
+
+SV_HD void sc_get_b32(u8* b, const Sc& a) {
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        SV_UNROLL
+        for (int j = 0; j < 8; ++j) b[(3 - i) * 8 + j] = u8(a.v[i] >> (56 - 8 * j));
+    }
+}
+
+SV_HD void sc_add(Sc& r, const Sc& a, const Sc& b) {
+    u64 s[4];
+    u64 c = addc(a.v[0], b.v[0], 0, s[0]);
+    c = addc(a.v[1], b.v[1], c, s[1]);
+    c = addc(a.v[2], b.v[2], c, s[2]);
+    c = addc(a.v[3], b.v[3], c, s[3]);
+    sc_reduce_once(r, s, c);
+}
+
+SV_HD void sc_neg(Sc& r, const Sc& a) {
+    // n - a, and 0 stays 0
+    const u64 mask = 0 - u64(!sc_is_zero(a));
+    u64 d[4];
+    u64 bw = subb(kN0, a.v[0], 0, d[0]);
+    bw = subb(kN1, a.v[1], bw, d[1]);
+    bw = subb(kN2, a.v[2], bw, d[2]);
+    subb(kN3, a.v[3], bw, d[3]);
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) r.v[i] = d[i] & mask;
+}
+
+SV_HD void sc_sub(Sc& r, const Sc& a, const Sc& b) {
+    Sc nb;
+    sc_neg(nb, b);
+    sc_add(r, a, nb);
+}
+
+// a > n/2
+SV_HD bool sc_is_high(const Sc& a) {
+    const u64 h[4] = {kNH0, kNH1, kNH2, kNH3};
+    return limbs_gt(a.v, h);
+}
+
+// out[0..4+BL) = a[0..4) + b[0..BL) * (2^256 - n); out has 4 + BL limbs, and
+// the caller guarantees the value fits.
+template <int BL>
+SV_HD void sc_fold(u64* out, const u64* a, const u64* b) {
+    const u64 nc[3] = {kNC0, kNC1, kNC2};
+    Acc acc;
+    SV_UNROLL
+    for (int k = 0; k < 4 + BL; ++k) {
+        if (k < 4) acc.add(a[k]);
+        SV_UNROLL
+        for (int i = 0; i < 3; ++i) {
+            const int j = k - i;
+            if (j >= 0 && j < BL) acc.mac(b[j], nc[i]);
+        }
+        out[k] = acc.take();
+    }
+}
+
+// r = t mod n for a 512-bit t.
+SV_HD void sc_reduce512(Sc& r, const u64 t[8]) {
+    u64 m[8];  // < 2^386: seven limbs used
+    sc_fold<4>(m, t, t + 4);
+    u64 q[7];  // m[4..6] < 2^130, times NC < 2^259, plus m_lo: < 2^260
+    sc_fold<3>(q, m, m + 4);
+    u64 s[5];  // q[4] < 2^4: < 2^256 + 2^134
+    sc_fold<1>(s, q, q + 4);
+    // s[4] is 0 or 1; 2^256 = NC (mod n) and the remaining low part is small.
+    u64 w[5];
+    sc_fold<1>(w, s, s + 4);
+    sc_reduce_once(r, w, w[4]);
+}
+
+SV_HD void sc_mul(Sc& r, const Sc& a, const Sc& b) {
+    u64 t[8];
+    mul_256x256(t, a.v, b.v);
+    sc_reduce512(r, t);
+}
+
+SV_HD void sc_sqr(Sc& r, const Sc& a) {
+    u64 t[8];
+    sqr_256(t, a.v);
+    sc_reduce512(r, t);
+}
+
+// r = 1/a mod n by Fermat (a^(n-2)), 4-bit fixed window. 0 maps to 0.
+SV_HD void sc_inv(Sc& r, const Sc& a) {
+    // n - 2
+    const u64 e[4] = {kN0 - 2, kN1, kN2, kN3};
+    Sc tab[16];
+    tab[0] = sc_one();
+    tab[1] = a;
+    for (int i = 2; i < 16; ++i) sc_mul(tab[i], tab[i - 1], a);
+    Sc acc = sc_one();
+    for (int w = 63; w >= 0; --w) {
+        if (w != 63) {
+            sc_sqr(acc, acc);
+            sc_sqr(acc, acc);
+            sc_sqr(acc, acc);
+            sc_sqr(acc, acc);
+        }
+        const unsigned nib = unsigned(e[w / 16] >> ((w % 16) * 4)) & 15u;
+        if (nib) sc_mul(acc, acc, tab[nib]);
+    }
+    r = acc;
+}
+
+// ---------------------------------------------------------------------------
+// GLV split
+// ---------------------------------------------------------------------------
+// lambda: a cube root of unity mod n; lambda * (x, y) = (beta * x, y).
+constexpr u64 kLambda[4] = {0xDF02967C1B23BD72ull, 0x122E22EA20816678ull,
+                            0xA5261C028812645Aull, 0x5363AD4CC05C30E0ull};
+// -b1 and -b2 (mod n) of the reduced lattice basis, and g1 = round(2^384 b2 / n),
+// g2 = round(2^384 (-b1) / n).
+constexpr u64 kMinusB1[4] = {0x6F547FA90ABFE4C3ull, 0xE4437ED6010E8828ull, 0, 0};
+constexpr u64 kMinusB2[4] = {0xD765CDA83DB1562Cull, 0x8A280AC50774346Dull,
+                             0xFFFFFFFFFFFFFFFEull, 0xFFFFFFFFFFFFFFFFull};
+constexpr u64 kG1[4] = {0xE893209A45DBB031ull, 0x3DAA8A1471E8CA7Full,
+                        0xE86C90E49284EB15ull, 0x3086D221A7D46BCDull};
+constexpr u64 kG2[4] = {0x1571B4AE8AC47F71ull, 0x221208AC9DF506C6ull,
+                        0x6F547FA90ABFE4C4ull, 0xE4437ED6010E8828ull};
+
+// round(k * g / 2^384) for the GLV split (fits in 128 bits).
+SV_HD Sc sc_mul_shift384(const Sc& k, const u64 g[4]) {
+    u64 t[8];
+    mul_256x256(t, k.v, g);
+    Sc r;
+    const u64 round = t[5] >> 63;
+    u64 c = addc(t[6], round, 0, r.v[0]);
+    addc(t[7], 0, c, r.v[1]);
+    r.v[2] = 0;
+    r.v[3] = 0;
+    return r;
+}
+
+// k = k1 + k2 * lambda (mod n), with k1 and k2 of magnitude < 2^128 when
+// read as signed (v or v - n).
+SV_HD void sc_split_lambda(Sc& k1, Sc& k2, const Sc& k) {
+    const Sc c1 = sc_mul_shift384(k, kG1);
+    const Sc c2 = sc_mul_shift384(k, kG2);
+    Sc mb1, mb2, lam;
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        mb1.v[i] = kMinusB1[i];
+        mb2.v[i] = kMinusB2[i];
+        lam.v[i] = kLambda[i];
+    }
+    Sc t1, t2;
+    sc_mul(t1, c1, mb1);
+    sc_mul(t2, c2, mb2);
+    sc_add(k2, t1, t2);
+    Sc t3;
+    sc_mul(t3, k2, lam);
+    sc_sub(k1, k, t3);
+}
+
+}  // namespace sigverify::kernels

@@ -1,0 +1,154 @@
+// Portability layer of the kernel math: one source for g++ (host tests, CPU
+// use) and nvcc (device code).
+//
+// SV_HD marks every math function: __host__ __device__ under nvcc, plain
+// inline for a host compiler. The only primitive that differs between host and
+// device is the 64x64->128 multiply (mul64): the device uses __umul64hi, the
+// host unsigned __int128. mul64_portable is the twin both must agree with bit
+// for bit; the host tests compare all three definitions.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define SV_HD __host__ __device__ __forceinline__
+#define SV_HD_NOINLINE __host__ __device__ __noinline__
+#define SV_DEVICE_CODE_POSSIBLE 1
+#else
+#define SV_HD inline
+#define SV_HD_NOINLINE inline
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define SV_UNROLL _Pragma("unroll")
+#else
+#define SV_UNROLL
+#endif
+
+namespace sigverify::kernels {
+
+using u64 = std::uint64_t;
+using u32 = std::uint32_t;
+using u8 = std::uint8_t;
+
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef unsigned __int128 u128_host;
+#define SV_HAVE_INT128 1
+#endif
+
+// 64x64 -> 128 from 32-bit halves: no compiler extension, no intrinsic.
+SV_HD void mul64_portable(u64 a, u64 b, u64& lo, u64& hi) {
+    const u64 a0 = a & 0xffffffffu, a1 = a >> 32;
+    const u64 b0 = b & 0xffffffffu, b1 = b >> 32;
+    const u64 p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+    const u64 mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+    lo = (mid << 32) | (p00 & 0xffffffffu);
+    hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
+// The multiply the math uses.
+SV_HD void mul64(u64 a, u64 b, u64& lo, u64& hi) {
+#if defined(__CUDA_ARCH__)
+    lo = a * b;
+    hi = __umul64hi(a, b);
+#elif defined(SV_HAVE_INT128)
+    const u128_host p = u128_host(a) * b;
+    lo = u64(p);
+    hi = u64(p >> 64);
+#else
+    mul64_portable(a, b, lo, hi);
+#endif
+}
+
+// s = a + b + cin, returns the carry out (0 or 1). cin must be 0 or 1.
+SV_HD u64 addc(u64 a, u64 b, u64 cin, u64& s) {
+    const u64 t = a + b;
+    const u64 c1 = t < a;
+    const u64 r = t + cin;
+    const u64 c2 = r < t;
+    s = r;
+    return c1 | c2;
+}
+
+// d = a - b - bin, returns the borrow out (0 or 1). bin must be 0 or 1.
+SV_HD u64 subb(u64 a, u64 b, u64 bin, u64& d) {
+    const u64 t = a - b;
+    const u64 b1 = a < b;
+    const u64 r = t - bin;
+    const u64 b2 = t < bin;
+    d = r;
+    return b1 | b2;
+}
+
+// Three-word accumulator (c0 low) used by the column-wise products.
+struct Acc {
+    u64 c0 = 0, c1 = 0, c2 = 0;
+
+    SV_HD void mac(u64 a, u64 b) {
+        u64 lo, hi;
+        mul64(a, b, lo, hi);
+        u64 c = addc(c0, lo, 0, c0);
+        c = addc(c1, hi, c, c1);
+        c2 += c;
+    }
+    // Adds 2*a*b: one multiply, two additions.
+    SV_HD void mac2(u64 a, u64 b) {
+        u64 lo, hi;
+        mul64(a, b, lo, hi);
+        u64 c = addc(c0, lo, 0, c0);
+        c = addc(c1, hi, c, c1);
+        c2 += c;
+        c = addc(c0, lo, 0, c0);
+        c = addc(c1, hi, c, c1);
+        c2 += c;
+    }
+    SV_HD void add(u64 a) {
+        u64 c = addc(c0, a, 0, c0);
+        c = addc(c1, 0, c, c1);
+        c2 += c;
+    }
+    // Returns the low word and shifts the accumulator down by 64 bits.
+    SV_HD u64 take() {
+        const u64 r = c0;
+        c0 = c1;
+        c1 = c2;
+        c2 = 0;
+        return r;
+    }
+};
+
+// 256 x 256 -> 512 bit product, little-endian 64-bit limbs.
+SV_HD void mul_256x256(u64 r[8], const u64 a[4], const u64 b[4]) {
+    Acc acc;
+    SV_UNROLL
+    for (int k = 0; k < 7; ++k) {
+        SV_UNROLL
+        for (int i = 0; i < 4; ++i) {
+            const int j = k - i;
+            if (j >= 0 && j < 4) acc.mac(a[i], b[j]);
+        }
+        r[k] = acc.take();
+    }
+    r[7] = acc.take();
+}
+
+// 256-bit square: cross products once, doubled.
+SV_HD void sqr_256(u64 r[8], const u64 a[4]) {
+    Acc acc;
+    SV_UNROLL
+    for (int k = 0; k < 7; ++k) {
+        // cross terms i < j, i + j = k, added twice
+        SV_UNROLL
+        for (int i = 0; i < 4; ++i) {
+            const int j = k - i;
+            if (j > i && j < 4) {
+                acc.mac2(a[i], a[j]);
+            }
+        }
+        if ((k & 1) == 0 && k / 2 < 4) acc.mac(a[k / 2], a[k / 2]);
+        r[k] = acc.take();
+    }
+    r[7] = acc.take();
+}
+
+}  // namespace sigverify::kernels

@@ -1,0 +1,520 @@
+// Unit tests of the portable kernel math against independent oracles:
+// OpenSSL BIGNUM for field and scalar arithmetic, OpenSSL SHA-256 for the
+// hash, and identities of the group (GLV split, wNAF, table contents,
+// ecmult against plain double-and-add).
+#include <catch2/catch.hpp>
+
+#include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/sha.h>
+
+#include <array>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel_math.hpp"
+#include "kernels/verify.hpp"
+
+using namespace sigverify::kernels;
+
+__extension__ typedef __int128 i128_test;
+
+namespace {
+
+struct BnCtx {
+    BN_CTX* ctx = BN_CTX_new();
+    ~BnCtx() { BN_CTX_free(ctx); }
+};
+
+struct Bn {
+    BIGNUM* b = BN_new();
+    Bn() = default;
+    explicit Bn(const char* hex) { BN_hex2bn(&b, hex); }
+    Bn(const Bn&) = delete;
+    Bn& operator=(const Bn&) = delete;
+    ~Bn() { BN_free(b); }
+};
+
+void limbs_to_bn(const u64 v[4], Bn& out) {
+    unsigned char be[32];
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 8; ++j) be[(3 - i) * 8 + j] = static_cast<unsigned char>(v[i] >> (56 - 8 * j));
+    BN_bin2bn(be, 32, out.b);
+}
+
+std::string bn_hex(const Bn& x) {
+    char* h = BN_bn2hex(x.b);
+    std::string s(h);
+    OPENSSL_free(h);
+    return s;
+}
+
+std::string limbs_hex(const u64 v[4]) {
+    Bn t;
+    limbs_to_bn(v, t);
+    return bn_hex(t);
+}
+
+const char* kPHex = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFC2F";
+const char* kNHex = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141";
+
+// Random 256-bit limbs, with a bias towards structured values.
+struct Rng {
+    std::mt19937_64 g{0x5eed};
+    u64 word() {
+        switch (g() % 8) {
+        case 0: return 0;
+        case 1: return ~u64(0);
+        default: return g();
+        }
+    }
+    void limbs(u64 v[4]) {
+        for (int i = 0; i < 4; ++i) v[i] = word();
+    }
+};
+
+// Edge values for 256-bit inputs (hex, big-endian).
+const char* kEdges[] = {
+    "0",
+    "1",
+    "2",
+    "3",
+    "1000003D1",
+    "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFC2E",  // p - 1
+    "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFC2D",  // p - 2
+    "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364140",  // n - 1
+    "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141",  // n
+    "7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0",  // n / 2
+    "7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A1",  // n / 2 + 1
+    "8000000000000000000000000000000000000000000000000000000000000000",
+    "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF",
+    "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFC2F",  // p
+    "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFC30",  // p + 1
+    "00000000000000000000000000000000FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF",
+    "FFFFFFFFFFFFFFFF0000000000000000FFFFFFFFFFFFFFFF0000000000000000",
+};
+
+void hex_to_limbs(const char* hex, u64 v[4]) {
+    Bn b(hex);
+    unsigned char be[32];
+    REQUIRE(BN_bn2binpad(b.b, be, 32) == 32);
+    for (int i = 0; i < 4; ++i) {
+        u64 w = 0;
+        for (int j = 0; j < 8; ++j) w = (w << 8) | be[(3 - i) * 8 + j];
+        v[i] = w;
+    }
+}
+
+// The inputs of a field/scalar sweep: every edge value and random values,
+// each reduced by the module under test's own parser.
+std::vector<std::array<u64, 4>> inputs(std::size_t random_count) {
+    std::vector<std::array<u64, 4>> out;
+    for (const char* e : kEdges) {
+        std::array<u64, 4> v{};
+        hex_to_limbs(e, v.data());
+        out.push_back(v);
+    }
+    Rng rng;
+    for (std::size_t i = 0; i < random_count; ++i) {
+        std::array<u64, 4> v{};
+        rng.limbs(v.data());
+        out.push_back(v);
+    }
+    return out;
+}
+
+Fe fe_from_limbs(const u64 v[4]) {
+    Fe r;
+    fe_reduce_once(r, v);
+    return r;
+}
+
+Sc sc_from_limbs(const u64 v[4]) {
+    Sc r;
+    sc_reduce_once(r, v, 0);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("mul64: device, host and portable definitions agree bit for bit", "[kernels][unit]") {
+    std::mt19937_64 g(7);
+    std::vector<u64> vals = {0, 1, 2, 0xffffffffu, 0x100000000ull, ~u64(0), ~u64(0) - 1, kFeC,
+                             0x8000000000000000ull};
+    for (int i = 0; i < 2000; ++i) vals.push_back(g());
+    for (u64 a : vals) {
+        for (std::size_t j = 0; j < vals.size(); j += 7) {
+            const u64 b = vals[j];
+            u64 lo1, hi1, lo2, hi2;
+            mul64(a, b, lo1, hi1);
+            mul64_portable(a, b, lo2, hi2);
+            REQUIRE(lo1 == lo2);
+            REQUIRE(hi1 == hi2);
+            // the device's formula: low product plus __umul64hi
+            const u128_host p = u128_host(a) * b;
+            REQUIRE(lo1 == u64(p));
+            REQUIRE(hi1 == u64(p >> 64));
+        }
+    }
+}
+
+TEST_CASE("field arithmetic matches a BIGNUM oracle", "[kernels][unit]") {
+    BnCtx ctx;
+    Bn p(kPHex);
+    const auto in = inputs(300);
+    SECTION("parse: overflow flag and reduction") {
+        for (const auto& v : in) {
+            unsigned char be[32];
+            for (int i = 0; i < 4; ++i)
+                for (int j = 0; j < 8; ++j) be[(3 - i) * 8 + j] = static_cast<unsigned char>(v[i] >> (56 - 8 * j));
+            Fe r;
+            const bool ok = fe_set_b32(r, be);
+            Bn x, m;
+            BN_bin2bn(be, 32, x.b);
+            REQUIRE(ok == (BN_cmp(x.b, p.b) < 0));
+            BN_nnmod(m.b, x.b, p.b, ctx.ctx);
+            REQUIRE(limbs_hex(r.v) == bn_hex(m));
+            unsigned char back[32];
+            fe_get_b32(back, r);
+            Bn y;
+            BN_bin2bn(back, 32, y.b);
+            REQUIRE(BN_cmp(y.b, m.b) == 0);
+        }
+    }
+    SECTION("add, sub, neg, mul, sqr, mul_small") {
+        for (std::size_t i = 0; i < in.size(); ++i) {
+            const Fe a = fe_from_limbs(in[i].data());
+            const Fe b = fe_from_limbs(in[(i * 7 + 3) % in.size()].data());
+            Bn A, B, E;
+            limbs_to_bn(a.v, A);
+            limbs_to_bn(b.v, B);
+            Fe r;
+            fe_add(r, a, b);
+            BN_mod_add(E.b, A.b, B.b, p.b, ctx.ctx);
+            REQUIRE(limbs_hex(r.v) == bn_hex(E));
+            fe_sub(r, a, b);
+            BN_mod_sub(E.b, A.b, B.b, p.b, ctx.ctx);
+            REQUIRE(limbs_hex(r.v) == bn_hex(E));
+            fe_neg(r, a);
+            Bn Z;
+            BN_zero(Z.b);
+            BN_mod_sub(E.b, Z.b, A.b, p.b, ctx.ctx);
+            REQUIRE(limbs_hex(r.v) == bn_hex(E));
+            fe_mul(r, a, b);
+            BN_mod_mul(E.b, A.b, B.b, p.b, ctx.ctx);
+            REQUIRE(limbs_hex(r.v) == bn_hex(E));
+            fe_sqr(r, a);
+            BN_mod_mul(E.b, A.b, A.b, p.b, ctx.ctx);
+            REQUIRE(limbs_hex(r.v) == bn_hex(E));
+            const u32 k = static_cast<u32>(in[(i * 13) % in.size()][0]);
+            fe_mul_small(r, a, k);
+            Bn K;
+            BN_set_word(K.b, k);
+            BN_mod_mul(E.b, A.b, K.b, p.b, ctx.ctx);
+            REQUIRE(limbs_hex(r.v) == bn_hex(E));
+        }
+    }
+    SECTION("inverse, batch inverse and square root") {
+        std::vector<Fe> batch, scratch;
+        for (std::size_t i = 0; i < in.size(); i += 3) {
+            const Fe a = fe_from_limbs(in[i].data());
+            Bn A, E;
+            limbs_to_bn(a.v, A);
+            Fe r;
+            fe_inv(r, a);
+            if (fe_is_zero(a)) {
+                REQUIRE(fe_is_zero(r));
+            } else {
+                REQUIRE(BN_mod_inverse(E.b, A.b, p.b, ctx.ctx) != nullptr);
+                REQUIRE(limbs_hex(r.v) == bn_hex(E));
+                batch.push_back(a);
+            }
+            Fe s;
+            const bool has = fe_sqrt(s, a);
+            Bn S;
+            const bool bn_has = BN_mod_sqrt(S.b, A.b, p.b, ctx.ctx) != nullptr;
+            ERR_clear_error();
+            REQUIRE(has == bn_has);
+            if (has) {
+                Fe s2;
+                fe_sqr(s2, s);
+                REQUIRE(fe_equal(s2, a));
+            }
+        }
+        std::vector<Fe> orig = batch;
+        scratch.resize(batch.size());
+        fe_batch_inv(batch.data(), scratch.data(), static_cast<int>(batch.size()));
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            Fe one;
+            fe_mul(one, batch[i], orig[i]);
+            REQUIRE(fe_equal(one, fe_one()));
+        }
+    }
+}
+
+TEST_CASE("scalar arithmetic matches a BIGNUM oracle", "[kernels][unit]") {
+    BnCtx ctx;
+    Bn n(kNHex);
+    Bn half;
+    BN_rshift1(half.b, n.b);
+    const auto in = inputs(300);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        unsigned char be[32], le[32];
+        for (int k = 0; k < 4; ++k)
+            for (int j = 0; j < 8; ++j) be[(3 - k) * 8 + j] = static_cast<unsigned char>(in[i][k] >> (56 - 8 * j));
+        for (int j = 0; j < 32; ++j) le[j] = be[31 - j];
+        Sc a, a_le;
+        const bool overflow = sc_set_b32(a, be);
+        REQUIRE(sc_set_b32_le(a_le, le) == overflow);
+        REQUIRE(sc_equal(a, a_le));
+        Bn X, A, B, E;
+        BN_bin2bn(be, 32, X.b);
+        REQUIRE(overflow == (BN_cmp(X.b, n.b) >= 0));
+        BN_nnmod(A.b, X.b, n.b, ctx.ctx);
+        REQUIRE(limbs_hex(a.v) == bn_hex(A));
+        REQUIRE(sc_is_high(a) == (BN_cmp(A.b, half.b) > 0));
+
+        const Sc b = sc_from_limbs(in[(i * 5 + 1) % in.size()].data());
+        limbs_to_bn(b.v, B);
+        Sc r;
+        sc_add(r, a, b);
+        BN_mod_add(E.b, A.b, B.b, n.b, ctx.ctx);
+        REQUIRE(limbs_hex(r.v) == bn_hex(E));
+        sc_sub(r, a, b);
+        BN_mod_sub(E.b, A.b, B.b, n.b, ctx.ctx);
+        REQUIRE(limbs_hex(r.v) == bn_hex(E));
+        sc_mul(r, a, b);
+        BN_mod_mul(E.b, A.b, B.b, n.b, ctx.ctx);
+        REQUIRE(limbs_hex(r.v) == bn_hex(E));
+        sc_sqr(r, a);
+        BN_mod_mul(E.b, A.b, A.b, n.b, ctx.ctx);
+        REQUIRE(limbs_hex(r.v) == bn_hex(E));
+        sc_neg(r, a);
+        Bn Z;
+        BN_zero(Z.b);
+        BN_mod_sub(E.b, Z.b, A.b, n.b, ctx.ctx);
+        REQUIRE(limbs_hex(r.v) == bn_hex(E));
+        if (i % 4 == 0) {
+            sc_inv(r, a);
+            if (sc_is_zero(a)) {
+                REQUIRE(sc_is_zero(r));
+            } else {
+                REQUIRE(BN_mod_inverse(E.b, A.b, n.b, ctx.ctx) != nullptr);
+                REQUIRE(limbs_hex(r.v) == bn_hex(E));
+            }
+        }
+    }
+}
+
+TEST_CASE("GLV split: k = k1 + k2 lambda with halves below 2^128", "[kernels][unit]") {
+    BnCtx ctx;
+    Bn n(kNHex), lam;
+    limbs_to_bn(kLambda, lam);
+    // lambda^3 = 1 (mod n), beta^3 = 1 (mod p)
+    {
+        Bn l3, b3, p(kPHex), beta;
+        BN_mod_sqr(l3.b, lam.b, n.b, ctx.ctx);
+        BN_mod_mul(l3.b, l3.b, lam.b, n.b, ctx.ctx);
+        REQUIRE(BN_is_one(l3.b));
+        limbs_to_bn(kBeta, beta);
+        BN_mod_sqr(b3.b, beta.b, p.b, ctx.ctx);
+        BN_mod_mul(b3.b, b3.b, beta.b, p.b, ctx.ctx);
+        REQUIRE(BN_is_one(b3.b));
+    }
+    auto in = inputs(3000);
+    // scalars right next to the lattice's rounding boundaries
+    in.push_back({kLambda[0], kLambda[1], kLambda[2], kLambda[3]});
+    for (const auto& v : in) {
+        const Sc k = sc_from_limbs(v.data());
+        Sc k1, k2;
+        sc_split_lambda(k1, k2, k);
+        Sc t, sum;
+        Sc lambda;
+        for (int i = 0; i < 4; ++i) lambda.v[i] = kLambda[i];
+        sc_mul(t, k2, lambda);
+        sc_add(sum, k1, t);
+        REQUIRE(sc_equal(sum, k));
+        if (sc_is_high(k1)) sc_neg(k1, k1);
+        if (sc_is_high(k2)) sc_neg(k2, k2);
+        REQUIRE((k1.v[2] | k1.v[3]) == 0);
+        REQUIRE((k2.v[2] | k2.v[3]) == 0);
+    }
+}
+
+TEST_CASE("wNAF recoding reconstructs the value", "[kernels][unit]") {
+    std::mt19937_64 g(11);
+    std::vector<std::pair<u64, u64>> vals = {{0, 0}, {1, 0}, {~u64(0), ~u64(0)}, {0, 1ull << 63},
+                                             {~u64(0), 0}, {0x5555555555555555ull, 0xAAAAAAAAAAAAAAAAull}};
+    for (int i = 0; i < 2000; ++i) vals.emplace_back(g(), (i & 1) ? g() : g() >> (g() % 64));
+    for (int w : {2, 4, 5, 8, kWindowG}) {
+        for (auto [lo, hi] : vals) {
+            int16_t d[kWnafLen];
+            const int len = wnaf128(d, lo, hi, w);
+            // value = sum d[i] 2^i; rebuild modulo 2^128 with a signed 3-limb accumulator
+            u128_host acc = 0;
+            int last_nonzero = -1;
+            for (int i = kWnafLen - 1; i >= 0; --i) {
+                acc <<= 1;
+                acc += static_cast<u128_host>(static_cast<i128_test>(d[i]));
+                if (d[i] != 0) {
+                    REQUIRE((d[i] & 1) != 0);
+                    REQUIRE(d[i] < (1 << (w - 1)));
+                    REQUIRE(d[i] > -(1 << (w - 1)));
+                    if (last_nonzero < 0) last_nonzero = i;
+                }
+            }
+            REQUIRE(len == last_nonzero + 1);
+            REQUIRE(static_cast<u64>(acc) == lo);
+            REQUIRE(static_cast<u64>(acc >> 64) == hi);
+            // non-adjacency: at most one nonzero digit in any w consecutive positions
+            for (int i = 0; i < kWnafLen; ++i) {
+                if (d[i] == 0) continue;
+                for (int j = i + 1; j < i + w && j < kWnafLen; ++j) REQUIRE(d[j] == 0);
+            }
+            // the top digit (position 128) keeps the sum non-negative below 2^128
+            if (d[kWnafLen - 1] != 0) REQUIRE(d[kWnafLen - 1] == 1);
+        }
+    }
+}
+
+TEST_CASE("SHA-256 matches OpenSSL; the BIP-340 challenge midstate is right", "[kernels][unit]") {
+    std::mt19937 g(3);
+    std::vector<u8> data(300);
+    for (auto& b : data) b = static_cast<u8>(g());
+    for (std::size_t len = 0; len <= data.size(); ++len) {
+        u8 a[32], b[32];
+        sha256(a, data.data(), len);
+        SHA256(data.data(), len, b);
+        REQUIRE(std::memcmp(a, b, 32) == 0);
+    }
+    // midstate = state after SHA256(tag) || SHA256(tag)
+    const char* tag = "BIP0340/challenge";
+    u8 th[32];
+    SHA256(reinterpret_cast<const unsigned char*>(tag), std::strlen(tag), th);
+    u8 block[64];
+    std::memcpy(block, th, 32);
+    std::memcpy(block + 32, th, 32);
+    u32 s1[8], s2[8];
+    sha256_init(s1);
+    sha256_compress(s1, block);
+    bip340_challenge_midstate(s2);
+    for (int i = 0; i < 8; ++i) REQUIRE(s1[i] == s2[i]);
+    // full tagged hash against OpenSSL
+    for (int rep = 0; rep < 50; ++rep) {
+        u8 msg[160];
+        std::memcpy(msg, block, 64);
+        for (int i = 64; i < 160; ++i) msg[i] = static_cast<u8>(g());
+        u8 want[32], got[32];
+        SHA256(msg, sizeof msg, want);
+        bip340_challenge(got, msg + 64, msg + 96, msg + 128);
+        REQUIRE(std::memcmp(want, got, 32) == 0);
+    }
+}
+
+TEST_CASE("group law: tables, doubling, additions and ecmult agree", "[kernels][unit]") {
+    const GTableView& tab = host_g_table();
+    const Ge g = ge_generator();
+    REQUIRE(ge_is_on_curve(g));
+    // table entries: (2i+1) G and (2i+1) 2^128 G, checked on a spread of i
+    for (int i : {0, 1, 2, 3, 100, kTableGSize / 2, kTableGSize - 1}) {
+        Sc k = sc_zero();
+        k.v[0] = static_cast<u64>(2 * i + 1);
+        Gej e;
+        ecmult_simple(e, g, sc_zero(), k);
+        Ge a;
+        ge_set_gej(a, e);
+        const Ge t = ge_from_storage(tab.g[i]);
+        REQUIRE(fe_equal(a.x, t.x));
+        REQUIRE(fe_equal(a.y, t.y));
+        Sc k128 = sc_zero();
+        k128.v[2] = static_cast<u64>(2 * i + 1);
+        ecmult_simple(e, g, sc_zero(), k128);
+        ge_set_gej(a, e);
+        const Ge t2 = ge_from_storage(tab.g128[i]);
+        REQUIRE(fe_equal(a.x, t2.x));
+        REQUIRE(fe_equal(a.y, t2.y));
+        REQUIRE(ge_is_on_curve(t2));
+    }
+    // beta * x: the endomorphism maps G to lambda G
+    {
+        Sc lam;
+        for (int i = 0; i < 4; ++i) lam.v[i] = kLambda[i];
+        Gej e;
+        ecmult_simple(e, g, sc_zero(), lam);
+        Ge a;
+        ge_set_gej(a, e);
+        Fe bx;
+        fe_mul(bx, g.x, fe_beta());
+        REQUIRE(fe_equal(a.x, bx));
+        REQUIRE(fe_equal(a.y, g.y));
+    }
+    // special cases of the additions
+    {
+        Gej gj = gej_from_ge(g), r, d;
+        gej_add_ge(r, gj, g);  // P + P
+        gej_double(d, gj);
+        Ge ra, da;
+        ge_set_gej(ra, r);
+        ge_set_gej(da, d);
+        REQUIRE(fe_equal(ra.x, da.x));
+        REQUIRE(fe_equal(ra.y, da.y));
+        Ge ng;
+        ge_neg(ng, g);
+        gej_add_ge(r, gj, ng);  // P - P
+        REQUIRE(r.infinity);
+        gej_add(r, d, gej_infinity());
+        REQUIRE(!r.infinity);
+        gej_add(r, gej_infinity(), d);
+        ge_set_gej(ra, r);
+        REQUIRE(fe_equal(ra.x, da.x));
+        // general add with equal points in different Z
+        Gej g3;
+        gej_add(g3, d, gj);        // 3G
+        Gej g3b;
+        gej_add_ge(g3b, d, g);     // 3G again
+        gej_add(r, g3, g3b);       // 6G via doubling branch
+        Gej six;
+        gej_double(six, g3);
+        Ge a6, b6;
+        ge_set_gej(a6, r);
+        ge_set_gej(b6, six);
+        REQUIRE(fe_equal(a6.x, b6.x));
+        REQUIRE(fe_equal(a6.y, b6.y));
+        Gej m3;
+        gej_neg(m3, g3b);
+        gej_add(r, g3, m3);
+        REQUIRE(r.infinity);
+    }
+    // ecmult against double-and-add for random and edge scalars
+    Rng rng;
+    auto in = inputs(40);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        const Sc na = sc_from_limbs(in[i].data());
+        const Sc ng = sc_from_limbs(in[(i * 3 + 1) % in.size()].data());
+        // P = some multiple of G
+        Sc kp = sc_from_limbs(in[(i * 11 + 5) % in.size()].data());
+        if (sc_is_zero(kp)) kp = sc_one();
+        Gej pj;
+        ecmult_simple(pj, g, sc_zero(), kp);
+        Ge p;
+        ge_set_gej(p, pj);
+        Gej r1, r2;
+        ecmult(r1, p, na, ng, tab);
+        ecmult_simple(r2, p, na, ng);
+        REQUIRE(r1.infinity == r2.infinity);
+        if (!r1.infinity) {
+            Ge a1, a2;
+            ge_set_gej(a1, r1);
+            ge_set_gej(a2, r2);
+            REQUIRE(fe_equal(a1.x, a2.x));
+            REQUIRE(fe_equal(a1.y, a2.y));
+        }
+        // na P + ng G = O when P = G and na = -ng
+        Sc neg;
+        sc_neg(neg, ng);
+        ecmult(r1, g, neg, ng, tab);
+        REQUIRE(r1.infinity);
+    }
+}
