@@ -1,0 +1,40 @@
+// sigverifyd configuration: command-line flags and the same keys from an
+// optional config file (--config FILE, TOML/INI "key = value" lines).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sigverify::daemon {
+
+enum class BackendChoice { automatic, cpu, gpu };
+
+struct Config {
+    std::string runtime_dir;             // socket directory
+    BackendChoice backend = BackendChoice::automatic;
+    unsigned cpu_threads = 0;            // 0 = all cores
+    unsigned max_clients = 64;
+    std::uint32_t ring_entries = 64;     // default and maximum per client
+    std::uint64_t arena_size = 64ull << 20;  // default and maximum per client
+    std::string group;                   // members may connect (besides root and our uid)
+    std::string log_level = "info";
+    std::string log_file;                // empty = stderr (journal under systemd)
+    bool foreground = false;
+    unsigned shutdown_timeout_ms = 5000; // SIGTERM: finish in-flight work within this
+    std::size_t chunk_rows = 0;          // 0 = the backend's preference
+};
+
+// Default runtime dir: $SIGVERIFY_RUNTIME_DIR, else /run/sigverifyd.
+std::string default_runtime_dir();
+
+// Parses "256M", "64k", "1G", "4096" (binary multiples). nullopt on error/overflow.
+std::optional<std::uint64_t> parse_size(std::string_view text);
+
+// Parses argv. Returns nullopt and sets exit_code when the program should exit
+// (--help, --version, bad flags).
+std::optional<Config> parse_config(int argc, char** argv, int& exit_code);
+
+}  // namespace sigverify::daemon

@@ -1,0 +1,143 @@
+#include "daemon/scheduler.hpp"
+
+#include <algorithm>
+
+#include "daemon/session.hpp"
+
+namespace sigverify::daemon {
+
+Scheduler::Scheduler(Backend& backend, Backend* cpu_fallback, std::size_t chunk_rows)
+    : backend_(backend),
+      cpu_fallback_(cpu_fallback != nullptr && cpu_fallback->concurrency() >= backend.concurrency()
+                        ? cpu_fallback
+                        : nullptr),
+      chunk_rows_(chunk_rows != 0 ? chunk_rows : std::max<std::size_t>(1, backend.preferred_chunk_rows())) {}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::start() {
+    std::lock_guard lock(mutex_);
+    if (!workers_.empty()) return;
+    stopping_ = false;
+    for (unsigned w = 0; w < backend_.concurrency(); ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+}
+
+void Scheduler::submit(const std::shared_ptr<Session>& s, std::uint32_t index) {
+    {
+        std::lock_guard lock(mutex_);
+        s->sched_queue.push_back(index);
+        ++queued_jobs_;
+        if (!s->in_runnable) {
+            s->in_runnable = true;
+            runnable_.push_back(s);
+        }
+    }
+    work_cv_.notify_one();
+}
+
+void Scheduler::cancel_session(Session& s, shm::Status status) {
+    std::vector<std::uint32_t> to_finish;
+    {
+        std::lock_guard lock(mutex_);
+        s.cancelled = true;
+        for (std::uint32_t index : s.sched_queue) {
+            Job& j = s.jobs[index];
+            j.next_row = j.rows.count;
+            j.status = status;
+            if (j.running == 0) {
+                to_finish.push_back(index);
+                --queued_jobs_;
+            }
+        }
+        s.sched_queue.clear();
+        // Jobs already fully handed out but still running: their last chunk reports status.
+        for (Job& j : s.jobs)
+            if (j.running != 0) j.status = status;
+        if (s.in_runnable) {
+            runnable_.erase(std::remove_if(runnable_.begin(), runnable_.end(),
+                                           [&](const std::shared_ptr<Session>& p) { return p.get() == &s; }),
+                            runnable_.end());
+            s.in_runnable = false;
+        }
+    }
+    for (std::uint32_t index : to_finish) s.finish_job(index, status, {});
+    idle_cv_.notify_all();
+}
+
+bool Scheduler::idle() {
+    std::lock_guard lock(mutex_);
+    return queued_jobs_ == 0;
+}
+
+bool Scheduler::wait_idle(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    idle_cv_.wait_until(lock, deadline, [&] { return queued_jobs_ == 0; });
+    return queued_jobs_ == 0;
+}
+
+void Scheduler::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    work_cv_.notify_all();
+    for (auto& t : workers_)
+        if (t.joinable()) t.join();
+    workers_.clear();
+    std::lock_guard lock(mutex_);
+    runnable_.clear();
+}
+
+void Scheduler::worker_loop(unsigned worker) {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty(); });
+        if (stopping_) return;
+        std::shared_ptr<Session> s = std::move(runnable_.front());
+        runnable_.pop_front();
+        const std::uint32_t index = s->sched_queue.front();
+        Job& j = s->jobs[index];
+        const std::uint64_t begin = j.next_row;
+        const std::uint64_t end = std::min<std::uint64_t>(j.rows.count, begin + chunk_rows_);
+        j.next_row = end;
+        ++j.running;
+        if (j.next_row >= j.rows.count) s->sched_queue.pop_front();
+        if (!s->sched_queue.empty()) {
+            runnable_.push_back(s);  // round robin: back of the line
+            work_cv_.notify_one();
+        } else {
+            s->in_runnable = false;
+        }
+        const wire::RowSpan rows = j.rows;
+        const wire::Mode mode = j.mode;
+        std::uint8_t* const results = j.results;
+        lock.unlock();
+
+        ChunkResult r = backend_.verify(worker, rows, begin, end, mode, results);
+        if (r.status != shm::Status::ok && cpu_fallback_ != nullptr)
+            r = cpu_fallback_->verify(worker, rows, begin, end, mode, results);
+
+        lock.lock();
+        ++chunks_run_;
+        j.tally += r.tally;
+        if (r.status != shm::Status::ok && j.status == shm::Status::ok) j.status = r.status;
+        --j.running;
+        if (j.running == 0 && j.next_row >= j.rows.count) {
+            const shm::Status status = j.status;
+            const reference::Tally tally = j.tally;
+            --queued_jobs_;
+            const bool now_idle = queued_jobs_ == 0;
+            lock.unlock();
+            s->finish_job(index, status, tally);
+            if (now_idle) idle_cv_.notify_all();
+            s.reset();  // may drop the last reference: unmaps outside the lock
+            lock.lock();
+        } else {
+            lock.unlock();
+            s.reset();
+            lock.lock();
+        }
+    }
+}
+
+}  // namespace sigverify::daemon

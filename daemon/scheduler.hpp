@@ -1,0 +1,71 @@
+// The one place that decides what runs next.
+//
+// Every accepted submission becomes a Job of its session. Workers take work in
+// chunks of at most chunk_rows rows, round-robin over the sessions that have
+// unassigned rows: after a session hands out one chunk it goes to the back of
+// the line, so a client's 10-million-row batch is interleaved chunk by chunk
+// with everyone else's work and a 1-row batch waits for at most one chunk per
+// worker. Within a session jobs start in submission order; the chunks of one
+// big job spread over all workers.
+//
+// Memory is bounded: a session has at most cq_entries jobs (its job table is
+// allocated once, at handshake), and the set of runnable sessions is bounded by
+// --max-clients.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "daemon/backend.hpp"
+
+namespace sigverify::daemon {
+
+class Session;
+
+class Scheduler {
+public:
+    Scheduler(Backend& backend, Backend* cpu_fallback, std::size_t chunk_rows);
+    ~Scheduler();
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+
+    void start();
+    // Queues job `index` of session s (its fields must be filled).
+    void submit(const std::shared_ptr<Session>& s, std::uint32_t index);
+    // Drops the unassigned rows of every job of s. Jobs without running chunks
+    // are completed with `status` by this call; jobs with running chunks are
+    // completed with `status` by the worker that finishes their last chunk.
+    void cancel_session(Session& s, shm::Status status);
+    // True when no job is queued or running anywhere.
+    bool idle();
+    // Waits until idle() or the deadline; returns idle().
+    bool wait_idle(std::chrono::steady_clock::time_point deadline);
+    // Stops the workers (after their current chunk) and joins them.
+    void stop();
+
+    std::size_t chunk_rows() const { return chunk_rows_; }
+    std::uint64_t chunks_run() const { return chunks_run_; }
+
+private:
+    void worker_loop(unsigned worker);
+
+    Backend& backend_;
+    Backend* cpu_fallback_;  // re-runs chunks the primary backend failed (null: none)
+    std::size_t chunk_rows_;
+    std::mutex mutex_;
+    std::condition_variable work_cv_;
+    std::condition_variable idle_cv_;
+    std::deque<std::shared_ptr<Session>> runnable_;
+    std::vector<std::thread> workers_;
+    std::uint64_t queued_jobs_ = 0;    // jobs with unassigned rows or running chunks
+    std::uint64_t chunks_run_ = 0;
+    bool stopping_ = false;
+};
+
+}  // namespace sigverify::daemon

@@ -1,0 +1,324 @@
+#include "daemon/server.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "daemon/mapping_guard.hpp"
+#include "shm_protocol/segment_layout.hpp"
+
+namespace sigverify::daemon {
+namespace {
+
+void send_refusal(int fd, shm::Status status, std::uint64_t epoch, const std::string& text) {
+    shm::HelloReply reply{};
+    reply.magic = shm::kReplyMagic;
+    reply.protocol_version = shm::kProtocolVersion;
+    reply.status = static_cast<std::uint32_t>(status);
+    reply.epoch = epoch;
+    shm::copy_text(reply.error, text);
+    (void)send(fd, &reply, sizeof reply, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+bool mkdir_p(const std::string& path) {
+    std::string cur;
+    for (std::size_t i = 0; i <= path.size(); ++i) {
+        if (i == path.size() || (path[i] == '/' && i != 0)) {
+            cur = path.substr(0, i);
+            if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
+        }
+    }
+    struct stat st;
+    return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace
+
+std::shared_ptr<spdlog::logger> make_logger(const Config& cfg, std::shared_ptr<spdlog::sinks::dist_sink_mt>& dist) {
+    dist = std::make_shared<spdlog::sinks::dist_sink_mt>();
+    if (cfg.log_file.empty())
+        dist->add_sink(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    else
+        dist->add_sink(std::make_shared<spdlog::sinks::basic_file_sink_mt>(cfg.log_file));
+    auto log = std::make_shared<spdlog::logger>("sigverifyd", dist);
+    log->set_level(spdlog::level::from_str(cfg.log_level));
+    log->flush_on(spdlog::level::info);
+    return log;
+}
+
+Server::Server(Config cfg) {
+    ctx_.config = std::move(cfg);
+    ctx_.log = make_logger(ctx_.config, dist_);
+    std::uint64_t epoch = 0;
+    while (epoch == 0) {
+        if (getrandom(&epoch, sizeof epoch, 0) != static_cast<ssize_t>(sizeof epoch))
+            epoch = static_cast<std::uint64_t>(time(nullptr)) ^ (std::uint64_t(getpid()) << 32);
+    }
+    ctx_.epoch = epoch;
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ctx_.start_time_ns = std::uint64_t(ts.tv_sec) * 1000000000ull + std::uint64_t(ts.tv_nsec);
+}
+
+Server::~Server() {
+    if (listen_fd_ >= 0) close(listen_fd_);
+    if (signal_fd_ >= 0) close(signal_fd_);
+}
+
+void Server::reopen_logs() {
+    if (ctx_.config.log_file.empty()) {
+        ctx_.log->info("SIGHUP: logging to stderr, nothing to reopen");
+        return;
+    }
+    try {
+        dist_->set_sinks({std::make_shared<spdlog::sinks::basic_file_sink_mt>(ctx_.config.log_file)});
+        ctx_.log->info("SIGHUP: reopened log file {}", ctx_.config.log_file);
+    } catch (const std::exception& e) {
+        ctx_.log->error("SIGHUP: cannot reopen log file {}: {}", ctx_.config.log_file, e.what());
+    }
+}
+
+bool Server::setup_socket() {
+    const std::string& dir = ctx_.config.runtime_dir;
+    if (!mkdir_p(dir)) {
+        ctx_.log->critical("cannot create runtime directory {}: {}", dir, std::strerror(errno));
+        return false;
+    }
+    socket_path_ = dir + "/sigverifyd.sock";
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (socket_path_.size() >= sizeof addr.sun_path) {
+        ctx_.log->critical("socket path too long: {}", socket_path_);
+        return false;
+    }
+    std::memcpy(addr.sun_path, socket_path_.c_str(), socket_path_.size() + 1);
+    // A live daemon already there? Then do not steal its socket.
+    {
+        int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (probe >= 0 && connect(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+            close(probe);
+            ctx_.log->critical("another sigverifyd is already listening on {}", socket_path_);
+            return false;
+        }
+        if (probe >= 0) close(probe);
+    }
+    unlink(socket_path_.c_str());
+    listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (listen_fd_ < 0) {
+        ctx_.log->critical("socket: {}", std::strerror(errno));
+        return false;
+    }
+    const mode_t old = umask(0177);
+    const int rc = bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    umask(old);
+    if (rc != 0) {
+        ctx_.log->critical("bind {}: {}", socket_path_, std::strerror(errno));
+        return false;
+    }
+    if (have_group_) {
+        if (chown(socket_path_.c_str(), static_cast<uid_t>(-1), group_gid_) != 0)
+            ctx_.log->warn("chown {} to group {}: {}", socket_path_, ctx_.config.group, std::strerror(errno));
+        chmod(socket_path_.c_str(), 0660);
+    } else {
+        chmod(socket_path_.c_str(), 0600);
+    }
+    if (listen(listen_fd_, 128) != 0) {
+        ctx_.log->critical("listen: {}", std::strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+bool Server::peer_allowed(int fd, const ucred& cred, std::string& why) {
+    if (cred.uid == 0 || cred.uid == geteuid()) return true;
+    if (have_group_) {
+        if (cred.gid == group_gid_) return true;
+        gid_t groups[1024];
+        socklen_t len = sizeof groups;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0) {
+            for (socklen_t i = 0; i < len / sizeof(gid_t); ++i)
+                if (groups[i] == group_gid_) return true;
+        }
+        why = "uid " + std::to_string(cred.uid) + " gid " + std::to_string(cred.gid) +
+              " is not root, not the daemon's uid " + std::to_string(geteuid()) + " and not a member of group '" +
+              ctx_.config.group + "'";
+    } else {
+        why = "uid " + std::to_string(cred.uid) + " is not root and not the daemon's uid " +
+              std::to_string(geteuid()) + " (no --group configured)";
+    }
+    return false;
+}
+
+void Server::accept_one() {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            ctx_.log->warn("accept: {}", std::strerror(errno));
+        return;
+    }
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        ctx_.log->warn("SO_PEERCRED: {}", std::strerror(errno));
+        close(fd);
+        return;
+    }
+    std::string why;
+    if (!peer_allowed(fd, cred, why)) {
+        ++ctx_.refused;
+        ctx_.log->warn("refused connection from pid {}: {}", cred.pid, why);
+        send_refusal(fd, shm::Status::permission_denied, ctx_.epoch, "permission denied: " + why);
+        close(fd);
+        return;
+    }
+    if (ctx_.active_sessions.load() >= ctx_.config.max_clients) {
+        ++ctx_.refused;
+        ctx_.log->warn("refused connection from pid {} uid {}: --max-clients {} reached", cred.pid, cred.uid,
+                       ctx_.config.max_clients);
+        send_refusal(fd, shm::Status::busy, ctx_.epoch,
+                     "sigverifyd is serving its maximum of " + std::to_string(ctx_.config.max_clients) + " clients");
+        close(fd);
+        return;
+    }
+    ctx_.active_sessions.fetch_add(1);
+    auto session = std::make_shared<Session>(ctx_, fd, cred, next_session_id_++);
+    try {
+        std::thread t([session] { session->run(); });
+        sessions_.emplace_back(session, std::move(t));
+    } catch (const std::exception& e) {
+        ctx_.log->error("cannot start a session thread: {}", e.what());
+        ctx_.active_sessions.fetch_sub(1);
+    }
+}
+
+void Server::reap_sessions(bool all) {
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+        if (all || it->first->finished()) {
+            if (all) it->first->request_stop();
+            if (it->second.joinable()) it->second.join();
+            it = sessions_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void Server::shutdown_gracefully() {
+    ctx_.stopping.store(true);
+    if (listen_fd_ >= 0) {
+        close(listen_fd_);
+        listen_fd_ = -1;
+    }
+    unlink(socket_path_.c_str());
+    for (auto& [s, t] : sessions_) s->set_closing();
+    const auto timeout = std::chrono::milliseconds(ctx_.config.shutdown_timeout_ms);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    if (!scheduler_->wait_idle(deadline)) {
+        ctx_.log->warn("shutdown: in-flight batches did not finish within {} ms; cancelling them",
+                       ctx_.config.shutdown_timeout_ms);
+        for (auto& [s, t] : sessions_) scheduler_->cancel_session(*s, shm::Status::cancelled);
+        // Only chunks already running remain; each is bounded by --chunk-rows.
+        scheduler_->wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    }
+    reap_sessions(true);
+    scheduler_->stop();
+    ctx_.log->info("sigverifyd stopped");
+    ctx_.log->flush();
+}
+
+int Server::run() {
+    auto& log = *ctx_.log;
+    const Config& cfg = ctx_.config;
+    if (!cfg.group.empty()) {
+        group g{};
+        group* result = nullptr;
+        std::vector<char> buf(1 << 16);
+        if (getgrnam_r(cfg.group.c_str(), &g, buf.data(), buf.size(), &result) != 0 || result == nullptr) {
+            log.critical("--group {}: no such group", cfg.group);
+            return 1;
+        }
+        have_group_ = true;
+        group_gid_ = g.gr_gid;
+    }
+    if (cfg.backend == BackendChoice::gpu) {
+        log.critical("--backend gpu: this build has no GPU backend; use --backend cpu or auto");
+        return 1;
+    }
+    if (cfg.backend == BackendChoice::automatic) log.info("backend auto: no GPU backend in this build, using cpu");
+    try {
+        backend_ = std::make_unique<CpuBackend>(cfg.cpu_threads);
+    } catch (const std::exception& e) {
+        log.critical("cannot start the cpu backend: {}", e.what());
+        return 1;
+    }
+    scheduler_ = std::make_unique<Scheduler>(*backend_, nullptr, cfg.chunk_rows);
+    ctx_.scheduler = scheduler_.get();
+
+    // Signals are handled synchronously through a signalfd; block them in
+    // every thread (threads inherit this mask).
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (signal_fd_ < 0) {
+        log.critical("signalfd: {}", std::strerror(errno));
+        return 1;
+    }
+    guard::install();
+    if (!setup_socket()) return 1;
+    scheduler_->start();
+    log.info("sigverifyd {} listening on {} (backend {}, {} threads, chunk {} rows, arena {} bytes, {} ring entries, "
+             "max {} clients, epoch {:016x})",
+             "0.1.0", socket_path_, backend_->name(), backend_->concurrency(), scheduler_->chunk_rows(),
+             cfg.arena_size, cfg.ring_entries, cfg.max_clients, ctx_.epoch);
+
+    for (;;) {
+        pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+        const int r = poll(fds, 2, 200);
+        if (r < 0 && errno != EINTR) {
+            log.critical("poll: {}", std::strerror(errno));
+            break;
+        }
+        if (r > 0 && (fds[1].revents & POLLIN)) {
+            signalfd_siginfo si;
+            bool stop = false;
+            while (read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+                if (si.ssi_signo == SIGHUP) {
+                    reopen_logs();
+                } else {
+                    log.info("received signal {}: shutting down", si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+                    stop = true;
+                }
+            }
+            if (stop) break;
+        }
+        if (r > 0 && (fds[0].revents & POLLIN)) {
+            for (int i = 0; i < 16; ++i) accept_one();
+        }
+        reap_sessions(false);
+    }
+    shutdown_gracefully();
+    return 0;
+}
+
+}  // namespace sigverify::daemon

@@ -1,0 +1,52 @@
+// sigverifyd's control plane: the listening socket, access control, session
+// threads, signals and the bounded shutdown.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <spdlog/sinks/dist_sink.h>
+
+#include "daemon/backend.hpp"
+#include "daemon/config.hpp"
+#include "daemon/scheduler.hpp"
+#include "daemon/session.hpp"
+
+namespace sigverify::daemon {
+
+// Builds the daemon logger (stderr, or --log-file behind a dist sink so that
+// reopen_logs() can swap the file on SIGHUP).
+std::shared_ptr<spdlog::logger> make_logger(const Config& cfg, std::shared_ptr<spdlog::sinks::dist_sink_mt>& dist);
+
+class Server {
+public:
+    explicit Server(Config cfg);
+    ~Server();
+    // Runs until SIGTERM/SIGINT; returns the process exit code.
+    int run();
+
+private:
+    bool setup_socket();
+    void accept_one();
+    void reap_sessions(bool all);
+    void shutdown_gracefully();
+    void reopen_logs();
+    bool peer_allowed(int fd, const ucred& cred, std::string& why);
+
+    DaemonContext ctx_;
+    std::shared_ptr<spdlog::sinks::dist_sink_mt> dist_;
+    std::unique_ptr<Backend> backend_;
+    std::unique_ptr<Scheduler> scheduler_;
+    std::string socket_path_;
+    int listen_fd_ = -1;
+    int signal_fd_ = -1;
+    bool have_group_ = false;
+    unsigned group_gid_ = 0;
+    std::uint64_t next_session_id_ = 1;
+    std::vector<std::pair<std::shared_ptr<Session>, std::thread>> sessions_;
+};
+
+}  // namespace sigverify::daemon

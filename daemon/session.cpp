@@ -1,0 +1,494 @@
+#include "daemon/session.hpp"
+
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <boost/interprocess/mapped_region.hpp>
+#include <boost/interprocess/shared_memory_object.hpp>
+#include <spdlog/spdlog.h>
+
+#include "daemon/mapping_guard.hpp"
+#include "daemon/scheduler.hpp"
+#include "shm_protocol/doorbell.hpp"
+
+namespace bip = boost::interprocess;
+
+namespace sigverify::daemon {
+namespace {
+
+constexpr auto kHandshakeTimeout = std::chrono::seconds(2);
+constexpr auto kIdleWait = std::chrono::milliseconds(50);  // reader's longest sleep
+constexpr int kSpinIterations = 2000;                         // ~tens of microseconds
+
+void set_timeouts(int fd, std::chrono::milliseconds t) {
+    timeval tv;
+    tv.tv_sec = static_cast<time_t>(t.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((t.count() % 1000) * 1000);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+bool send_reply(int fd, const shm::HelloReply& reply, int pass_fd) {
+    iovec iov{const_cast<shm::HelloReply*>(&reply), sizeof reply};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    if (pass_fd >= 0) {
+        std::memset(control, 0, sizeof control);
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+    }
+    ssize_t n;
+    do {
+        n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return n == static_cast<ssize_t>(sizeof reply);
+}
+
+// Receives exactly one packet of `size` bytes; any ancillary data (a hostile
+// peer passing descriptors) is closed and rejected.
+ssize_t recv_packet(int fd, void* buf, std::size_t size) {
+    iovec iov{buf, size};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n;
+    do {
+        n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    bool had_fds = false;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (std::size_t i = 0; i < count; ++i) {
+                int passed;
+                std::memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof passed);
+                close(passed);
+            }
+            had_fds = true;
+        }
+    }
+    if (had_fds || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) return -2;
+    return n;
+}
+
+std::string sanitize_name(std::string_view raw) {
+    std::string out;
+    for (char ch : raw) out.push_back(ch >= 0x20 && ch < 0x7f ? ch : '?');
+    if (out.empty()) out = "unnamed";
+    return out;
+}
+
+}  // namespace
+
+Session::Session(DaemonContext& ctx, int fd, const ucred& cred, std::uint64_t id)
+    : ctx_(ctx), fd_(fd), cred_(cred), id_(id) {
+    peer_ = "pid=" + std::to_string(cred.pid) + " uid=" + std::to_string(cred.uid) +
+            " gid=" + std::to_string(cred.gid);
+}
+
+Session::~Session() {
+    if (guard_slot_ >= 0) guard::unregister_mapping(guard_slot_);
+    region_.reset();  // munmap
+    if (fd_ >= 0) close(fd_);
+}
+
+void Session::refuse(shm::Status status, const std::string& text) {
+    shm::HelloReply reply{};
+    reply.magic = shm::kReplyMagic;
+    reply.protocol_version = shm::kProtocolVersion;
+    reply.status = static_cast<std::uint32_t>(status);
+    reply.epoch = ctx_.epoch;
+    shm::copy_text(reply.error, text);
+    send_reply(fd_, reply, -1);
+}
+
+bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out) {
+    shm::Layout layout;
+    if (!shm::compute_layout(ring_entries, ring_entries, arena_size, layout)) return false;
+    // Unguessable name, created exclusively (O_EXCL) with owner-only permissions
+    // that do not depend on the umask; unlinked as soon as it is mapped.
+    std::uint8_t rnd[16];
+    if (getrandom(rnd, sizeof rnd, 0) != static_cast<ssize_t>(sizeof rnd)) return false;
+    static const char* hex = "0123456789abcdef";
+    std::string name = "/sigverifyd." + std::to_string(getpid()) + ".";
+    for (std::uint8_t b : rnd) {
+        name.push_back(hex[b >> 4]);
+        name.push_back(hex[b & 15]);
+    }
+    try {
+        bip::permissions perm;
+        perm.set_permissions(0600);
+        bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write, perm);
+        struct Unlinker {
+            const std::string& n;
+            ~Unlinker() { bip::shared_memory_object::remove(n.c_str()); }
+        } unlink_on_exit{name};
+        const int shm_fd = shm.get_mapping_handle().handle;
+        fchmod(shm_fd, 0600);
+        // Reserve the pages now (tmpfs): a later access can never SIGBUS for lack of space.
+        if (int rc = posix_fallocate(shm_fd, 0, static_cast<off_t>(layout.segment_size)); rc != 0) {
+            ctx_.log->warn("session {}: cannot reserve {} bytes of shared memory: {}", id_, layout.segment_size,
+                           std::strerror(rc));
+            return false;
+        }
+        shm.truncate(static_cast<bip::offset_t>(layout.segment_size));
+        region_ = std::make_unique<bip::mapped_region>(shm, bip::read_write, 0, layout.segment_size);
+        fd_out = fcntl(shm_fd, F_DUPFD_CLOEXEC, 0);
+        if (fd_out < 0) return false;
+    } catch (const std::exception& e) {
+        ctx_.log->warn("session {}: cannot create shared segment: {}", id_, e.what());
+        return false;
+    }
+    base_ = static_cast<std::uint8_t*>(region_->get_address());
+    guard_slot_ = guard::register_mapping(base_, layout.segment_size);
+    header_ = reinterpret_cast<shm::SegmentHeader*>(base_);
+    sqes_ = reinterpret_cast<shm::SubmissionEntry*>(base_ + layout.sq_entries_offset);
+    cqes_ = reinterpret_cast<shm::CompletionEntry*>(base_ + layout.cq_entries_offset);
+    arena_ = base_ + layout.arena_offset;
+    arena_size_ = layout.arena_size;
+    sq_entries_ = layout.sq_entries;
+    cq_entries_ = layout.cq_entries;
+
+    shm::SegmentHeader& h = *header_;
+    h.magic = shm::kSegmentMagic;
+    h.abi_major = shm::kAbiMajor;
+    h.abi_minor = shm::kAbiMinor;
+    h.header_size = static_cast<std::uint32_t>(shm::kHeaderSize);
+    h.daemon_pid = static_cast<std::uint32_t>(getpid());
+    h.segment_size = layout.segment_size;
+    h.epoch = ctx_.epoch;
+    h.session_id = id_;
+    h.start_time_ns = ctx_.start_time_ns;
+    h.sq_entries = layout.sq_entries;
+    h.cq_entries = layout.cq_entries;
+    h.sqe_size = sizeof(shm::SubmissionEntry);
+    h.cqe_size = sizeof(shm::CompletionEntry);
+    h.sq_entries_offset = layout.sq_entries_offset;
+    h.cq_entries_offset = layout.cq_entries_offset;
+    h.arena_offset = layout.arena_offset;
+    h.arena_size = layout.arena_size;
+    h.sq_mask = layout.sq_entries - 1;
+    h.cq_mask = layout.cq_entries - 1;
+    // The state word is published last, with release.
+    shm::word(h.state).store(static_cast<std::uint32_t>(shm::SegmentState::ready), std::memory_order_release);
+
+    jobs.assign(cq_entries_, Job{});
+    free_jobs_.reserve(cq_entries_);
+    for (std::uint32_t i = cq_entries_; i-- > 0;) free_jobs_.push_back(i);
+    return true;
+}
+
+bool Session::handshake() {
+    set_timeouts(fd_, std::chrono::duration_cast<std::chrono::milliseconds>(kHandshakeTimeout));
+    shm::HelloRequest hello{};
+    alignas(8) std::uint8_t buf[512];
+    const ssize_t n = recv_packet(fd_, buf, sizeof buf);
+    if (n == 0) {
+        ctx_.log->info("client {} ({}) closed before the handshake", id_, peer_);
+        return false;
+    }
+    if (n != static_cast<ssize_t>(sizeof hello)) {
+        ++ctx_.protocol_errors;
+        ctx_.log->warn("client {} ({}): malformed handshake ({} bytes)", id_, peer_, n);
+        refuse(shm::Status::handshake, "malformed handshake message");
+        return false;
+    }
+    std::memcpy(&hello, buf, sizeof hello);
+    if (hello.magic != shm::kHelloMagic || hello.flags != 0) {
+        ++ctx_.protocol_errors;
+        ctx_.log->warn("client {} ({}): malformed handshake (bad magic or flags)", id_, peer_);
+        refuse(shm::Status::handshake, "malformed handshake message (bad magic or flags)");
+        return false;
+    }
+    name_ = sanitize_name(shm::read_text(hello.client_name));
+    if (hello.protocol_version != shm::kProtocolVersion) {
+        ++ctx_.protocol_errors;
+        const std::string text = "protocol version mismatch: client speaks " +
+                                 std::to_string(hello.protocol_version) + ", sigverifyd speaks " +
+                                 std::to_string(shm::kProtocolVersion);
+        ctx_.log->warn("client {} '{}' ({}): {}", id_, name_, peer_, text);
+        refuse(shm::Status::protocol_version, text);
+        return false;
+    }
+    if (ctx_.stopping.load()) {
+        refuse(shm::Status::shutting_down, "sigverifyd is shutting down");
+        return false;
+    }
+    // Bounded requests: the daemon sizes the segment.
+    std::uint64_t arena = hello.requested_arena_size == 0 ? ctx_.config.arena_size
+                                                          : std::min(hello.requested_arena_size, ctx_.config.arena_size);
+    arena = std::max(arena, shm::kMinArenaSize);
+    std::uint32_t ring = ctx_.config.ring_entries;
+    if (hello.requested_ring_entries != 0) {
+        if (!shm::is_pow2(hello.requested_ring_entries)) {
+            ++ctx_.protocol_errors;
+            refuse(shm::Status::handshake, "requested ring entries must be a power of two");
+            return false;
+        }
+        ring = std::clamp(hello.requested_ring_entries, shm::kMinRingEntries, ctx_.config.ring_entries);
+    }
+    int seg_fd = -1;
+    if (!create_segment(arena, ring, seg_fd)) {
+        refuse(shm::Status::system_error, "sigverifyd could not create the shared segment");
+        return false;
+    }
+    shm::HelloReply reply{};
+    reply.magic = shm::kReplyMagic;
+    reply.protocol_version = shm::kProtocolVersion;
+    reply.status = static_cast<std::uint32_t>(shm::Status::ok);
+    reply.segment_size = header_->segment_size;
+    reply.epoch = ctx_.epoch;
+    reply.session_id = id_;
+    const bool sent = send_reply(fd_, reply, seg_fd);
+    close(seg_fd);
+    if (!sent) {
+        ctx_.log->warn("client {} '{}' ({}): could not send the segment", id_, name_, peer_);
+        return false;
+    }
+    shm::MappedAck ack{};
+    const ssize_t an = recv_packet(fd_, buf, sizeof buf);
+    if (an != static_cast<ssize_t>(sizeof ack)) {
+        ctx_.log->warn("client {} '{}' ({}): no mapping confirmation", id_, name_, peer_);
+        return false;
+    }
+    std::memcpy(&ack, buf, sizeof ack);
+    if (ack.magic != shm::kAckMagic || ack.status != static_cast<std::uint32_t>(shm::Status::ok)) {
+        ++ctx_.protocol_errors;
+        ctx_.log->warn("client {} '{}' ({}): client rejected the segment (status {})", id_, name_, peer_, ack.status);
+        return false;
+    }
+    ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
+                   arena_size_, sq_entries_);
+    return true;
+}
+
+void Session::run() noexcept {
+    try {
+        const bool ok = handshake();
+        if (ok) {
+            reader_loop();
+            end_session();
+        }
+    } catch (const std::exception& e) {
+        ctx_.log->error("client {}: session error: {}", id_, e.what());
+        if (header_ != nullptr) end_session();
+    }
+    if (fd_ >= 0) {
+        shutdown(fd_, SHUT_RDWR);
+    }
+    ctx_.active_sessions.fetch_sub(1);
+    finished_.store(true, std::memory_order_release);
+}
+
+void Session::set_closing() {
+    closing_.store(true);
+    if (header_ != nullptr && !guard::poisoned(guard_slot_)) {
+        shm::word(header_->state).store(static_cast<std::uint32_t>(shm::SegmentState::closing),
+                                        std::memory_order_release);
+        shm::ring_force(header_->client_bell);
+        shm::ring_force(header_->daemon_bell);
+    }
+}
+
+void Session::request_stop() {
+    stop_.store(true);
+    if (header_ != nullptr) shm::ring_force(header_->daemon_bell);
+}
+
+bool Session::socket_alive() {
+    pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+    const int r = poll(&p, 1, 0);
+    if (r <= 0) return true;
+    if (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) return false;
+    if (p.revents & POLLIN) {
+        // Nothing is expected after the handshake: EOF ends the session, any
+        // other packet is a protocol error (drained and ignored).
+        alignas(8) std::uint8_t buf[512];
+        const ssize_t n = recv_packet(fd_, buf, sizeof buf);
+        if (n == 0) return false;
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+        ++ctx_.protocol_errors;
+    }
+    return true;
+}
+
+void Session::post_completion(std::uint64_t tag, shm::Status status, std::uint64_t valid,
+                              std::uint64_t invalid, std::uint32_t detail) {
+    // Caller holds cq_mutex_. Space is guaranteed: in_flight_ counted this entry.
+    shm::CompletionEntry c{};
+    c.user_tag = tag;
+    c.valid = valid;
+    c.invalid = invalid;
+    c.epoch = ctx_.epoch;
+    c.status = static_cast<std::uint32_t>(status);
+    c.detail = detail;
+    std::memcpy(&cqes_[cq_tail_ & (cq_entries_ - 1)], &c, sizeof c);
+    ++cq_tail_;
+    shm::word(header_->cq_tail).store(cq_tail_, std::memory_order_release);
+    --in_flight_;
+}
+
+void Session::finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) {
+    {
+        std::lock_guard lock(cq_mutex_);
+        post_completion(jobs[index].user_tag, status, tally.valid, tally.invalid, 0);
+        free_jobs_.push_back(index);
+    }
+    shm::ring(header_->client_bell);
+    shm::ring(header_->daemon_bell);  // the reader may be waiting for a free job slot
+}
+
+void Session::accept_entry(const shm::SubmissionEntry& e) {
+    // Caller reserved a completion slot (in_flight_ already counts this entry).
+    shm::CheckedSubmission c;
+    shm::Status st = shm::check_submission(e, arena_size_, c);
+    auto complete_now = [&](shm::Status s) {
+        std::lock_guard lock(cq_mutex_);
+        post_completion(e.user_tag, s, 0, 0, 0);
+    };
+    if (st != shm::Status::ok) {
+        ++ctx_.protocol_errors;
+        shm::word(header_->dropped).fetch_add(1, std::memory_order_relaxed);
+        ctx_.log->debug("client {} '{}': rejected submission tag {}: {}", id_, name_, e.user_tag, shm::to_string(st));
+        complete_now(st);
+        return;
+    }
+    if (closing_.load() || ctx_.stopping.load()) {
+        complete_now(shm::Status::shutting_down);
+        return;
+    }
+    if (c.opcode == shm::Opcode::nop || c.row_count == 0) {
+        complete_now(shm::Status::ok);
+        return;
+    }
+    std::uint32_t index;
+    {
+        std::lock_guard lock(cq_mutex_);
+        index = free_jobs_.back();  // non-empty: jobs == cq_entries >= in_flight_
+        free_jobs_.pop_back();
+    }
+    Job& j = jobs[index];
+    j.user_tag = e.user_tag;
+    j.rows.kind = c.kind;
+    j.rows.key_size = c.key_size;
+    j.rows.encoding = c.encoding;
+    j.rows.data = arena_ + c.rows_offset;
+    j.rows.count = static_cast<std::size_t>(c.row_count);
+    j.mode = c.mode;
+    j.table = c.table;
+    j.results = c.mode == wire::Mode::results ? arena_ + c.results_offset : nullptr;
+    j.next_row = 0;
+    j.running = 0;
+    j.tally = {};
+    j.status = shm::Status::ok;
+    if (j.results != nullptr) std::memset(j.results, 0, c.row_count);  // fail closed
+    ++batches_;
+    rows_ += c.row_count;
+    ctx_.scheduler->submit(shared_from_this(), index);
+}
+
+int Session::pump() {
+    if (guard::poisoned(guard_slot_)) return -1;
+    const std::uint32_t tail = shm::word(header_->sq_tail).load(std::memory_order_acquire);
+    if (!shm::ring_count_ok(sq_head_, tail, sq_entries_)) {
+        ctx_.log->warn("client {} '{}': submission ring tail {} is out of bounds (head {}, {} entries); ending session",
+                       id_, name_, tail, sq_head_, sq_entries_);
+        ++ctx_.protocol_errors;
+        return -1;
+    }
+    int consumed = 0;
+    while (sq_head_ != tail) {
+        {
+            std::lock_guard lock(cq_mutex_);
+            const std::uint32_t cq_head = shm::word(header_->cq_head).load(std::memory_order_acquire);
+            if (!shm::ring_count_ok(cq_head, cq_tail_, cq_entries_)) {
+                ctx_.log->warn("client {} '{}': completion ring head {} is out of bounds (tail {}); ending session",
+                               id_, name_, cq_head, cq_tail_);
+                ++ctx_.protocol_errors;
+                return -1;
+            }
+            const std::uint32_t used = cq_tail_ - cq_head;
+            if (used + in_flight_ >= cq_entries_) break;  // back-pressure: wait for the client to reap
+            ++in_flight_;
+        }
+        shm::SubmissionEntry e;
+        std::memcpy(&e, &sqes_[sq_head_ & (sq_entries_ - 1)], sizeof e);  // copy out, then validate
+        ++sq_head_;
+        shm::word(header_->sq_head).store(sq_head_, std::memory_order_release);
+        accept_entry(e);
+        ++consumed;
+    }
+    if (consumed > 0) shm::ring(header_->client_bell);  // completions and/or free sq slots
+    return consumed;
+}
+
+void Session::reader_loop() {
+    set_timeouts(fd_, std::chrono::milliseconds(100));
+    auto last_socket_check = std::chrono::steady_clock::now();
+    auto bell_seq = [&] {
+        return std::atomic_ref<std::uint32_t>(header_->daemon_bell.seq).load(std::memory_order_seq_cst);
+    };
+    while (!stop_.load(std::memory_order_relaxed)) {
+        // Any event after this load (new submission, reaped completion, finished
+        // job, stop request) bumps seq, so the FUTEX_WAIT below cannot miss it.
+        const std::uint32_t seq = bell_seq();
+        const int n = pump();
+        if (n < 0) {
+            violated_.store(true);
+            return;
+        }
+        if (n > 0) continue;
+        // Nothing to do: spin briefly, then sleep on the doorbell.
+        bool changed = false;
+        for (int i = 0; i < kSpinIterations && !changed; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            changed = bell_seq() != seq;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_socket_check >= std::chrono::milliseconds(20)) {
+            last_socket_check = now;
+            if (!socket_alive()) return;
+        }
+        if (changed) continue;
+        shm::begin_wait(header_->daemon_bell);
+        if (!stop_.load(std::memory_order_relaxed)) shm::wait(header_->daemon_bell, seq, kIdleWait);
+        shm::end_wait(header_->daemon_bell);
+    }
+}
+
+void Session::end_session() {
+    // Drop queued work; chunks already running finish into the still-mapped
+    // segment (workers hold references) and their completions are discarded
+    // with the segment.
+    ctx_.scheduler->cancel_session(*this, shm::Status::cancelled);
+    if (header_ != nullptr && !guard::poisoned(guard_slot_)) {
+        shm::word(header_->state).store(static_cast<std::uint32_t>(shm::SegmentState::closed),
+                                        std::memory_order_release);
+        shm::ring_force(header_->client_bell);
+    }
+    if (violated_.load())
+        ctx_.log->warn("client {} '{}' ({}) disconnected for a protocol violation", id_, name_, peer_);
+    ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_, rows_);
+}
+
+}  // namespace sigverify::daemon

@@ -1,0 +1,133 @@
+// One client session: the control socket, the client's shared segment, the
+// reader that consumes its submission ring, and its completion ring.
+//
+// Lifetime: a Session is owned by shared_ptrs held by its own thread, by the
+// server's session list and by every worker running one of its chunks, so the
+// mapping stays valid until the last chunk that writes into it has finished;
+// the destructor unmaps it.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "daemon/config.hpp"
+#include "reference/reference_verifier.hpp"
+#include "shm_protocol/segment_layout.hpp"
+
+namespace boost::interprocess {
+class mapped_region;
+}
+
+namespace sigverify::daemon {
+
+class Scheduler;
+
+// Daemon-wide state a session needs (owned by the server).
+struct DaemonContext {
+    Config config;
+    std::uint64_t epoch = 0;
+    std::uint64_t start_time_ns = 0;
+    Scheduler* scheduler = nullptr;
+    std::shared_ptr<spdlog::logger> log;
+    std::atomic<bool> stopping{false};       // SIGTERM/SIGINT received
+    std::atomic<unsigned> active_sessions{0};
+    std::atomic<std::uint64_t> protocol_errors{0};
+    std::atomic<std::uint64_t> refused{0};
+};
+
+// One accepted submission.
+struct Job {
+    std::uint64_t user_tag = 0;
+    wire::RowSpan rows;           // points into this session's arena
+    std::uint8_t* results = nullptr;
+    wire::Mode mode = wire::Mode::results;
+    std::uint8_t table = shm::kTableUnspecified;
+    // scheduling state, guarded by the scheduler's mutex
+    std::uint64_t next_row = 0;   // first row not yet handed to a worker
+    std::uint32_t running = 0;    // chunks being verified
+    reference::Tally tally;
+    shm::Status status = shm::Status::ok;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+public:
+    Session(DaemonContext& ctx, int fd, const ucred& cred, std::uint64_t id);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Thread body: handshake, then the reader loop until the socket closes or
+    // the daemon stops. Never throws.
+    void run() noexcept;
+
+    // Server side (any thread).
+    void set_closing();           // shutdown began: answer new submissions with shutting_down
+    void request_stop();          // end the session as soon as possible
+    bool finished() const { return finished_.load(std::memory_order_acquire); }
+    std::uint64_t id() const { return id_; }
+
+    // Scheduler side (any thread): posts the completion of job `index` and frees it.
+    void finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally);
+
+    // --- guarded by the scheduler's mutex ---------------------------------
+    std::vector<Job> jobs;                  // cq_entries slots, allocated at handshake
+    std::deque<std::uint32_t> sched_queue;  // jobs with unassigned rows, in order
+    bool in_runnable = false;
+    bool cancelled = false;
+
+private:
+    bool handshake();
+    bool create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out);
+    void reader_loop();
+    // Consumes what it can from the submission ring; returns entries consumed,
+    // or -1 on a protocol violation that ends the session.
+    int pump();
+    void accept_entry(const shm::SubmissionEntry& e);
+    void post_completion(std::uint64_t tag, shm::Status status, std::uint64_t valid,
+                         std::uint64_t invalid, std::uint32_t detail);
+    bool socket_alive();
+    void end_session();
+    void refuse(shm::Status status, const std::string& text);
+
+    DaemonContext& ctx_;
+    int fd_;
+    ucred cred_;
+    std::uint64_t id_;
+    std::string name_;
+    std::string peer_;   // "pid=.. uid=.. gid=.." for logs
+
+    std::unique_ptr<boost::interprocess::mapped_region> region_;
+    int guard_slot_ = -1;   // SIGBUS guard registration of the mapping
+    std::uint8_t* base_ = nullptr;
+    shm::SegmentHeader* header_ = nullptr;
+    shm::SubmissionEntry* sqes_ = nullptr;
+    shm::CompletionEntry* cqes_ = nullptr;
+    std::uint8_t* arena_ = nullptr;
+    std::uint64_t arena_size_ = 0;
+    std::uint32_t sq_entries_ = 0, cq_entries_ = 0;
+
+    std::uint32_t sq_head_ = 0;             // private copy (reader thread only)
+    std::mutex cq_mutex_;                   // serializes completion producers
+    std::uint32_t cq_tail_ = 0;             // private copy, guarded by cq_mutex_
+    std::uint32_t in_flight_ = 0;           // consumed, completion not posted; cq_mutex_
+    std::vector<std::uint32_t> free_jobs_;  // cq_mutex_
+
+    std::atomic<bool> closing_{false};
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> finished_{false};
+    std::atomic<bool> violated_{false};
+
+    std::uint64_t batches_ = 0, rows_ = 0;
+};
+
+}  // namespace sigverify::daemon
