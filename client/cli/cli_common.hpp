@@ -1,0 +1,75 @@
+// Pieces shared by the sigverify subcommands: row files, argument structs,
+// exit codes, and the hooks through which daemon_commands.cpp adds the
+// subcommands that talk to sigverifyd.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "shm_protocol/wire_format.hpp"
+
+namespace sigverify::cli {
+
+enum class ExitCode : int { ok = 0, invalid_rows = 1, usage = 2, input = 3, daemon = 4 };
+
+// A problem with the user's files or data (exit code 3).
+struct InputError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// A problem reaching or using sigverifyd (exit code 4).
+struct DaemonError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct VerifyArgs {
+    bool local = false;
+    std::string table;
+    std::optional<std::size_t> key_size;
+    std::string sig_format = "opaque";
+    bool collect = false;
+    unsigned threads = 0;
+    std::string in;
+    std::string out;
+    bool strict = false;
+    bool baseline = false;
+    std::string runtime_dir;  // daemon mode
+};
+
+// A row file read into memory with the layout the user named.
+struct RowFile {
+    wire::RecordKind kind{};
+    std::size_t key_size = 0;
+    wire::SigEncoding encoding{};
+    std::size_t count = 0;
+    std::vector<std::uint8_t> bytes;
+
+    wire::RowSpan span(std::vector<std::uint8_t>& storage) const {
+        return wire::RowSpan{kind, key_size, encoding, storage.data(), count};
+    }
+};
+
+// Throws InputError when the file cannot be read or its size is not a
+// multiple of the row stride.
+RowFile load_row_file(const std::string& path, const std::string& table, std::optional<std::size_t> key_size,
+                      const std::string& sig_format);
+
+// Writes to PATH.tmp then renames, so a failure never leaves a partial file.
+void write_file_atomically(const std::string& path, const std::uint8_t* data, std::size_t size);
+
+// One summary line: rows, valid, invalid, seconds, rows/s.
+void print_summary(const char* how, unsigned threads, bool collect, std::uint64_t valid, std::uint64_t invalid,
+                   double seconds);
+
+// Provided by daemon_commands.cpp.
+void add_daemon_options(CLI::App& verify_cmd, VerifyArgs& args);
+int run_verify_daemon(const VerifyArgs& args);
+void add_extra_subcommands(CLI::App& app);
+int run_extra_subcommand(CLI::App& app);
+
+}  // namespace sigverify::cli
