@@ -21,6 +21,8 @@
 
 #if defined(__CUDA_ARCH__)
 #define SV_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define SV_UNROLL _Pragma("GCC unroll 16")
 #else
 #define SV_UNROLL
 #endif
@@ -80,8 +82,12 @@ SV_HD u64 subb(u64 a, u64 b, u64 bin, u64& d) {
     return b1 | b2;
 }
 
-// Three-word accumulator (c0 low) used by the column-wise products.
-struct Acc {
+// Three-word accumulator (c0 low) used by the column-wise products. Two
+// definitions with identical results: AccCarry builds the carries from
+// 64-bit additions (the device's form), AccWide uses unsigned __int128 (the
+// host's form; g++ turns it into add/adc chains). The host tests run the
+// products with both and compare them bit for bit.
+struct AccCarry {
     u64 c0 = 0, c1 = 0, c2 = 0;
 
     SV_HD void mac(u64 a, u64 b) {
@@ -117,9 +123,46 @@ struct Acc {
     }
 };
 
+#if defined(SV_HAVE_INT128)
+struct AccWide {
+    u128_host lo = 0;  // c0 + c1 * 2^64
+    u64 c2 = 0;
+
+    SV_HD void mac(u64 a, u64 b) {
+        const u128_host t = u128_host(a) * b;
+        lo += t;
+        c2 += lo < t;
+    }
+    SV_HD void mac2(u64 a, u64 b) {
+        const u128_host t = u128_host(a) * b;
+        lo += t;
+        c2 += lo < t;
+        lo += t;
+        c2 += lo < t;
+    }
+    SV_HD void add(u64 a) {
+        lo += a;
+        c2 += lo < a;
+    }
+    SV_HD u64 take() {
+        const u64 r = u64(lo);
+        lo = (lo >> 64) | (u128_host(c2) << 64);
+        c2 = 0;
+        return r;
+    }
+};
+#endif
+
+#if defined(__CUDA_ARCH__) || !defined(SV_HAVE_INT128)
+using Acc = AccCarry;
+#else
+using Acc = AccWide;
+#endif
+
 // 256 x 256 -> 512 bit product, little-endian 64-bit limbs.
+template <class A = Acc>
 SV_HD void mul_256x256(u64 r[8], const u64 a[4], const u64 b[4]) {
-    Acc acc;
+    A acc;
     SV_UNROLL
     for (int k = 0; k < 7; ++k) {
         SV_UNROLL
@@ -132,18 +175,16 @@ SV_HD void mul_256x256(u64 r[8], const u64 a[4], const u64 b[4]) {
     r[7] = acc.take();
 }
 
-// 256-bit square: cross products once, doubled.
+// 256-bit square: each cross product computed once and added twice.
+template <class A = Acc>
 SV_HD void sqr_256(u64 r[8], const u64 a[4]) {
-    Acc acc;
+    A acc;
     SV_UNROLL
     for (int k = 0; k < 7; ++k) {
-        // cross terms i < j, i + j = k, added twice
         SV_UNROLL
         for (int i = 0; i < 4; ++i) {
             const int j = k - i;
-            if (j > i && j < 4) {
-                acc.mac2(a[i], a[j]);
-            }
+            if (j > i && j < 4) acc.mac2(a[i], a[j]);
         }
         if ((k & 1) == 0 && k / 2 < 4) acc.mac(a[k / 2], a[k / 2]);
         r[k] = acc.take();

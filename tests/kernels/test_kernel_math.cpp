@@ -160,6 +160,39 @@ TEST_CASE("mul64: device, host and portable definitions agree bit for bit", "[ke
     }
 }
 
+TEST_CASE("256-bit products: the device accumulator equals the host one bit for bit", "[kernels][unit]") {
+    const auto in = inputs(2000);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        const u64* a = in[i].data();
+        const u64* b = in[(i * 13 + 7) % in.size()].data();
+        u64 r1[8], r2[8], r3[8], r4[8];
+        mul_256x256<AccCarry>(r1, a, b);
+        mul_256x256<AccWide>(r2, a, b);
+        sqr_256<AccCarry>(r3, a);
+        sqr_256<AccWide>(r4, a);
+        u64 r5[8];
+        mul_256x256<AccWide>(r5, a, a);
+        for (int k = 0; k < 8; ++k) {
+            REQUIRE(r1[k] == r2[k]);
+            REQUIRE(r3[k] == r4[k]);
+            REQUIRE(r3[k] == r5[k]);
+        }
+        // against a BIGNUM product
+        Bn A, B, P;
+        BnCtx ctx;
+        limbs_to_bn(a, A);
+        limbs_to_bn(b, B);
+        BN_mul(P.b, A.b, B.b, ctx.ctx);
+        unsigned char be[64];
+        REQUIRE(BN_bn2binpad(P.b, be, 64) == 64);
+        for (int k = 0; k < 8; ++k) {
+            u64 w = 0;
+            for (int j = 0; j < 8; ++j) w = (w << 8) | be[(7 - k) * 8 + j];
+            REQUIRE(r1[k] == w);
+        }
+    }
+}
+
 TEST_CASE("field arithmetic matches a BIGNUM oracle", "[kernels][unit]") {
     BnCtx ctx;
     Bn p(kPHex);

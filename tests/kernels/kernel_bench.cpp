@@ -1,0 +1,68 @@
+// Micro-benchmark of the host-compiled kernel math (not a test): cost of the
+// primitives and of a whole verification, next to libsecp256k1 through the
+// reference verifier, single thread.
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "kernels/kernel_math.hpp"
+#include "kernels/verify.hpp"
+#include "reference/reference_verifier.hpp"
+#include "reference/row_generator.hpp"
+
+using namespace sigverify;
+using namespace sigverify::kernels;
+
+namespace {
+
+template <class F>
+double time_ns(int iters, F&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) f(i);
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / iters;
+}
+
+volatile u64 sink;
+
+}  // namespace
+
+int main() {
+    host_g_table();
+    Fe a{{0x123456789abcdefull, 0xfedcba987654321ull, 0x1111111111111111ull, 0x2222222222222222ull}};
+    Fe b = a;
+    Sc s{{0x123456789abcdefull, 0xfedcba987654321ull, 0x1111111111111111ull, 0x2222222222222222ull}};
+    std::printf("fe_mul   %8.1f ns\n", time_ns(1000000, [&](int) { fe_mul(b, b, a); }));
+    std::printf("fe_sqr   %8.1f ns\n", time_ns(1000000, [&](int) { fe_sqr(b, b); }));
+    std::printf("fe_inv   %8.1f ns\n", time_ns(20000, [&](int) { fe_inv(b, b); }));
+    std::printf("fe_sqrt  %8.1f ns\n", time_ns(20000, [&](int) { fe_sqrt(b, b); }));
+    std::printf("sc_mul   %8.1f ns\n", time_ns(1000000, [&](int) { sc_mul(s, s, s); }));
+    std::printf("sc_inv   %8.1f ns\n", time_ns(20000, [&](int) { sc_inv(s, s); }));
+    sink = b.v[0] ^ s.v[0];
+    const Ge g = ge_generator();
+    Gej r;
+    std::printf("ecmult   %8.1f ns\n", time_ns(20000, [&](int i) {
+                    Sc na = s, ng = s;
+                    na.v[0] ^= u64(i);
+                    ecmult(r, g, na, ng, host_g_table());
+                    sink = r.x.v[0];
+                }));
+    reference::RowVerifier ref;
+    for (auto t : {wire::Table::ecdsa, wire::Table::schnorr}) {
+        reference::GenOptions o;
+        o.table = t;
+        o.count = 20000;
+        o.seed = 5;
+        auto rows = reference::generate_rows(o);
+        const wire::RecordKind kind = wire::record_kind(t);
+        const wire::RowSpan span{kind, wire::canonical_key_size(t), wire::SigEncoding::opaque, rows.data(),
+                                 o.count};
+        std::size_t ok1 = 0, ok2 = 0;
+        const double k = time_ns(int(o.count), [&](int i) {
+            ok1 += verify_record(span.row(std::size_t(i)), kind, wire::SigEncoding::opaque);
+        });
+        const double l = time_ns(int(o.count), [&](int i) { ok2 += ref.verify_row(span, std::size_t(i)); });
+        std::printf("%-8s verify: kernel math %.2f us/row, libsecp256k1 %.2f us/row, ratio %.2f (valid %zu/%zu)\n",
+                    std::string(wire::to_string(t)).c_str(), k / 1000, l / 1000, k / l, ok1, ok2);
+    }
+    return 0;
+}
