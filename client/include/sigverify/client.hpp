@@ -1,0 +1,162 @@
+// libsigverify: the C++ client of sigverifyd.
+//
+// A Client holds one session with the daemon: a control socket and one shared
+// segment (rings + arena). Rows are copied into the arena (or written there in
+// place through the zero-copy API), verified by the daemon, and the verdicts
+// (results mode) or zeroed tails (collect mode) come back through the arena.
+//
+// Thread-safety: every member function may be called from several threads at
+// once. Batches of different threads are in flight concurrently (up to the ring
+// size); the library serializes only its short ring/arena bookkeeping. A Batch
+// (zero-copy) belongs to the thread that reserved it until it is released.
+//
+// Allocation: connect() allocates everything a session needs; verifying,
+// collecting, reserving, submitting and waiting allocate nothing.
+//
+// Failure: when the daemon cannot be reached at connect, or dies, shuts down
+// or cancels work mid-batch, a client with Fallback::local verifies the
+// affected rows in-process with the reference verifier (same verdicts); a
+// client without fallback returns Status::unreachable / disconnected /
+// shutting_down / cancelled. A dead daemon is detected within
+// ClientOptions::liveness_interval (socket hang-up and futex timeouts), so no
+// call blocks longer than that after the daemon dies. Completions carry the
+// daemon epoch; one from another epoch is never applied (Status::stale_epoch).
+// After a daemon death the client reconnects by itself on a later call once no
+// batch of the old session is outstanding.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "shm_protocol/segment_layout.hpp"
+#include "shm_protocol/wire_format.hpp"
+
+namespace sigverify {
+
+using shm::Status;
+
+enum class Fallback : std::uint8_t { none = 0, local = 1 };
+
+struct ClientOptions {
+    std::string runtime_dir;          // empty: $SIGVERIFY_RUNTIME_DIR, else /run/sigverifyd
+    std::string name;                 // shown in daemon logs; empty: "pid-<pid>"
+    std::uint64_t arena_size = 0;     // requested arena bytes; 0 = daemon default (daemon bounds it)
+    std::uint32_t ring_entries = 0;   // requested ring entries; 0 = daemon default
+    Fallback fallback = Fallback::none;
+    unsigned local_threads = 0;       // threads of the local fallback verifier (0 = all cores)
+    std::chrono::milliseconds connect_timeout{2000};   // handshake bound
+    std::chrono::milliseconds liveness_interval{20};   // longest sleep between daemon liveness checks
+    std::chrono::milliseconds batch_timeout{0};        // 0 = wait as long as the daemon lives
+    bool reconnect = true;            // reconnect after a daemon death (rate-limited)
+    std::uint32_t protocol_version = shm::kProtocolVersion;  // tests of version mismatch only
+};
+
+// Outcome of one call.
+struct BatchResult {
+    Status status = Status::ok;
+    std::uint64_t valid = 0;
+    std::uint64_t invalid = 0;
+    std::uint64_t local_rows = 0;     // rows verified in-process by the fallback
+    bool ok() const { return status == Status::ok; }
+};
+
+class Error : public std::runtime_error {
+public:
+    Error(Status status, const std::string& what) : std::runtime_error(what), status_(status) {}
+    Status status() const { return status_; }
+
+private:
+    Status status_;
+};
+
+// A zero-copy batch: rows (and result bytes) inside the shared arena.
+struct Batch {
+    std::uint8_t* rows = nullptr;     // count * stride bytes, write rows here
+    std::uint8_t* results = nullptr;  // count bytes, verdicts after wait() (results mode)
+    std::size_t count = 0;
+    wire::RecordKind kind = wire::RecordKind::ecdsa;
+    std::size_t key_size = 0;
+    wire::SigEncoding encoding = wire::SigEncoding::opaque;  // set by submit()
+    std::uint32_t slot = 0;           // internal
+    std::uint32_t generation = 0;     // internal (0 = not reserved)
+
+    wire::RowSpan span() const { return wire::RowSpan{kind, key_size, encoding, rows, count}; }
+};
+
+class Client {
+public:
+    // Connects (handshake, segment mapping). Throws Error on failure, unless
+    // options.fallback == Fallback::local: then it returns a client that
+    // verifies locally (connected() == false) and retries the daemon later.
+    static std::unique_ptr<Client> connect(const ClientOptions& options = {});
+    // Non-throwing form: nullptr on failure with status/message filled.
+    static std::unique_ptr<Client> connect(const ClientOptions& options, Status& status,
+                                           std::string& message) noexcept;
+    ~Client();
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+
+    // --- copy API (batches of any size; split over the arena transparently) --
+    // results must hold n bytes; they are zeroed first (fail closed).
+    BatchResult verify_ecdsa(const std::uint8_t* rows, std::size_t n, std::size_t key_size,
+                             std::uint8_t* results, wire::SigEncoding encoding = wire::SigEncoding::opaque);
+    BatchResult verify_schnorr(const std::uint8_t* rows, std::size_t n, std::size_t key_size,
+                               std::uint8_t* results);
+    BatchResult verify_ecdsa(std::span<const wire::EcdsaRow> rows, std::span<std::uint8_t> results,
+                             wire::SigEncoding encoding = wire::SigEncoding::opaque);
+    BatchResult verify_multisig(std::span<const wire::MultisigRow> rows, std::span<std::uint8_t> results,
+                                wire::SigEncoding encoding = wire::SigEncoding::opaque);
+    BatchResult verify_schnorr(std::span<const wire::SchnorrRow> rows, std::span<std::uint8_t> results);
+    BatchResult verify_threshold(std::span<const wire::ThresholdRow> rows, std::span<std::uint8_t> results);
+    // Collect: zeroes the key_size tail of every valid row in place.
+    BatchResult collect_ecdsa(std::uint8_t* rows, std::size_t n, std::size_t key_size,
+                              wire::SigEncoding encoding = wire::SigEncoding::opaque);
+    BatchResult collect_schnorr(std::uint8_t* rows, std::size_t n, std::size_t key_size);
+    BatchResult collect_ecdsa(std::span<wire::EcdsaRow> rows, wire::SigEncoding encoding = wire::SigEncoding::opaque);
+    BatchResult collect_multisig(std::span<wire::MultisigRow> rows,
+                                 wire::SigEncoding encoding = wire::SigEncoding::opaque);
+    BatchResult collect_schnorr(std::span<wire::SchnorrRow> rows);
+    BatchResult collect_threshold(std::span<wire::ThresholdRow> rows);
+    // Generic form; table is a statistics label (shm::kTableUnspecified or a wire::Table).
+    BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
+                    std::uint8_t table = shm::kTableUnspecified);
+
+    // --- zero-copy API ------------------------------------------------------
+    // Reserves count rows (and count result bytes) in the arena. Waits for
+    // space when wait is true, else returns ring_full. too_large when the
+    // batch can never fit (see max_batch_rows); unreachable/disconnected when
+    // there is no daemon session.
+    Status reserve(wire::RecordKind kind, std::size_t key_size, std::size_t count, Batch& batch, bool wait = true);
+    Status submit(Batch& batch, wire::Mode mode, wire::SigEncoding encoding = wire::SigEncoding::opaque,
+                  std::uint8_t table = shm::kTableUnspecified);
+    // Blocks until the batch completes (or the daemon is gone / batch_timeout).
+    // With Fallback::local a failed batch is verified in place, locally.
+    BatchResult wait(Batch& batch);
+    // Non-blocking: status pending while the batch is in flight.
+    BatchResult poll(Batch& batch);
+    // Frees the arena space of a reserved/completed batch. A batch still in
+    // flight is abandoned: its space is freed when its completion arrives.
+    void release(Batch& batch);
+    // Largest batch reserve() can ever satisfy.
+    std::size_t max_batch_rows(wire::RecordKind kind, std::size_t key_size) const;
+
+    // --- session ---------------------------------------------------------------
+    // Round trip of a no-op submission through the rings; rtt_ns is optional.
+    Status ping(std::uint64_t* rtt_ns = nullptr);
+    bool connected() const;
+    std::uint64_t epoch() const;             // daemon epoch of the current session (0: none)
+    std::uint64_t arena_size() const;
+    std::string last_error() const;          // text of the last connection-level failure
+
+private:
+    struct Impl;
+    explicit Client(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sigverify

@@ -1,0 +1,113 @@
+/* libsigverify C ABI: verify secp256k1 signatures through sigverifyd.
+ *
+ * For C, Go (cgo/purego) and Rust nodes. Rows are the packed bridge rows of
+ * shm_protocol/wire_format.hpp: a record (ECDSA 129 bytes: hash[32] point[33]
+ * sig[64]; Schnorr 128 bytes: hash[32] xonly[32] sig[64]) followed by a tail of
+ * key_size bytes (0..255). results mode: results[i] = 1 valid / 0 invalid,
+ * zeroed first (fail closed). collect mode: the tail of every valid row is
+ * zeroed in place.
+ *
+ * Thread-safety: a sigverify_client may be used from several threads at once;
+ * calls of different threads run concurrently (several batches in flight).
+ * sigverify_close must not race with other calls on the same client.
+ * sigverify_last_error / sigverify_last_counts are per thread: they describe
+ * the last call made by the calling thread.
+ *
+ * Failure: when the daemon is unreachable or dies mid-batch, a client opened
+ * with fallback_local = 1 verifies in-process (same verdicts); otherwise the
+ * call returns SIGVERIFY_E_UNREACHABLE / _DISCONNECTED / ... within about
+ * liveness_ms after the daemon's death. Batches larger than the shared arena
+ * are split transparently. No allocation per call after sigverify_connect.
+ */
+#ifndef SIGVERIFY_SIGVERIFY_H
+#define SIGVERIFY_SIGVERIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SIGVERIFY_API __attribute__((visibility("default")))
+#else
+#define SIGVERIFY_API
+#endif
+
+/* Error codes (same numbers as the daemon's completion status codes). */
+#define SIGVERIFY_OK 0
+#define SIGVERIFY_E_INVALID_ARGUMENT 1
+#define SIGVERIFY_E_BAD_ENTRY 2
+#define SIGVERIFY_E_BAD_RANGE 3
+#define SIGVERIFY_E_PROTOCOL_VERSION 4
+#define SIGVERIFY_E_PERMISSION_DENIED 5
+#define SIGVERIFY_E_BUSY 6
+#define SIGVERIFY_E_SHUTTING_DOWN 7
+#define SIGVERIFY_E_CANCELLED 8
+#define SIGVERIFY_E_BACKEND 9
+#define SIGVERIFY_E_UNREACHABLE 10
+#define SIGVERIFY_E_DISCONNECTED 11
+#define SIGVERIFY_E_TIMEOUT 12
+#define SIGVERIFY_E_RING_FULL 13
+#define SIGVERIFY_E_STALE_EPOCH 14
+#define SIGVERIFY_E_TOO_LARGE 15
+#define SIGVERIFY_E_HANDSHAKE 16
+#define SIGVERIFY_E_BAD_SEGMENT 17
+#define SIGVERIFY_E_SYSTEM 18
+#define SIGVERIFY_E_PENDING 19
+
+/* Signature encodings of ECDSA records. */
+#define SIGVERIFY_ENCODING_OPAQUE 0  /* r LE || s LE (libsecp256k1's in-memory form) */
+#define SIGVERIFY_ENCODING_COMPACT 1 /* r BE || s BE */
+
+typedef struct sigverify_client sigverify_client;
+
+typedef struct sigverify_options {
+    uint32_t struct_size;        /* sizeof(sigverify_options), set by sigverify_options_init */
+    const char* runtime_dir;     /* NULL: $SIGVERIFY_RUNTIME_DIR, else /run/sigverifyd */
+    const char* client_name;     /* NULL: "pid-<pid>" */
+    uint64_t arena_size;         /* requested arena bytes, 0 = daemon default */
+    uint32_t ring_entries;       /* requested ring entries, 0 = daemon default */
+    int fallback_local;          /* 1: verify in-process when the daemon is unavailable */
+    uint32_t local_threads;      /* fallback verifier threads, 0 = all cores */
+    uint32_t connect_timeout_ms; /* handshake bound, 0 = 2000 */
+    uint32_t liveness_ms;        /* longest sleep between daemon liveness checks, 0 = 20 */
+    uint32_t batch_timeout_ms;   /* 0 = wait as long as the daemon lives */
+} sigverify_options;
+
+SIGVERIFY_API void sigverify_options_init(sigverify_options* options);
+
+/* Connects. On success *out is the client and SIGVERIFY_OK is returned. With
+ * fallback_local and no daemon, also SIGVERIFY_OK (the client works locally and
+ * retries the daemon later; see sigverify_is_connected). On failure *out is
+ * NULL and sigverify_last_error() says why. options may be NULL (defaults). */
+SIGVERIFY_API int sigverify_connect(const sigverify_options* options, sigverify_client** out);
+
+SIGVERIFY_API int sigverify_verify_ecdsa(sigverify_client* client, const uint8_t* rows, size_t n,
+                                         size_t key_size, int encoding, uint8_t* results);
+SIGVERIFY_API int sigverify_verify_schnorr(sigverify_client* client, const uint8_t* rows, size_t n,
+                                           size_t key_size, uint8_t* results);
+SIGVERIFY_API int sigverify_collect_ecdsa(sigverify_client* client, uint8_t* rows, size_t n, size_t key_size,
+                                          int encoding);
+SIGVERIFY_API int sigverify_collect_schnorr(sigverify_client* client, uint8_t* rows, size_t n,
+                                            size_t key_size);
+
+/* Valid/invalid row counts of this thread's last verify/collect call. */
+SIGVERIFY_API void sigverify_last_counts(uint64_t* valid, uint64_t* invalid);
+/* Round trip of a no-op through the daemon's rings (rtt_ns may be NULL). */
+SIGVERIFY_API int sigverify_ping(sigverify_client* client, uint64_t* rtt_ns);
+/* 1 when a daemon session is up, 0 when working locally / disconnected. */
+SIGVERIFY_API int sigverify_is_connected(const sigverify_client* client);
+SIGVERIFY_API void sigverify_close(sigverify_client* client);
+
+/* Static description of an error code (never NULL). */
+SIGVERIFY_API const char* sigverify_strerror(int code);
+/* Detailed text of this thread's last failing call ("" if none). */
+SIGVERIFY_API const char* sigverify_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SIGVERIFY_SIGVERIFY_H */
