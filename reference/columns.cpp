@@ -1,0 +1,291 @@
+#include "reference/columns.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "reference/parallel_for.hpp"
+
+namespace sigverify::reference {
+
+std::string_view to_string(ColumnError e) {
+    switch (e) {
+    case ColumnError::none: return "ok";
+    case ColumnError::bad_kind: return "record kind is neither ecdsa nor schnorr";
+    case ColumnError::bad_encoding: return "ECDSA signature encoding is neither opaque nor compact";
+    case ColumnError::bad_tail_size: return "tail_size must be 0..255";
+    case ColumnError::null_column: return "a column is null";
+    case ColumnError::too_many_rows: return "row count overflows the column sizes";
+    case ColumnError::message_size: return "message column size is not a multiple of 32";
+    case ColumnError::key_size: return "key column size does not match the row count";
+    case ColumnError::signature_size: return "signature column size does not match the row count";
+    case ColumnError::correlate_size: return "correlate column size does not match the row count";
+    }
+    return "unknown column error";
+}
+
+ColumnError ColumnBatch::check() const {
+    if (kind != RecordKind::ecdsa && kind != RecordKind::schnorr) return ColumnError::bad_kind;
+    if (kind == RecordKind::ecdsa && encoding != SigEncoding::opaque && encoding != SigEncoding::compact)
+        return ColumnError::bad_encoding;
+    if (tail_size > wire::kMaxKeySize) return ColumnError::bad_tail_size;
+    if (count == 0) return ColumnError::none;
+    if (message == nullptr || key == nullptr || signature == nullptr) return ColumnError::null_column;
+    if (tail_size != 0 && correlate == nullptr) return ColumnError::null_column;
+    // The widest column bounds them all; the assembled row (<= 129 + 255
+    // bytes) is bounded too, for conversions to rows.
+    const std::size_t widest = wire::stride(kind, tail_size);
+    if (count > SIZE_MAX / widest) return ColumnError::too_many_rows;
+    return ColumnError::none;
+}
+
+ColumnError bind_columns(RecordKind kind, SigEncoding encoding, std::size_t tail_size,
+                         std::span<const std::uint8_t> message, std::span<const std::uint8_t> key,
+                         std::span<const std::uint8_t> signature, std::span<std::uint8_t> correlate,
+                         ColumnBatch& out) {
+    ColumnBatch b;
+    b.kind = kind;
+    b.encoding = encoding;
+    b.tail_size = tail_size;
+    if (kind != RecordKind::ecdsa && kind != RecordKind::schnorr) return ColumnError::bad_kind;
+    if (tail_size > wire::kMaxKeySize) return ColumnError::bad_tail_size;
+    if (message.size() % kMessageWidth != 0) return ColumnError::message_size;
+    b.count = message.size() / kMessageWidth;
+    // count <= SIZE_MAX / 32, so count * 33 may overflow: compare by division.
+    const std::size_t kw = key_width(kind);
+    if (key.size() % kw != 0 || key.size() / kw != b.count) return ColumnError::key_size;
+    if (signature.size() % kSignatureWidth != 0 || signature.size() / kSignatureWidth != b.count)
+        return ColumnError::signature_size;
+    if (tail_size == 0) {
+        if (!correlate.empty()) return ColumnError::correlate_size;
+    } else if (correlate.size() % tail_size != 0 || correlate.size() / tail_size != b.count) {
+        return ColumnError::correlate_size;
+    }
+    b.message = message.data();
+    b.key = key.data();
+    b.signature = signature.data();
+    b.correlate = tail_size ? correlate.data() : nullptr;
+    if (const ColumnError e = b.check(); e != ColumnError::none) return e;
+    out = b;
+    return ColumnError::none;
+}
+
+void assemble_record(const ColumnBatch& c, std::size_t i, std::uint8_t* record) {
+    const std::size_t kw = key_width(c.kind);
+    std::memcpy(record, c.message_at(i), kMessageWidth);
+    std::memcpy(record + kMessageWidth, c.key_at(i), kw);
+    std::memcpy(record + kMessageWidth + kw, c.signature_at(i), kSignatureWidth);
+}
+
+bool verify_column_row(const RowVerifier& verifier, const ColumnBatch& c, std::size_t i) {
+    std::uint8_t record[wire::kEcdsaRecordSize];
+    assemble_record(c, i, record);
+    return c.kind == RecordKind::ecdsa ? verifier.verify_ecdsa(record, c.encoding) : verifier.verify_schnorr(record);
+}
+
+Tally run_columns(const RowVerifier& verifier, const ColumnBatch& c, std::size_t begin, std::size_t end,
+                  Mode mode, std::uint8_t* results) {
+    Tally tally;
+    end = std::min(end, c.count);
+    for (std::size_t i = begin; i < end; ++i) {
+        const bool ok = verify_column_row(verifier, c, i);
+        if (ok) {
+            ++tally.valid;
+        } else {
+            ++tally.invalid;
+        }
+        if (mode == Mode::results) {
+            results[i] = ok ? 1 : 0;
+        } else if (ok && c.tail_size != 0) {
+            std::memset(c.correlate_at(i), 0, c.tail_size);
+        }
+    }
+    return tally;
+}
+
+ColumnVerifier::ColumnVerifier(unsigned threads) : pool_(std::make_unique<WorkerPool>(threads)) {
+    verifiers_.resize(pool_->size());
+    for (auto& v : verifiers_) v = std::make_unique<RowVerifier>();
+}
+
+ColumnVerifier::~ColumnVerifier() = default;
+
+unsigned ColumnVerifier::threads() const { return pool_->size(); }
+
+Tally ColumnVerifier::verify(const ColumnBatch& columns, std::uint8_t* results) {
+    return run(columns, Mode::results, results);
+}
+
+Tally ColumnVerifier::collect(const ColumnBatch& columns) { return run(columns, Mode::collect, nullptr); }
+
+Tally ColumnVerifier::run(const ColumnBatch& c, Mode mode, std::uint8_t* results) {
+    if (const ColumnError e = c.check(); e != ColumnError::none)
+        throw std::invalid_argument("reference::ColumnVerifier: " + std::string(to_string(e)));
+    if (mode != Mode::results && mode != Mode::collect)
+        throw std::invalid_argument("reference::ColumnVerifier: unknown mode");
+    if (mode == Mode::results) {
+        if (results == nullptr && c.count != 0)
+            throw std::invalid_argument("reference::ColumnVerifier: results mode needs a results buffer");
+        if (c.count != 0) std::memset(results, 0, c.count);  // fail closed
+    }
+    if (c.count == 0) return {};
+
+    const unsigned n = threads();
+    if (n == 1 || c.count < 64) return run_columns(*verifiers_[0], c, 0, c.count, mode, results);
+    // Same chunking as reference::Verifier.
+    const std::size_t chunk = std::clamp<std::size_t>(c.count / (std::size_t(n) * 16), 32, 4096);
+    std::vector<Tally> tallies(n);
+    pool_->parallel_for(c.count, chunk, [&](unsigned w, std::size_t begin, std::size_t end) {
+        tallies[w] += run_columns(*verifiers_[w], c, begin, end, mode, results);
+    });
+    Tally total;
+    for (const auto& t : tallies) total += t;
+    return total;
+}
+
+// ---------------------------------------------------------------------------
+// Conversions
+// ---------------------------------------------------------------------------
+
+std::string_view to_string(CorrelateLayout l) {
+    switch (l) {
+    case CorrelateLayout::none: return "none";
+    case CorrelateLayout::tail: return "tail";
+    case CorrelateLayout::libbitcoin: return "libbitcoin";
+    }
+    return "?";
+}
+
+std::optional<CorrelateLayout> parse_correlate_layout(std::string_view s) {
+    if (s == "none") return CorrelateLayout::none;
+    if (s == "tail") return CorrelateLayout::tail;
+    if (s == "libbitcoin") return CorrelateLayout::libbitcoin;
+    return std::nullopt;
+}
+
+ColumnBatch ColumnTable::view() {
+    ColumnBatch b;
+    b.kind = kind;
+    b.encoding = encoding;
+    b.count = count;
+    b.tail_size = tail_size;
+    b.message = message.data();
+    b.key = key.data();
+    b.signature = signature.data();
+    b.correlate = tail_size ? correlate.data() : nullptr;
+    return b;
+}
+
+namespace {
+
+void require_libbitcoin_table(RecordKind kind, std::optional<wire::Table> table, std::size_t key_size,
+                              bool check_key_size) {
+    if (!table)
+        throw std::invalid_argument("libbitcoin correlate layout needs the table (ecdsa, multisig, schnorr, threshold)");
+    if (wire::record_kind(*table) != kind)
+        throw std::invalid_argument("table " + std::string(wire::to_string(*table)) + " does not hold " +
+                                    std::string(wire::to_string(kind)) + " records");
+    if (check_key_size && key_size != wire::canonical_key_size(*table))
+        throw std::invalid_argument("libbitcoin correlate layout needs the canonical tail of table " +
+                                    std::string(wire::to_string(*table)) + " (key_size " +
+                                    std::to_string(wire::canonical_key_size(*table)) + ")");
+}
+
+}  // namespace
+
+ColumnTable rows_to_columns(const RowSpan& rows, CorrelateLayout layout, std::optional<wire::Table> table) {
+    if (!rows.valid()) throw std::invalid_argument("rows_to_columns: invalid row span");
+    ColumnTable t;
+    t.kind = rows.kind;
+    t.encoding = rows.encoding;
+    t.count = rows.count;
+    switch (layout) {
+    case CorrelateLayout::none: t.tail_size = 0; break;
+    case CorrelateLayout::tail: t.tail_size = rows.key_size; break;
+    case CorrelateLayout::libbitcoin:
+        require_libbitcoin_table(rows.kind, table, rows.key_size, true);
+        t.tail_size = libbitcoin_correlate_size(rows.kind);
+        break;
+    default: throw std::invalid_argument("rows_to_columns: unknown correlate layout");
+    }
+    const std::size_t kw = key_width(rows.kind);
+    const std::size_t record = wire::record_size(rows.kind);
+    t.message.resize(rows.count * kMessageWidth);
+    t.key.resize(rows.count * kw);
+    t.signature.resize(rows.count * kSignatureWidth);
+    t.correlate.resize(rows.count * t.tail_size);
+    for (std::size_t i = 0; i < rows.count; ++i) {
+        const std::uint8_t* row = rows.row(i);
+        std::memcpy(t.message.data() + i * kMessageWidth, row, kMessageWidth);
+        std::memcpy(t.key.data() + i * kw, row + kMessageWidth, kw);
+        std::memcpy(t.signature.data() + i * kSignatureWidth, row + kMessageWidth + kw, kSignatureWidth);
+        const std::uint8_t* tail = row + record;
+        std::uint8_t* out = t.correlate.data() + i * t.tail_size;
+        if (layout == CorrelateLayout::tail) {
+            if (t.tail_size) std::memcpy(out, tail, t.tail_size);
+        } else if (layout == CorrelateLayout::libbitcoin) {
+            switch (*table) {
+            case wire::Table::ecdsa: write_ecdsa_correlate(out, {wire::read_u24le(tail), 0, 0}); break;
+            case wire::Table::multisig:
+                write_ecdsa_correlate(out, {wire::read_u24le(tail + 3), tail[0], wire::read_u16le(tail + 1)});
+                break;
+            case wire::Table::schnorr: std::memcpy(out, tail, 3); break;
+            case wire::Table::threshold: std::memcpy(out, tail + 3, 3); break;
+            }
+        }
+    }
+    return t;
+}
+
+std::vector<std::uint8_t> columns_to_rows(const ColumnBatch& c, CorrelateLayout layout,
+                                          std::optional<wire::Table> table) {
+    if (const ColumnError e = c.check(); e != ColumnError::none)
+        throw std::invalid_argument("columns_to_rows: " + std::string(to_string(e)));
+    std::size_t key_size = 0;
+    switch (layout) {
+    case CorrelateLayout::none: key_size = 0; break;
+    case CorrelateLayout::tail: key_size = c.tail_size; break;
+    case CorrelateLayout::libbitcoin:
+        require_libbitcoin_table(c.kind, table, 0, false);
+        if (*table == wire::Table::threshold)
+            throw std::invalid_argument("columns_to_rows: the Schnorr correlate has no mn or group; threshold rows "
+                                        "cannot be rebuilt from it");
+        if (c.tail_size != libbitcoin_correlate_size(c.kind))
+            throw std::invalid_argument("columns_to_rows: libbitcoin correlate of " +
+                                        std::string(wire::to_string(c.kind)) + " rows is " +
+                                        std::to_string(libbitcoin_correlate_size(c.kind)) + " bytes, not " +
+                                        std::to_string(c.tail_size));
+        key_size = wire::canonical_key_size(*table);
+        break;
+    default: throw std::invalid_argument("columns_to_rows: unknown correlate layout");
+    }
+    const std::size_t stride = wire::stride(c.kind, key_size);
+    const std::size_t record = wire::record_size(c.kind);
+    std::vector<std::uint8_t> rows(c.count * stride);
+    for (std::size_t i = 0; i < c.count; ++i) {
+        std::uint8_t* row = rows.data() + i * stride;
+        assemble_record(c, i, row);
+        std::uint8_t* tail = row + record;
+        if (layout != CorrelateLayout::libbitcoin) {
+            if (key_size) std::memcpy(tail, c.correlate_at(i), key_size);
+            continue;
+        }
+        const std::uint8_t* corr = c.correlate_at(i);
+        switch (*table) {
+        case wire::Table::ecdsa: std::memcpy(tail, corr, 3); break;  // id -> block_fk
+        case wire::Table::multisig: {
+            const EcdsaCorrelate e = read_ecdsa_correlate(corr);
+            tail[0] = e.pair;
+            wire::write_u16le(tail + 1, e.group);
+            wire::write_u24le(tail + 3, e.id);
+            break;
+        }
+        case wire::Table::schnorr: std::memcpy(tail, corr, 3); break;
+        case wire::Table::threshold: break;  // rejected above
+        }
+    }
+    return rows;
+}
+
+}  // namespace sigverify::reference

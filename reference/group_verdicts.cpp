@@ -1,0 +1,151 @@
+#include "reference/group_verdicts.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace sigverify::reference {
+
+std::string_view to_string(GroupKind k) { return k == GroupKind::multisig ? "multisig" : "threshold"; }
+
+std::vector<GroupRow> group_rows_from_rows(const RowSpan& rows, GroupKind kind) {
+    if (!rows.valid()) throw std::invalid_argument("group_rows_from_rows: invalid row span");
+    const wire::Table table = kind == GroupKind::multisig ? wire::Table::multisig : wire::Table::threshold;
+    if (rows.kind != wire::record_kind(table))
+        throw std::invalid_argument("group_rows_from_rows: " + std::string(to_string(kind)) + " rows hold " +
+                                    std::string(wire::to_string(wire::record_kind(table))) + " records");
+    if (rows.key_size != wire::canonical_key_size(table))
+        throw std::invalid_argument("group_rows_from_rows: rows need the canonical 6-byte tail mn || group || block_fk");
+    std::vector<GroupRow> out(rows.count);
+    const std::size_t record = wire::record_size(rows.kind);
+    for (std::size_t i = 0; i < rows.count; ++i) {
+        const std::uint8_t* tail = rows.row(i) + record;
+        out[i] = {tail[0], wire::read_u16le(tail + 1), wire::read_u24le(tail + 3)};
+    }
+    return out;
+}
+
+std::vector<GroupRow> group_rows_from_correlate(const ColumnBatch& c) {
+    if (const ColumnError e = c.check(); e != ColumnError::none)
+        throw std::invalid_argument("group_rows_from_correlate: " + std::string(to_string(e)));
+    if (c.kind != RecordKind::ecdsa || c.tail_size != kEcdsaCorrelateSize)
+        throw std::invalid_argument(
+            "group_rows_from_correlate: needs ECDSA columns with the 6-byte libbitcoin correlate id || pair || group");
+    std::vector<GroupRow> out(c.count);
+    for (std::size_t i = 0; i < c.count; ++i) {
+        const EcdsaCorrelate e = read_ecdsa_correlate(c.correlate_at(i));
+        out[i] = {e.pair, e.group, e.id};
+    }
+    return out;
+}
+
+bool multisig_satisfied(const std::uint16_t usable[16], unsigned m) {
+    if (m > 16) return false;
+    int previous = -1;  // key index used by the previous signature
+    for (unsigned s = 0; s < m; ++s) {
+        // Keys strictly after the previous one.
+        const unsigned after = unsigned(previous + 1);
+        const std::uint32_t allowed = after >= 16 ? 0u : (0xFFFFu << after) & 0xFFFFu;
+        const std::uint32_t candidates = usable[s] & allowed;
+        if (candidates == 0) return false;
+        previous = std::countr_zero(candidates);
+    }
+    return true;
+}
+
+namespace {
+
+GroupVerdict evaluate_multisig(std::span<const std::pair<std::uint64_t, std::size_t>> members,
+                               std::span<const GroupRow> rows, std::span<const std::uint8_t> verdicts) {
+    GroupVerdict g;
+    std::uint16_t present[16] = {}, failed[16] = {};
+    unsigned m = 0;
+    for (const auto& [key, i] : members) {
+        const unsigned s = rows[i].mn >> 4, k = rows[i].mn & 15;
+        const auto bit = std::uint16_t(1u << k);
+        if (present[s] & bit) g.flags |= kGroupDuplicates;
+        present[s] |= bit;
+        const bool ok = verdicts[i] != 0;
+        if (!ok) failed[s] |= bit;
+        ++g.rows;
+        g.valid_rows += ok ? 1 : 0;
+        m = std::max(m, s + 1);
+    }
+    std::uint16_t usable[16];
+    for (unsigned s = 0; s < 16; ++s) usable[s] = std::uint16_t(present[s] & ~failed[s]);
+    g.required = m;
+    g.pass = multisig_satisfied(usable, m);
+    if (!g.pass) g.flags |= kGroupUnmatched;
+    return g;
+}
+
+GroupVerdict evaluate_threshold(std::span<const std::pair<std::uint64_t, std::size_t>> members,
+                                std::span<const GroupRow> rows, std::span<const std::uint8_t> verdicts) {
+    GroupVerdict g;
+    const std::uint8_t m = rows[members.front().second].mn;
+    for (const auto& [key, i] : members) {
+        if (rows[i].mn != m) g.flags |= kGroupInconsistentM;
+        ++g.rows;
+        g.valid_rows += verdicts[i] != 0 ? 1 : 0;
+    }
+    g.required = m;
+    if (m == 0) g.flags |= kGroupZeroM;
+    if (g.valid_rows < m) g.flags |= kGroupShort;
+    g.pass = g.flags == 0;
+    return g;
+}
+
+}  // namespace
+
+GroupReport compute_group_verdicts(GroupKind kind, std::span<const GroupRow> rows,
+                                   std::span<const std::uint8_t> verdicts) {
+    if (rows.size() != verdicts.size())
+        throw std::invalid_argument("compute_group_verdicts: " + std::to_string(rows.size()) + " rows but " +
+                                    std::to_string(verdicts.size()) + " verdicts");
+    if (kind != GroupKind::multisig && kind != GroupKind::threshold)
+        throw std::invalid_argument("compute_group_verdicts: unknown group kind");
+    GroupReport report;
+    // (block_fk << 16 | group, row index), sorted: groups become runs, rows
+    // inside a group stay in input order.
+    std::vector<std::pair<std::uint64_t, std::size_t>> order;
+    order.reserve(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::uint32_t fk = rows[i].block_fk & 0xFFFFFFu;
+        if (fk == wire::kBlockFkWriting) {
+            ++report.skipped_rows;
+            if (report.first_skipped.size() < kMaxSkippedListed) report.first_skipped.push_back(i);
+            continue;
+        }
+        order.emplace_back((std::uint64_t(fk) << 16) | rows[i].group, i);
+    }
+    std::sort(order.begin(), order.end());
+
+    for (std::size_t begin = 0; begin < order.size();) {
+        std::size_t end = begin + 1;
+        while (end < order.size() && order[end].first == order[begin].first) ++end;
+        const std::span<const std::pair<std::uint64_t, std::size_t>> members(order.data() + begin, end - begin);
+        GroupVerdict g = kind == GroupKind::multisig ? evaluate_multisig(members, rows, verdicts)
+                                                     : evaluate_threshold(members, rows, verdicts);
+        g.block_fk = std::uint32_t(order[begin].first >> 16);
+        g.group = std::uint16_t(order[begin].first & 0xFFFF);
+        if (g.flags & (kGroupInconsistentM | kGroupZeroM)) ++report.inconsistent_groups;
+        if (!g.pass) ++report.failed_groups;
+
+        if (report.blocks.empty() || report.blocks.back().block_fk != g.block_fk)
+            report.blocks.push_back({g.block_fk, true, 0, 0});
+        BlockVerdict& b = report.blocks.back();
+        ++b.groups;
+        if (!g.pass) {
+            ++b.failed_groups;
+            b.all_groups_pass = false;
+        }
+        report.groups.push_back(g);
+        begin = end;
+    }
+    for (const auto& b : report.blocks) report.failed_blocks += b.all_groups_pass ? 0 : 1;
+    return report;
+}
+
+}  // namespace sigverify::reference

@@ -1,0 +1,113 @@
+// Group verdicts: m-of-n satisfaction of libbitcoin's multisig and threshold
+// tables, computed from the per-row verdicts.
+//
+// Rows with the same (block_fk, group) form one group. Rows whose block_fk is
+// FF FF FF (still being written) belong to no group: they are skipped and
+// counted.
+//
+// Multisig (ECDSA, CHECKMULTISIG). A row's mn byte is (signature index s << 4)
+// | key index k, both 0-based (0..15). A (s, k) pair is USABLE when the group
+// has at least one row with that mn and every row with that mn verified (a
+// duplicate row that failed poisons its pair: fail closed). The group requires
+// m = (largest signature index among its rows) + 1 signatures, and PASSES when
+// there are keys k_0 < k_1 < ... < k_{m-1} such that every (i, k_i) is usable:
+// signature i is matched to a key after the key of signature i-1, as
+// CHECKMULTISIG walks its keys in order. Consequences:
+//   * a row that is missing counts as not verified: if it leaves a signature
+//     unmatched the group fails; if another key still matches, it passes;
+//   * a signature index below the largest one with no rows at all fails the
+//     group;
+//   * m is inferred from the rows, so rows of the LAST signature that are all
+//     absent are invisible: a node must hand over complete groups.
+//   * one signature matched by several keys is fine; two signatures can never
+//     share a key (distinct, increasing keys).
+//
+// Threshold (BIP-340, CHECKSIGADD). A row's mn byte is the group's required
+// count m. The group PASSES when every row carries the same m, m >= 1, and at
+// least m of its rows verified. Rows are counted as given (two verified rows
+// count twice). Inconsistent m or m = 0 fails the group and is reported.
+//
+// A block (block_fk) passes when every group in it passes; single-signature
+// tables have no groups and are not covered here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "reference/columns.hpp"
+#include "shm_protocol/wire_format.hpp"
+
+namespace sigverify::reference {
+
+enum class GroupKind : std::uint8_t { multisig = 0, threshold = 1 };
+std::string_view to_string(GroupKind k);
+
+// The grouping fields of one row.
+struct GroupRow {
+    std::uint8_t mn = 0;
+    std::uint16_t group = 0;
+    std::uint32_t block_fk = 0;  // 24 bits; wire::kBlockFkWriting = being written
+};
+
+// From canonical multisig or threshold rows (key_size 6: mn || group || block_fk).
+// Throws std::invalid_argument when the span is invalid or not canonical.
+std::vector<GroupRow> group_rows_from_rows(const RowSpan& rows, GroupKind kind);
+// From an ECDSA libbitcoin correlate column (id || pair || group): multisig only.
+// Throws std::invalid_argument when the batch is not ECDSA with tail_size 6.
+std::vector<GroupRow> group_rows_from_correlate(const ColumnBatch& columns);
+
+// Why a group failed, beyond "not enough verified rows". Bit flags.
+enum GroupFlag : std::uint8_t {
+    kGroupUnmatched = 1,     // multisig: some signature index found no usable key in order
+    kGroupDuplicates = 2,    // multisig: some mn appears on more than one row
+    kGroupInconsistentM = 4, // threshold: rows disagree on m
+    kGroupZeroM = 8,         // threshold: m = 0
+    kGroupShort = 16,        // threshold: fewer than m rows verified
+};
+
+struct GroupVerdict {
+    std::uint32_t block_fk = 0;
+    std::uint16_t group = 0;
+    bool pass = false;
+    std::uint32_t rows = 0;        // rows in the group
+    std::uint32_t valid_rows = 0;  // of which verified
+    std::uint32_t required = 0;    // m (multisig: inferred; threshold: the first row's mn)
+    std::uint8_t flags = 0;        // GroupFlag bits
+    friend bool operator==(const GroupVerdict&, const GroupVerdict&) = default;
+};
+
+struct BlockVerdict {
+    std::uint32_t block_fk = 0;
+    bool all_groups_pass = false;
+    std::uint32_t groups = 0;
+    std::uint32_t failed_groups = 0;
+    friend bool operator==(const BlockVerdict&, const BlockVerdict&) = default;
+};
+
+struct GroupReport {
+    std::vector<GroupVerdict> groups;  // sorted by (block_fk, group)
+    std::vector<BlockVerdict> blocks;  // sorted by block_fk
+    std::uint64_t skipped_rows = 0;    // block_fk FF FF FF
+    std::vector<std::size_t> first_skipped;  // the first (up to kMaxSkippedListed) skipped row indices
+    std::uint64_t inconsistent_groups = 0;   // threshold groups with disagreeing m (or m = 0)
+    std::uint64_t failed_groups = 0;
+    std::uint64_t failed_blocks = 0;
+};
+
+constexpr std::size_t kMaxSkippedListed = 16;
+
+// verdicts[i] != 0 means row i verified. rows.size() must equal verdicts.size()
+// (std::invalid_argument otherwise).
+GroupReport compute_group_verdicts(GroupKind kind, std::span<const GroupRow> rows,
+                                   std::span<const std::uint8_t> verdicts);
+
+// Multisig rule on one group's pairs: usable[s] is the 16-bit mask of keys k
+// whose (s, k) pair is usable; m signatures are required. Greedy ordered
+// matching (the smallest usable key after the previous one), which is optimal
+// for a chain of increasing choices.
+bool multisig_satisfied(const std::uint16_t usable[16], unsigned m);
+
+}  // namespace sigverify::reference
