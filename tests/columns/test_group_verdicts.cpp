@@ -1,0 +1,510 @@
+// Group verdicts (m-of-n) of multisig and threshold tables: hand-built groups
+// for every edge, generated tables (expanded the way libbitcoin expands them)
+// against a brute-force statement of the rules, and row mutations that flip
+// group outcomes.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "reference/columns.hpp"
+#include "reference/group_verdicts.hpp"
+#include "reference/reference_verifier.hpp"
+#include "reference/row_generator.hpp"
+
+using namespace sigverify;
+using reference::GroupKind;
+using reference::GroupReport;
+using reference::GroupRow;
+using reference::GroupVerdict;
+using wire::RowSpan;
+using wire::SigEncoding;
+using wire::Table;
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Brute force: the rules read literally, no cleverness.
+// ---------------------------------------------------------------------------
+struct RefGroup {
+    bool pass = false;
+    std::uint32_t rows = 0, valid = 0;
+};
+
+// Multisig: try every strictly increasing choice of m keys (every subset of
+// the key indices of size m, taken in ascending order) and accept when each
+// signature i has a row (i, k_i) and every row with that (i, k_i) verified.
+bool brute_multisig(const std::vector<std::pair<std::uint8_t, bool>>& rows) {
+    unsigned m = 0, n = 0;
+    for (auto [mn, ok] : rows) {
+        m = std::max(m, unsigned(mn >> 4) + 1);
+        n = std::max(n, unsigned(mn & 15) + 1);
+    }
+    const auto usable = [&](unsigned s, unsigned k) {
+        bool seen = false;
+        for (auto [mn, ok] : rows)
+            if (mn == ((s << 4) | k)) {
+                if (!ok) return false;
+                seen = true;
+            }
+        return seen;
+    };
+    for (std::uint32_t subset = 0; subset < (1u << n); ++subset) {
+        if (unsigned(__builtin_popcount(subset)) != m) continue;
+        std::vector<unsigned> keys;
+        for (unsigned k = 0; k < n; ++k)
+            if (subset & (1u << k)) keys.push_back(k);  // ascending
+        bool all = true;
+        for (unsigned i = 0; i < m && all; ++i) all = usable(i, keys[i]);
+        if (all) return true;
+    }
+    return false;
+}
+
+bool brute_threshold(const std::vector<std::pair<std::uint8_t, bool>>& rows) {
+    const std::uint8_t m = rows.front().first;
+    std::size_t valid = 0;
+    for (auto [mn, ok] : rows) {
+        if (mn != m) return false;
+        valid += ok;
+    }
+    return m >= 1 && valid >= m;
+}
+
+struct RefReport {
+    std::map<std::pair<std::uint32_t, std::uint16_t>, RefGroup> groups;
+    std::map<std::uint32_t, bool> blocks;
+    std::size_t skipped = 0;
+};
+
+RefReport brute_report(GroupKind kind, const std::vector<GroupRow>& rows, const std::vector<std::uint8_t>& verdicts) {
+    std::map<std::pair<std::uint32_t, std::uint16_t>, std::vector<std::pair<std::uint8_t, bool>>> members;
+    RefReport r;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i].block_fk == 0xFFFFFF) {
+            ++r.skipped;
+            continue;
+        }
+        members[{rows[i].block_fk, rows[i].group}].push_back({rows[i].mn, verdicts[i] != 0});
+    }
+    for (const auto& [key, list] : members) {
+        RefGroup g;
+        g.pass = kind == GroupKind::multisig ? brute_multisig(list) : brute_threshold(list);
+        g.rows = std::uint32_t(list.size());
+        for (auto [mn, ok] : list) g.valid += ok;
+        r.groups[key] = g;
+        auto [it, fresh] = r.blocks.emplace(key.first, true);
+        it->second = it->second && g.pass;
+    }
+    return r;
+}
+
+void require_matches_brute_force(GroupKind kind, const std::vector<GroupRow>& rows,
+                                 const std::vector<std::uint8_t>& verdicts, const GroupReport& got) {
+    const RefReport want = brute_report(kind, rows, verdicts);
+    REQUIRE(got.groups.size() == want.groups.size());
+    REQUIRE(got.blocks.size() == want.blocks.size());
+    CHECK(got.skipped_rows == want.skipped);
+    std::size_t mismatches = 0, i = 0;
+    for (const auto& [key, g] : want.groups) {
+        const GroupVerdict& v = got.groups[i++];
+        if (v.block_fk != key.first || v.group != key.second || v.pass != g.pass || v.rows != g.rows ||
+            v.valid_rows != g.valid)
+            ++mismatches;
+    }
+    CHECK(mismatches == 0);
+    i = 0;
+    std::size_t block_mismatches = 0;
+    for (const auto& [fk, pass] : want.blocks) {
+        const auto& b = got.blocks[i++];
+        if (b.block_fk != fk || b.all_groups_pass != pass) ++block_mismatches;
+    }
+    CHECK(block_mismatches == 0);
+}
+
+// ---------------------------------------------------------------------------
+// Hand-built groups
+// ---------------------------------------------------------------------------
+struct Hand {
+    std::vector<GroupRow> rows;
+    std::vector<std::uint8_t> verdicts;
+
+    // Multisig row: signature s, key k.
+    Hand& ms(unsigned s, unsigned k, bool ok, std::uint16_t group = 1, std::uint32_t block = 500) {
+        rows.push_back({std::uint8_t((s << 4) | k), group, block});
+        verdicts.push_back(ok ? 1 : 0);
+        return *this;
+    }
+    // Threshold row with required count m.
+    Hand& th(unsigned m, bool ok, std::uint16_t group = 1, std::uint32_t block = 500) {
+        rows.push_back({std::uint8_t(m), group, block});
+        verdicts.push_back(ok ? 1 : 0);
+        return *this;
+    }
+    GroupReport run(GroupKind kind) const {
+        GroupReport r = reference::compute_group_verdicts(kind, rows, verdicts);
+        require_matches_brute_force(kind, rows, verdicts, r);
+        return r;
+    }
+    bool pass(GroupKind kind) const {
+        const GroupReport r = run(kind);
+        REQUIRE(r.groups.size() == 1);
+        return r.groups[0].pass;
+    }
+};
+
+constexpr auto MS = GroupKind::multisig;
+constexpr auto TH = GroupKind::threshold;
+
+}  // namespace
+
+TEST_CASE("multisig m = n: every signature needs its own key", "[groups]") {
+    // 3-of-3 expanded as libbitcoin does: signature i against key i only.
+    CHECK(Hand{}.ms(0, 0, true).ms(1, 1, true).ms(2, 2, true).pass(MS));
+    CHECK_FALSE(Hand{}.ms(0, 0, true).ms(1, 1, false).ms(2, 2, true).pass(MS));
+    const auto r = Hand{}.ms(0, 0, true).ms(1, 1, true).ms(2, 2, false).run(MS);
+    CHECK(r.groups[0].required == 3);
+    CHECK(r.groups[0].rows == 3);
+    CHECK(r.groups[0].valid_rows == 2);
+    CHECK((r.groups[0].flags & reference::kGroupUnmatched) != 0);
+}
+
+TEST_CASE("multisig m = 1: any one key suffices", "[groups]") {
+    CHECK(Hand{}.ms(0, 0, false).ms(0, 1, false).ms(0, 2, true).pass(MS));
+    CHECK(Hand{}.ms(0, 0, true).ms(0, 1, false).ms(0, 2, false).pass(MS));
+    CHECK_FALSE(Hand{}.ms(0, 0, false).ms(0, 1, false).ms(0, 2, false).pass(MS));
+    CHECK(Hand{}.ms(0, 0, true).run(MS).groups[0].required == 1);
+}
+
+TEST_CASE("multisig n = 16: key and signature nibbles up to 15", "[groups]") {
+    Hand all;
+    for (unsigned i = 0; i < 16; ++i) all.ms(i, i, true);
+    CHECK(all.pass(MS));
+    CHECK(all.run(MS).groups[0].required == 16);
+    Hand last_bad = all;
+    last_bad.verdicts[15] = 0;
+    CHECK_FALSE(last_bad.pass(MS));
+    // 1-of-16 matched by the last key only.
+    Hand one;
+    for (unsigned k = 0; k < 16; ++k) one.ms(0, k, k == 15);
+    CHECK(one.pass(MS));
+    // 2-of-16 where signature 0 only matches key 15: nothing is left for signature 1.
+    Hand two = one;
+    for (unsigned k = 1; k < 16; ++k) two.ms(1, k, true);
+    CHECK_FALSE(two.pass(MS));
+    // ... and with signature 0 matching key 14 instead, key 15 serves signature 1.
+    Hand three;
+    for (unsigned k = 0; k < 16; ++k) three.ms(0, k, k == 14);
+    for (unsigned k = 1; k < 16; ++k) three.ms(1, k, k == 15);
+    CHECK(three.pass(MS));
+}
+
+TEST_CASE("multisig keys must be matched in increasing order", "[groups]") {
+    // 2-of-3: signature 0 verifies only with key 2, signature 1 only with key 1.
+    // Unordered matching would accept; CHECKMULTISIG does not.
+    CHECK_FALSE(Hand{}.ms(0, 0, false).ms(0, 1, false).ms(0, 2, true).ms(1, 1, true).ms(1, 2, false).pass(MS));
+    // The same signatures with the keys the other way round pass.
+    CHECK(Hand{}.ms(0, 0, false).ms(0, 1, true).ms(0, 2, false).ms(1, 1, false).ms(1, 2, true).pass(MS));
+    // Greedy must take the smallest key: signature 0 matches keys 0 and 1,
+    // signature 1 only key 1.
+    CHECK(Hand{}.ms(0, 0, true).ms(0, 1, true).ms(1, 1, true).pass(MS));
+    // Rows may arrive in any order.
+    CHECK(Hand{}.ms(1, 2, true).ms(0, 2, false).ms(0, 1, true).ms(1, 1, false).pass(MS));
+    // Signature 1 cannot reuse signature 0's key, nor go below it.
+    CHECK_FALSE(Hand{}.ms(0, 0, true).ms(1, 0, true).pass(MS));
+}
+
+TEST_CASE("multisig duplicate signatures and duplicate rows", "[groups]") {
+    // The same signature given as signature 0 and 1 verifies under key 0 both
+    // times: two signatures cannot share a key.
+    CHECK_FALSE(Hand{}.ms(0, 0, true).ms(0, 1, false).ms(1, 0, true).ms(1, 1, false).pass(MS));
+    // A duplicated (s, k) row that failed poisons the pair (fail closed) ...
+    auto r = Hand{}.ms(0, 0, true).ms(0, 0, false).run(MS);
+    CHECK_FALSE(r.groups[0].pass);
+    CHECK((r.groups[0].flags & reference::kGroupDuplicates) != 0);
+    // ... while identical verified duplicates are harmless but flagged.
+    r = Hand{}.ms(0, 0, true).ms(0, 0, true).run(MS);
+    CHECK(r.groups[0].pass);
+    CHECK((r.groups[0].flags & reference::kGroupDuplicates) != 0);
+    // Another key can still rescue the signature of a poisoned pair.
+    CHECK(Hand{}.ms(0, 0, true).ms(0, 0, false).ms(0, 1, true).pass(MS));
+}
+
+TEST_CASE("multisig missing rows", "[groups]") {
+    // 2-of-3 as libbitcoin expands it: signature 0 vs keys 0..1, signature 1 vs
+    // keys 1..2; key 1 signed signature 0 and key 2 signature 1.
+    const Hand full = Hand{}.ms(0, 0, false).ms(0, 1, true).ms(1, 1, false).ms(1, 2, true);
+    CHECK(full.pass(MS));
+    // The matching row of signature 1 is missing: signature 1 is unmatched.
+    CHECK_FALSE(Hand{}.ms(0, 0, false).ms(0, 1, true).ms(1, 1, false).pass(MS));
+    // A non-matching row is missing: nothing changes.
+    CHECK(Hand{}.ms(0, 1, true).ms(1, 1, false).ms(1, 2, true).pass(MS));
+    // Every row of signature 0 is missing: m is still 2, signature 0 unmatched.
+    const auto r = Hand{}.ms(1, 1, false).ms(1, 2, true).run(MS);
+    CHECK_FALSE(r.groups[0].pass);
+    CHECK(r.groups[0].required == 2);
+}
+
+TEST_CASE("rows of a block still being written are skipped and reported", "[groups]") {
+    Hand h;
+    h.ms(0, 0, true, 1, 500).ms(1, 1, true, 1, 0xFFFFFF).ms(1, 2, false, 1, 500);  // signature 1's match is not written yet
+    h.ms(0, 0, true, 2, 0xFFFFFF).ms(0, 1, true, 2, 0xFFFFFF);                     // a whole group being written
+    const auto r = h.run(MS);
+    CHECK(r.skipped_rows == 3);
+    CHECK(r.first_skipped == std::vector<std::size_t>{1, 3, 4});
+    REQUIRE(r.groups.size() == 1);  // group 2 of block 500 does not exist yet
+    CHECK(r.groups[0].group == 1);
+    CHECK(r.groups[0].rows == 2);
+    CHECK_FALSE(r.groups[0].pass);
+    REQUIRE(r.blocks.size() == 1);
+    CHECK(r.blocks[0].block_fk == 500);
+    // Only the first kMaxSkippedListed indices are listed, all are counted.
+    Hand many;
+    for (unsigned i = 0; i < 40; ++i) many.th(1, true, 1, 0xFFFFFF);
+    many.th(1, true, 1, 7);
+    const auto m = many.run(TH);
+    CHECK(m.skipped_rows == 40);
+    CHECK(m.first_skipped.size() == reference::kMaxSkippedListed);
+    CHECK(m.first_skipped.back() == reference::kMaxSkippedListed - 1);
+    REQUIRE(m.blocks.size() == 1);
+    CHECK(m.blocks[0].all_groups_pass);
+}
+
+TEST_CASE("threshold groups: m = n, m = 1, counts, inconsistent m", "[groups]") {
+    CHECK(Hand{}.th(3, true).th(3, true).th(3, true).pass(TH));                 // m = n
+    CHECK_FALSE(Hand{}.th(3, true).th(3, false).th(3, true).pass(TH));
+    CHECK(Hand{}.th(1, false).th(1, false).th(1, true).pass(TH));               // m = 1
+    CHECK_FALSE(Hand{}.th(1, false).th(1, false).pass(TH));
+    CHECK(Hand{}.th(2, true).th(2, false).th(2, true).th(2, false).pass(TH));  // exactly m
+    // A missing row leaves fewer than m.
+    auto r = Hand{}.th(3, true).th(3, true).run(TH);
+    CHECK_FALSE(r.groups[0].pass);
+    CHECK((r.groups[0].flags & reference::kGroupShort) != 0);
+    // Duplicate rows count as given.
+    CHECK(Hand{}.th(2, true).th(2, true).pass(TH));
+    // Inconsistent m fails however many rows verified, and is reported.
+    r = Hand{}.th(2, true).th(2, true).th(3, true).run(TH);
+    CHECK_FALSE(r.groups[0].pass);
+    CHECK((r.groups[0].flags & reference::kGroupInconsistentM) != 0);
+    CHECK(r.inconsistent_groups == 1);
+    CHECK(r.groups[0].required == 2);  // the first row's m
+    // m = 0 is malformed.
+    r = Hand{}.th(0, true).run(TH);
+    CHECK_FALSE(r.groups[0].pass);
+    CHECK((r.groups[0].flags & reference::kGroupZeroM) != 0);
+    CHECK(r.inconsistent_groups == 1);
+}
+
+TEST_CASE("block verdicts: a block passes when every group in it passes", "[groups]") {
+    Hand h;
+    // Interleaved input: block 9 (two good groups), block 8 (one good, one bad), block 10 (good).
+    h.th(1, true, 1, 9).th(2, true, 3, 8).th(1, true, 2, 9).th(1, true, 1, 10).th(2, false, 3, 8).th(1, true, 4, 8);
+    const auto r = h.run(TH);
+    REQUIRE(r.blocks.size() == 3);
+    CHECK(r.blocks[0] == reference::BlockVerdict{8, false, 2, 1});
+    CHECK(r.blocks[1] == reference::BlockVerdict{9, true, 2, 0});
+    CHECK(r.blocks[2] == reference::BlockVerdict{10, true, 1, 0});
+    CHECK(r.failed_groups == 1);
+    CHECK(r.failed_blocks == 1);
+    REQUIRE(r.groups.size() == 5);
+    CHECK(r.groups[0].block_fk == 8);
+    CHECK(r.groups[0].group == 3);
+    CHECK(r.groups[1].group == 4);
+    // The same group number in different blocks is a different group.
+    CHECK(Hand{}.th(1, true, 5, 1).th(1, false, 5, 2).run(TH).groups.size() == 2);
+}
+
+TEST_CASE("group verdict inputs are checked", "[groups]") {
+    std::vector<GroupRow> rows(3);
+    std::vector<std::uint8_t> verdicts(2);
+    CHECK_THROWS_AS(reference::compute_group_verdicts(MS, rows, verdicts), std::invalid_argument);
+    const auto empty = reference::compute_group_verdicts(MS, {}, {});
+    CHECK(empty.groups.empty());
+    CHECK(empty.blocks.empty());
+    // Row spans must carry the canonical tail of the right record kind.
+    std::vector<std::uint8_t> bytes(135 * 2);
+    CHECK_THROWS_AS(reference::group_rows_from_rows(RowSpan{wire::RecordKind::ecdsa, 3, SigEncoding::opaque,
+                                                            bytes.data(), 2},
+                                                    MS),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(reference::group_rows_from_rows(RowSpan{wire::RecordKind::ecdsa, 6, SigEncoding::opaque,
+                                                            bytes.data(), 2},
+                                                    TH),
+                    std::invalid_argument);
+    CHECK(reference::group_rows_from_rows(RowSpan{wire::RecordKind::ecdsa, 6, SigEncoding::opaque, bytes.data(), 2},
+                                          MS)
+              .size() == 2);
+}
+
+TEST_CASE("multisig_satisfied agrees with brute force on every small usable pattern", "[groups]") {
+    // All usable patterns of 3 signatures x 4 keys (2^12), m = 1..3.
+    for (std::uint32_t pattern = 0; pattern < (1u << 12); ++pattern) {
+        for (unsigned m = 1; m <= 3; ++m) {
+            std::uint16_t usable[16] = {};
+            std::vector<std::pair<std::uint8_t, bool>> rows;
+            for (unsigned s = 0; s < m; ++s)
+                for (unsigned k = 0; k < 4; ++k) {
+                    const bool ok = (pattern >> (s * 4 + k)) & 1;
+                    if (ok) usable[s] |= std::uint16_t(1u << k);
+                    rows.push_back({std::uint8_t((s << 4) | k), ok});
+                }
+            REQUIRE(reference::multisig_satisfied(usable, m) == brute_multisig(rows));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Generated tables with real signatures
+// ---------------------------------------------------------------------------
+namespace {
+
+struct Table_ {
+    std::vector<std::uint8_t> bytes;
+    RowSpan span;
+};
+
+Table_ generated(Table t, std::size_t count, double invalid_rate, std::uint64_t seed) {
+    reference::GenOptions o;
+    o.table = t;
+    o.count = count;
+    o.invalid_rate = invalid_rate;
+    o.high_s_rate = 0.2;
+    o.seed = seed;
+    Table_ g;
+    g.bytes = reference::generate_rows(o);
+    g.span = RowSpan{wire::record_kind(t), 6, SigEncoding::opaque, g.bytes.data(), count};
+    return g;
+}
+
+std::vector<std::uint8_t> verify_all(const RowSpan& span) {
+    std::vector<std::uint8_t> v(span.count);
+    reference::Verifier(2).verify(span, v.data());
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("generated multisig and threshold tables agree with brute force", "[groups][generated]") {
+    for (Table t : {Table::multisig, Table::threshold}) {
+        const GroupKind kind = t == Table::multisig ? MS : TH;
+        DYNAMIC_SECTION(wire::to_string(t)) {
+            // Rare enough that some blocks (50 groups each) come through clean.
+            Table_ g = generated(t, 8'000, t == Table::multisig ? 0.004 : 0.01, 41 + unsigned(t));
+            // A few rows of the last blocks are still being written.
+            for (std::size_t i = g.span.count - 60; i < g.span.count; i += 7)
+                wire::write_u24le(g.span.row(i) + wire::record_size(g.span.kind) + 3, wire::kBlockFkWriting);
+            const auto verdicts = verify_all(g.span);
+            const auto rows = reference::group_rows_from_rows(g.span, kind);
+            const auto report = reference::compute_group_verdicts(kind, rows, verdicts);
+            require_matches_brute_force(kind, rows, verdicts, report);
+            CHECK(report.skipped_rows == 9);
+            // Both outcomes occur, on groups and on blocks.
+            CHECK(report.failed_groups > 10);
+            CHECK(report.failed_groups < report.groups.size() / 2);
+            CHECK(report.failed_blocks > 0);
+            CHECK(report.failed_blocks < report.blocks.size());
+            CHECK(report.inconsistent_groups == 0);
+            INFO("groups " << report.groups.size() << " failed " << report.failed_groups << " blocks "
+                           << report.blocks.size() << " failed " << report.failed_blocks);
+            CHECK(report.groups.size() > 1000);
+
+            if (t == Table::multisig) {
+                // The libbitcoin ECDSA correlate carries the same grouping.
+                reference::ColumnTable cols =
+                    reference::rows_to_columns(g.span, reference::CorrelateLayout::libbitcoin, t);
+                std::vector<std::uint8_t> col_verdicts(g.span.count);
+                reference::ColumnVerifier(2).verify(cols.view(), col_verdicts.data());
+                CHECK(col_verdicts == verdicts);
+                const auto from_corr = reference::group_rows_from_correlate(cols.view());
+                const auto again = reference::compute_group_verdicts(kind, from_corr, col_verdicts);
+                CHECK(again.groups == report.groups);
+                CHECK(again.blocks == report.blocks);
+            }
+        }
+    }
+}
+
+TEST_CASE("clean generated tables pass; one bad signature flips exactly its group and block", "[groups][generated]") {
+    for (Table t : {Table::multisig, Table::threshold}) {
+        const GroupKind kind = t == Table::multisig ? MS : TH;
+        DYNAMIC_SECTION(wire::to_string(t)) {
+            Table_ g = generated(t, 3'000, 0.0, 91 + unsigned(t));
+            const auto rows = reference::group_rows_from_rows(g.span, kind);
+            auto verdicts = verify_all(g.span);
+            const auto clean = reference::compute_group_verdicts(kind, rows, verdicts);
+            require_matches_brute_force(kind, rows, verdicts, clean);
+            // Every group passes except perhaps the last, which the row count may cut short.
+            REQUIRE(clean.groups.size() > 100);
+            for (std::size_t i = 0; i + 1 < clean.groups.size(); ++i) REQUIRE(clean.groups[i].pass);
+
+            // Row indices of each group, in order.
+            std::map<std::pair<std::uint32_t, std::uint16_t>, std::vector<std::size_t>> members;
+            for (std::size_t i = 0; i < rows.size(); ++i) members[{rows[i].block_fk, rows[i].group}].push_back(i);
+
+            std::size_t flipped = 0, survived = 0;
+            reference::RowVerifier rv;
+            for (std::size_t gi = 0; gi + 1 < clean.groups.size() && gi < 120; ++gi) {
+                const GroupVerdict& target = clean.groups[gi];
+                const auto& idx = members[{target.block_fk, target.group}];
+                std::vector<std::size_t> valid_rows;
+                for (std::size_t i : idx)
+                    if (verdicts[i]) valid_rows.push_back(i);
+                // Corrupt the hash of `spoil` verified rows: multisig has
+                // exactly m verified rows (one signer per signature), so one
+                // spoilt row fails the group; threshold survives n - m spoilt rows.
+                const std::size_t slack = t == Table::multisig ? 0 : valid_rows.size() - target.required;
+                for (std::size_t spoil : {slack, slack + 1}) {
+                    if (spoil == 0 || spoil > valid_rows.size()) continue;
+                    std::vector<std::uint8_t> bytes = g.bytes;
+                    RowSpan span = g.span;
+                    span.data = bytes.data();
+                    auto v = verdicts;
+                    for (std::size_t j = 0; j < spoil; ++j) {
+                        span.row(valid_rows[j])[0] ^= 0x01;
+                        v[valid_rows[j]] = rv.verify_row(span, valid_rows[j]);
+                        REQUIRE(v[valid_rows[j]] == 0);
+                    }
+                    const auto r = reference::compute_group_verdicts(kind, rows, v);
+                    const bool should_pass = spoil <= slack;
+                    REQUIRE(r.groups[gi].pass == should_pass);
+                    (should_pass ? survived : flipped) += 1;
+                    // Every other group keeps its verdict; the block follows.
+                    for (std::size_t k = 0; k < r.groups.size(); ++k)
+                        if (k != gi) REQUIRE(r.groups[k].pass == clean.groups[k].pass);
+                    for (const auto& b : r.blocks)
+                        if (b.block_fk == target.block_fk) REQUIRE(b.all_groups_pass == should_pass);
+                }
+            }
+            CHECK(flipped > 50);
+            if (t == Table::threshold) CHECK(survived > 10);
+        }
+    }
+}
+
+TEST_CASE("generated multisig groups follow libbitcoin's expansion", "[groups][generated]") {
+    Table_ g = generated(Table::multisig, 2'000, 0.0, 5);
+    const auto rows = reference::group_rows_from_rows(g.span, MS);
+    std::map<std::pair<std::uint32_t, std::uint16_t>, std::vector<std::uint8_t>> mns;
+    for (const auto& r : rows) mns[{r.block_fk, r.group}].push_back(r.mn);
+    std::size_t checked = 0;
+    for (auto it = mns.begin(); it != std::prev(mns.end()); ++it) {  // the last group may be cut short
+        const auto& list = it->second;
+        unsigned m = 0, n = 0;
+        for (auto mn : list) m = std::max(m, unsigned(mn >> 4) + 1);
+        // Signature i is paired with keys i .. i + (n - m): (n - m + 1) rows each.
+        REQUIRE(list.size() % m == 0);
+        const unsigned per = unsigned(list.size() / m);
+        n = per - 1 + m;
+        std::size_t at = 0;
+        for (unsigned i = 0; i < m; ++i)
+            for (unsigned j = i; j <= i + (n - m); ++j) REQUIRE(list[at++] == std::uint8_t((i << 4) | j));
+        ++checked;
+    }
+    CHECK(checked > 100);
+}
