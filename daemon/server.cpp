@@ -184,7 +184,7 @@ void Server::accept_one() {
         ++ctx_.refused;
         ctx_.log->warn("refused connection from pid {}: {}", cred.pid, why);
         send_refusal(fd, shm::Status::permission_denied, ctx_.epoch, "permission denied: " + why);
-        close(fd);
+        linger_refused(fd);
         return;
     }
     if (ctx_.active_sessions.load() >= ctx_.config.max_clients) {
@@ -193,7 +193,7 @@ void Server::accept_one() {
                        ctx_.config.max_clients);
         send_refusal(fd, shm::Status::busy, ctx_.epoch,
                      "sigverifyd is serving its maximum of " + std::to_string(ctx_.config.max_clients) + " clients");
-        close(fd);
+        linger_refused(fd);
         return;
     }
     ctx_.active_sessions.fetch_add(1);
@@ -204,6 +204,37 @@ void Server::accept_one() {
     } catch (const std::exception& e) {
         ctx_.log->error("cannot start a session thread: {}", e.what());
         ctx_.active_sessions.fetch_sub(1);
+    }
+}
+
+void Server::linger_refused(int fd) {
+    constexpr std::size_t kMaxLingering = 256;
+    shutdown(fd, SHUT_WR);
+    if (refused_.size() >= kMaxLingering) {
+        close(fd);
+        return;
+    }
+    refused_.emplace_back(fd, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+}
+
+void Server::drain_refused(const pollfd* fds, std::size_t n) {
+    const auto now = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < refused_.size();) {
+        bool done = now >= refused_[i].second;
+        for (std::size_t k = 0; k < n && !done; ++k) {
+            if (fds[k].fd != refused_[i].first || fds[k].revents == 0) continue;
+            char buf[512];
+            const ssize_t r = recv(fds[k].fd, buf, sizeof buf, MSG_DONTWAIT);
+            done = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
+                   (fds[k].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+        }
+        if (done) {
+            close(refused_[i].first);
+            refused_[i] = refused_.back();
+            refused_.pop_back();
+        } else {
+            ++i;
+        }
     }
 }
 
@@ -293,8 +324,9 @@ int Server::run() {
              cfg.arena_size, cfg.ring_entries, cfg.max_clients, ctx_.epoch);
 
     for (;;) {
-        pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
-        const int r = poll(fds, 2, 200);
+        std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+        for (const auto& [fd, deadline] : refused_) fds.push_back({fd, POLLIN | POLLRDHUP, 0});
+        const int r = poll(fds.data(), fds.size(), refused_.empty() ? 200 : 50);
         if (r < 0 && errno != EINTR) {
             log.critical("poll: {}", std::strerror(errno));
             break;
@@ -315,8 +347,11 @@ int Server::run() {
         if (r > 0 && (fds[0].revents & POLLIN)) {
             for (int i = 0; i < 16; ++i) accept_one();
         }
+        if (!refused_.empty()) drain_refused(fds.data() + 2, fds.size() - 2);
         reap_sessions(false);
     }
+    for (const auto& [fd, deadline] : refused_) close(fd);
+    refused_.clear();
     shutdown_gracefully();
     return 0;
 }

@@ -2,6 +2,9 @@
 // threads, signals and the bounded shutdown.
 #pragma once
 
+#include <poll.h>
+
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -47,6 +50,12 @@ private:
     unsigned group_gid_ = 0;
     std::uint64_t next_session_id_ = 1;
     std::vector<std::pair<std::shared_ptr<Session>, std::thread>> sessions_;
+    // Refused connections: the refusal is sent at once, the socket is closed
+    // when the peer has read it (hang-up) or after a second, so the peer never
+    // sees a reset instead of the reason. Bounded.
+    std::vector<std::pair<int, std::chrono::steady_clock::time_point>> refused_;
+    void linger_refused(int fd);
+    void drain_refused(const ::pollfd* fds, std::size_t n);
 };
 
 }  // namespace sigverify::daemon

@@ -1,0 +1,170 @@
+// End to end through a real sigverifyd: several client processes at once, all
+// four tables, both modes, both ECDSA encodings, batch sizes 0, 1, 7, 3000
+// (larger than the arena) and 100k, compared with the reference verifier.
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "batch_check.hpp"
+#include "daemon_fixture.hpp"
+
+using namespace sigverify;
+using namespace sigverify::test;
+
+namespace {
+
+ClientOptions options_for(const DaemonProcess& d, const char* name) {
+    ClientOptions o;
+    o.runtime_dir = d.dir();
+    o.name = name;
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("four tables, both modes and encodings, from concurrent client processes", "[daemon][e2e]") {
+    // 256 KiB arena: 3000 ECDSA rows (396 KB) cannot fit in one piece.
+    DaemonProcess d({"--arena-size", "256K", "--cpu-threads", "2"});
+    const wire::Table tables[] = {wire::Table::ecdsa, wire::Table::multisig, wire::Table::schnorr,
+                                  wire::Table::threshold};
+    std::vector<pid_t> children;
+    for (wire::Table table : tables) {
+        children.push_back(run_in_child([&, table] {
+            auto c = Client::connect(options_for(d, to_string(table).data()));
+            if (c->arena_size() != 256 * 1024) return false;
+            if (c->max_batch_rows(wire::record_kind(table), wire::canonical_key_size(table)) >= 3000) return false;
+            const bool ecdsa = wire::record_kind(table) == wire::RecordKind::ecdsa;
+            std::uint64_t seed = 100 + static_cast<std::uint64_t>(table) * 1000;
+            for (wire::Mode mode : {wire::Mode::results, wire::Mode::collect}) {
+                for (wire::SigEncoding enc : {wire::SigEncoding::opaque, wire::SigEncoding::compact}) {
+                    if (!ecdsa && enc == wire::SigEncoding::compact) continue;
+                    for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(3000)})
+                        if (!check_batch(*c, table, mode, enc, n, ++seed)) return false;
+                }
+            }
+            return true;
+        }));
+    }
+    for (pid_t p : children) CHECK(wait_child(p) == 0);
+    CHECK(leftover_segments().empty());
+}
+
+TEST_CASE("a 100k-row batch does not starve another client's 1-row batches", "[daemon][e2e]") {
+    DaemonProcess d({"--cpu-threads", "2"});
+    const pid_t child = run_in_child([&] {
+        auto big = Client::connect(options_for(d, "big"));
+        auto small = Client::connect(options_for(d, "small"));
+        const std::size_t n = 100000;
+        auto rows = make_rows(wire::Table::ecdsa, n, wire::SigEncoding::opaque, 7);
+        auto one = make_rows(wire::Table::schnorr, 1, wire::SigEncoding::opaque, 8);
+        std::vector<std::uint8_t> got(n), expected(n);
+        std::atomic<bool> done{false};
+        BatchResult r;
+        std::thread t([&] {
+            r = big->verify_ecdsa(rows.data(), n, 3, got.data());
+            done = true;
+        });
+        std::vector<double> lat;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        while (!done) {
+            std::uint8_t res = 0xAA;
+            const auto t0 = std::chrono::steady_clock::now();
+            const BatchResult s = small->verify_schnorr(one.data(), 1, 3, &res);
+            lat.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            if (!s.ok() || res != 1) {
+                std::fprintf(stderr, "1-row batch failed: %s res=%d\n", shm::to_string(s.status).data(), res);
+                done.wait(false);
+                t.join();
+                return false;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        t.join();
+        const double worst = lat.empty() ? 0 : *std::max_element(lat.begin(), lat.end());
+        std::fprintf(stderr, "100k batch: %zu one-row batches meanwhile, worst latency %.1f ms\n", lat.size(),
+                     worst * 1e3);
+        if (!r.ok() || r.local_rows != 0) return false;
+        reference::Verifier ref(2);
+        const auto tally = ref.verify(wire::RowSpan{wire::RecordKind::ecdsa, 3, wire::SigEncoding::opaque,
+                                                    rows.data(), n},
+                                      expected.data());
+        if (got != expected || r.valid != tally.valid || r.invalid != tally.invalid) {
+            std::fprintf(stderr, "100k verdicts differ from the reference\n");
+            return false;
+        }
+        // The big batch takes seconds; a starved 1-row batch would wait for all of it.
+        return lat.size() >= 5 && worst < 0.5;
+    });
+    CHECK(wait_child(child) == 0);
+}
+
+TEST_CASE("zero-copy path: reserve in the arena, fill, submit several, poll and wait", "[daemon][e2e]") {
+    DaemonProcess d({"--arena-size", "1M"});
+    auto c = Client::connect(options_for(d, "zero-copy"));
+    std::uint64_t rtt = 0;
+    REQUIRE(c->ping(&rtt) == Status::ok);
+    CHECK(rtt > 0);
+
+    const wire::Table tables[] = {wire::Table::ecdsa, wire::Table::schnorr, wire::Table::multisig};
+    const std::size_t n = 500;
+    std::vector<std::vector<std::uint8_t>> rows;
+    Batch batches[3];
+    for (int i = 0; i < 3; ++i) {
+        const wire::Table t = tables[i];
+        rows.push_back(make_rows(t, n, wire::SigEncoding::compact, 40 + i));
+        REQUIRE(c->reserve(wire::record_kind(t), wire::canonical_key_size(t), n, batches[i]) == Status::ok);
+        std::memcpy(batches[i].rows, rows.back().data(), rows.back().size());
+    }
+    for (int i = 0; i < 3; ++i)
+        REQUIRE(c->submit(batches[i], i == 2 ? wire::Mode::collect : wire::Mode::results,
+                          wire::SigEncoding::compact) == Status::ok);
+    const BatchResult first = c->poll(batches[0]);
+    CHECK((first.status == Status::pending || first.status == Status::ok));
+    reference::Verifier ref(1);
+    for (int i = 0; i < 3; ++i) {
+        const wire::Table t = tables[i];
+        const BatchResult r = c->wait(batches[i]);
+        REQUIRE(r.ok());
+        auto span = span_of(t, wire::SigEncoding::compact, rows[i], n);
+        if (i < 2) {
+            std::vector<std::uint8_t> expected(n);
+            const auto tally = ref.verify(span, expected.data());
+            CHECK(std::memcmp(batches[i].results, expected.data(), n) == 0);
+            CHECK(r.valid == tally.valid);
+            CHECK(r.invalid == tally.invalid);
+        } else {
+            const auto tally = ref.collect(span);
+            CHECK(std::memcmp(batches[i].rows, rows[i].data(), rows[i].size()) == 0);
+            CHECK(r.valid == tally.valid);
+        }
+        c->release(batches[i]);
+    }
+    Batch huge;
+    CHECK(c->reserve(wire::RecordKind::ecdsa, 3, c->max_batch_rows(wire::RecordKind::ecdsa, 3) + 1, huge) ==
+          Status::too_large);
+    // The arena is reusable after release: a batch of the maximum size fits.
+    Batch max;
+    REQUIRE(c->reserve(wire::RecordKind::schnorr, 0, c->max_batch_rows(wire::RecordKind::schnorr, 0), max, false) ==
+            Status::ok);
+    c->release(max);
+}
+
+TEST_CASE("one client used from several threads at once", "[daemon][e2e]") {
+    DaemonProcess d({"--arena-size", "256K"});
+    auto c = Client::connect(options_for(d, "threads"));
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 3; ++i) {
+        threads.emplace_back([&, i] {
+            const wire::Table t = i == 1 ? wire::Table::threshold : wire::Table::ecdsa;
+            for (std::size_t n : {std::size_t(1), std::size_t(700), std::size_t(2500)})
+                if (!check_batch(*c, t, i == 2 ? wire::Mode::collect : wire::Mode::results,
+                                 wire::SigEncoding::opaque, n, 900 + 10 * i + n))
+                    ++failures;
+        });
+    }
+    for (auto& t : threads) t.join();
+    CHECK(failures == 0);
+}

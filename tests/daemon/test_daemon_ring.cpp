@@ -1,0 +1,404 @@
+// The ring ABI under hostile input: layout and validation units, then a raw
+// client that speaks the protocol by hand against a real daemon and writes
+// malformed entries, out-of-range indices and a truncated segment.
+#include <poll.h>
+#include <sys/mman.h>
+
+#include <limits>
+
+#include <catch2/catch.hpp>
+
+#include "batch_check.hpp"
+#include "daemon_fixture.hpp"
+#include "shm_protocol/doorbell.hpp"
+#include "shm_protocol/segment_layout.hpp"
+
+using namespace sigverify;
+using namespace sigverify::test;
+using shm::Status;
+
+namespace {
+
+shm::SubmissionEntry verify_entry(std::uint64_t rows_offset, std::uint64_t results_offset, std::uint64_t count) {
+    shm::SubmissionEntry e{};
+    e.user_tag = 42;
+    e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify);
+    e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::ecdsa);
+    e.key_size = 3;
+    e.mode = static_cast<std::uint8_t>(wire::Mode::results);
+    e.table = shm::kTableUnspecified;
+    e.rows_offset = rows_offset;
+    e.results_offset = results_offset;
+    e.row_count = count;
+    return e;
+}
+
+Status check(const shm::SubmissionEntry& e, std::uint64_t arena = 1 << 20) {
+    shm::CheckedSubmission c;
+    return shm::check_submission(e, arena, c);
+}
+
+// A client that speaks the protocol by hand.
+struct RawSession {
+    int sock = -1;
+    int seg_fd = -1;
+    std::uint8_t* base = nullptr;
+    std::size_t size = 0;
+    shm::SegmentHeader* h = nullptr;
+    shm::HelloReply reply{};
+    ssize_t reply_bytes = 0;
+
+    ~RawSession() {
+        if (base != nullptr) munmap(base, size);
+        if (seg_fd >= 0) close(seg_fd);
+        if (sock >= 0) close(sock);
+    }
+
+    bool open(const std::string& path) {
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+        sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        timeval tv{3, 0};
+        setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        return ::connect(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    }
+
+    void send_raw(const void* p, std::size_t n) { (void)send(sock, p, n, MSG_NOSIGNAL); }
+
+    bool recv_reply() {
+        iovec iov{&reply, sizeof reply};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        reply_bytes = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c))
+            if (c->cmsg_type == SCM_RIGHTS) std::memcpy(&seg_fd, CMSG_DATA(c), sizeof(int));
+        return reply_bytes == static_cast<ssize_t>(sizeof reply);
+    }
+
+    bool handshake(const std::string& path, std::uint32_t version = shm::kProtocolVersion) {
+        if (!open(path)) return false;
+        shm::HelloRequest hello{};
+        hello.magic = shm::kHelloMagic;
+        hello.protocol_version = version;
+        shm::copy_text(hello.client_name, "raw");
+        send_raw(&hello, sizeof hello);
+        if (!recv_reply() || reply.status != 0 || seg_fd < 0) return false;
+        size = reply.segment_size;
+        void* m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, seg_fd, 0);
+        if (m == MAP_FAILED) return false;
+        base = static_cast<std::uint8_t*>(m);
+        h = reinterpret_cast<shm::SegmentHeader*>(base);
+        shm::MappedAck ack{shm::kAckMagic, 0};
+        send_raw(&ack, sizeof ack);
+        return true;
+    }
+
+    shm::SubmissionEntry* sqes() { return reinterpret_cast<shm::SubmissionEntry*>(base + h->sq_entries_offset); }
+    shm::CompletionEntry* cqes() { return reinterpret_cast<shm::CompletionEntry*>(base + h->cq_entries_offset); }
+    std::uint8_t* arena() { return base + h->arena_offset; }
+
+    std::uint32_t sq_tail = 0, cq_head = 0;
+
+    void submit(const shm::SubmissionEntry& e) {
+        std::memcpy(&sqes()[sq_tail & h->sq_mask], &e, sizeof e);
+        ++sq_tail;
+        shm::word(h->sq_tail).store(sq_tail, std::memory_order_release);
+        shm::ring(h->daemon_bell);
+    }
+
+    // Waits (bounded) for the next completion.
+    bool next_completion(shm::CompletionEntry& out, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (shm::word(h->cq_tail).load(std::memory_order_acquire) != cq_head) {
+                std::memcpy(&out, &cqes()[cq_head & h->cq_mask], sizeof out);
+                ++cq_head;
+                shm::word(h->cq_head).store(cq_head, std::memory_order_release);
+                return true;
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        return false;
+    }
+
+    // True when the daemon closed our socket within the limit.
+    bool closed_by_daemon(std::chrono::milliseconds limit) {
+        pollfd p{sock, POLLIN | POLLRDHUP, static_cast<short>(0)};
+        if (::poll(&p, 1, static_cast<int>(limit.count())) <= 0) return false;
+        char buf[512];
+        return (p.revents & (POLLHUP | POLLRDHUP)) != 0 || recv(sock, buf, sizeof buf, MSG_DONTWAIT) == 0;
+    }
+};
+
+bool client_works(const DaemonProcess& d) {
+    ClientOptions o;
+    o.runtime_dir = d.dir();
+    o.name = "bystander";
+    auto c = Client::connect(o);
+    return check_batch(*c, wire::Table::schnorr, wire::Mode::results, wire::SigEncoding::opaque, 50, 5);
+}
+
+}  // namespace
+
+TEST_CASE("segment layout is computed and checked", "[daemon][ring]") {
+    shm::Layout l;
+    REQUIRE(shm::compute_layout(64, 64, 1 << 20, l));
+    CHECK(l.sq_entries_offset == shm::kHeaderSize);
+    CHECK(l.cq_entries_offset == shm::kHeaderSize + 64 * sizeof(shm::SubmissionEntry));
+    CHECK(l.arena_offset % shm::kPageSize == 0);
+    CHECK(l.segment_size == l.arena_offset + (1 << 20));
+    CHECK_FALSE(shm::compute_layout(63, 64, 1 << 20, l));            // not a power of two
+    CHECK_FALSE(shm::compute_layout(64, 32, 1 << 20, l));            // cq smaller than sq
+    CHECK_FALSE(shm::compute_layout(8192, 8192, 1 << 20, l));        // too many entries
+    CHECK_FALSE(shm::compute_layout(64, 64, 1024, l));               // arena too small
+    CHECK_FALSE(shm::compute_layout(64, 64, std::uint64_t(1) << 40, l));  // arena too large
+
+    REQUIRE(shm::compute_layout(16, 16, 1 << 16, l));
+    shm::SegmentHeader h{};
+    h.magic = shm::kSegmentMagic;
+    h.abi_major = shm::kAbiMajor;
+    h.header_size = shm::kHeaderSize;
+    h.sqe_size = sizeof(shm::SubmissionEntry);
+    h.cqe_size = sizeof(shm::CompletionEntry);
+    h.sq_entries = h.cq_entries = 16;
+    h.sq_mask = h.cq_mask = 15;
+    h.sq_entries_offset = l.sq_entries_offset;
+    h.cq_entries_offset = l.cq_entries_offset;
+    h.arena_offset = l.arena_offset;
+    h.arena_size = l.arena_size;
+    h.segment_size = l.segment_size;
+    CHECK(shm::check_header(h, l.segment_size) == nullptr);
+    CHECK(shm::check_header(h, l.segment_size - 1) != nullptr);  // mapping smaller than announced
+    auto bad = h;
+    bad.magic ^= 1;
+    CHECK(shm::check_header(bad, l.segment_size) != nullptr);
+    bad = h;
+    bad.abi_major = shm::kAbiMajor + 1;
+    CHECK(shm::check_header(bad, l.segment_size) != nullptr);
+    bad = h;
+    bad.arena_offset += 64;
+    CHECK(shm::check_header(bad, l.segment_size) != nullptr);
+    bad = h;
+    bad.cq_mask = 31;
+    CHECK(shm::check_header(bad, l.segment_size) != nullptr);
+}
+
+TEST_CASE("hostile submission entries are rejected with overflow-safe checks", "[daemon][ring]") {
+    const std::uint64_t arena = 1 << 20;
+    const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+    CHECK(check(verify_entry(0, 132 * 10, 10)) == Status::ok);
+    // exactly at the end of the arena
+    CHECK(check(verify_entry(arena - 132, 0, 1)) == Status::ok);
+    CHECK(check(verify_entry(0, arena - 7, 7)) == Status::ok);
+    CHECK(check(verify_entry(arena, 0, 0)) == Status::ok);  // empty range at the end
+
+    CHECK(check(verify_entry(arena - 131, 0, 1)) == Status::bad_range);
+    CHECK(check(verify_entry(arena + 1, 0, 0)) == Status::bad_range);
+    CHECK(check(verify_entry(max - 10, 0, 1)) == Status::bad_range);
+    CHECK(check(verify_entry(0, 200, max)) == Status::bad_range);
+    CHECK(check(verify_entry(0, 200, max / 132 + 1)) == Status::bad_range);  // count * stride overflows
+    CHECK(check(verify_entry(0, max, 1)) == Status::bad_range);
+    CHECK(check(verify_entry(0, arena - 6, 7)) == Status::bad_range);
+    CHECK(check(verify_entry(0, 100, 10)) == Status::bad_range);  // results overlap the rows
+    CHECK(check(verify_entry(1320, 0, 10)) == Status::ok);        // adjacent, not overlapping
+
+    auto e = verify_entry(0, 2000, 1);
+    e.opcode = 0;
+    CHECK(check(e) == Status::bad_entry);
+    e.opcode = 77;
+    CHECK(check(e) == Status::bad_entry);
+    e = verify_entry(0, 2000, 1);
+    e.record_kind = 2;
+    CHECK(check(e) == Status::bad_entry);
+    e = verify_entry(0, 2000, 1);
+    e.encoding = 2;
+    CHECK(check(e) == Status::bad_entry);
+    e = verify_entry(0, 2000, 1);
+    e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::schnorr);
+    e.encoding = 1;  // Schnorr has no encoding choice
+    CHECK(check(e) == Status::bad_entry);
+    e = verify_entry(0, 2000, 1);
+    e.mode = 2;
+    CHECK(check(e) == Status::bad_entry);
+    e = verify_entry(0, 2000, 1);
+    e.table = 4;
+    CHECK(check(e) == Status::bad_entry);
+    e.table = static_cast<std::uint8_t>(wire::Table::threshold);  // Schnorr table on an ECDSA record
+    CHECK(check(e) == Status::bad_entry);
+    e = verify_entry(0, 2000, 1);
+    e.flags = 1;
+    CHECK(check(e) == Status::bad_entry);
+    e = verify_entry(0, 2000, 1);
+    e.reserved[5] = 1;
+    CHECK(check(e) == Status::bad_entry);
+    e = verify_entry(0, 2000, 1);
+    e.mode = static_cast<std::uint8_t>(wire::Mode::collect);  // collect must not name results
+    CHECK(check(e) == Status::bad_entry);
+    e.results_offset = 0;
+    CHECK(check(e) == Status::ok);
+    shm::SubmissionEntry nop{};
+    nop.opcode = static_cast<std::uint8_t>(shm::Opcode::nop);
+    CHECK(check(nop) == Status::ok);
+    nop.row_count = 1;
+    CHECK(check(nop) == Status::bad_entry);
+    // key_size 255 at the largest stride
+    e = verify_entry(0, 0, 1);
+    e.mode = static_cast<std::uint8_t>(wire::Mode::collect);
+    e.key_size = 255;
+    CHECK(check(e, 384) == Status::ok);
+    CHECK(check(e, 383) == Status::bad_range);
+}
+
+TEST_CASE("ring index bounds survive wrap-around", "[daemon][ring]") {
+    CHECK(shm::ring_count_ok(0xFFFFFFF0u, 0x10u, 32));
+    CHECK_FALSE(shm::ring_count_ok(0xFFFFFFF0u, 0x11u, 32));
+    CHECK_FALSE(shm::ring_count_ok(5, 4, 32));  // tail behind head
+    CHECK(shm::ring_count_ok(7, 7, 2));
+}
+
+TEST_CASE("the daemon answers malformed entries with error completions and keeps serving", "[daemon][ring]") {
+    DaemonProcess d({"--arena-size", "64K", "--ring-entries", "8"});
+    RawSession s;
+    REQUIRE(s.handshake(d.socket_path()));
+    REQUIRE(shm::word(s.h->state).load() == static_cast<std::uint32_t>(shm::SegmentState::ready));
+    CHECK(s.h->epoch == s.reply.epoch);
+    const std::uint64_t arena = s.h->arena_size;
+
+    struct Case {
+        shm::SubmissionEntry e;
+        Status expected;
+    };
+    std::vector<Case> cases;
+    auto add = [&](shm::SubmissionEntry e, Status st) {
+        e.user_tag = 1000 + cases.size();
+        cases.push_back({e, st});
+    };
+    add(verify_entry(arena - 10, 0, 1), Status::bad_range);
+    add(verify_entry(0, 0, 1), Status::bad_range);  // results overlap rows
+    add(verify_entry(std::numeric_limits<std::uint64_t>::max() - 3, 0, 2), Status::bad_range);
+    auto e = verify_entry(0, 1000, 1);
+    e.opcode = 9;
+    add(e, Status::bad_entry);
+    e = verify_entry(0, 1000, 1);
+    e.mode = 5;
+    add(e, Status::bad_entry);
+    shm::SubmissionEntry nop{};
+    nop.opcode = static_cast<std::uint8_t>(shm::Opcode::nop);
+    add(nop, Status::ok);
+    // A real row in the arena: verified.
+    auto rows = make_rows(wire::Table::ecdsa, 1, wire::SigEncoding::opaque, 3);
+    std::memcpy(s.arena(), rows.data(), rows.size());
+    std::memset(s.arena() + 4096, 0xAA, 1);
+    add(verify_entry(0, 4096, 1), Status::ok);
+
+    // More entries than the ring holds: submit in rounds.
+    std::size_t next = 0;
+    while (next < cases.size()) {
+        const std::size_t round = std::min<std::size_t>(4, cases.size() - next);
+        for (std::size_t i = 0; i < round; ++i) s.submit(cases[next + i].e);
+        for (std::size_t i = 0; i < round; ++i) {
+            shm::CompletionEntry c;
+            REQUIRE(s.next_completion(c));
+            REQUIRE(c.user_tag >= 1000);
+            const Case& k = cases[c.user_tag - 1000];
+            INFO("entry " << c.user_tag - 1000);
+            CHECK(c.status == static_cast<std::uint32_t>(k.expected));
+            CHECK(c.epoch == s.reply.epoch);
+            if (k.expected == Status::ok && k.e.row_count == 1) {
+                CHECK(c.valid + c.invalid == 1);
+                reference::RowVerifier rv;
+                CHECK(s.arena()[4096] == (rv.verify_ecdsa(rows.data(), wire::SigEncoding::opaque) ? 1 : 0));
+            }
+        }
+        next += round;
+    }
+    CHECK(shm::word(s.h->dropped).load() == 5);
+    CHECK(client_works(d));
+}
+
+TEST_CASE("an out-of-range ring index ends only that session", "[daemon][ring]") {
+    DaemonProcess d({"--arena-size", "64K", "--ring-entries", "8"});
+    RawSession s;
+    REQUIRE(s.handshake(d.socket_path()));
+    shm::word(s.h->sq_tail).store(1000, std::memory_order_release);  // 1000 entries in an 8-entry ring
+    shm::ring_force(s.h->daemon_bell);
+    CHECK(s.closed_by_daemon(std::chrono::seconds(2)));
+    CHECK(shm::word(s.h->state).load() == static_cast<std::uint32_t>(shm::SegmentState::closed));
+    CHECK(client_works(d));
+
+    RawSession t;  // a completion head beyond the tail
+    REQUIRE(t.handshake(d.socket_path()));
+    shm::word(t.h->cq_head).store(0x80000000u, std::memory_order_release);
+    t.submit(verify_entry(0, 4096, 0));
+    CHECK(t.closed_by_daemon(std::chrono::seconds(2)));
+    CHECK(client_works(d));
+    CHECK(d.log().find("out of bounds") != std::string::npos);
+}
+
+TEST_CASE("a client truncating its segment cannot crash the daemon", "[daemon][ring]") {
+    DaemonProcess d({"--arena-size", "64K"});
+    {
+        RawSession s;
+        REQUIRE(s.handshake(d.socket_path()));
+        munmap(s.base, s.size);  // we must not touch it either
+        s.base = nullptr;
+        REQUIRE(ftruncate(s.seg_fd, 0) == 0);
+        // The daemon looks at the header at least every 50 ms.
+        CHECK(s.closed_by_daemon(std::chrono::seconds(3)));
+    }
+    CHECK(kill(d.pid(), 0) == 0);
+    CHECK(client_works(d));
+}
+
+TEST_CASE("malformed handshakes get a clear refusal", "[daemon][ring]") {
+    DaemonProcess d;
+    {
+        RawSession s;
+        REQUIRE(s.open(d.socket_path()));
+        s.send_raw("hello", 5);
+        REQUIRE(s.recv_reply());
+        CHECK(s.reply.status == static_cast<std::uint32_t>(Status::handshake));
+        CHECK(std::string(shm::read_text(s.reply.error)).find("malformed") != std::string::npos);
+        CHECK(s.seg_fd < 0);
+    }
+    {
+        RawSession s;
+        REQUIRE(s.open(d.socket_path()));
+        shm::HelloRequest hello{};
+        hello.magic = 0x12345678;
+        hello.protocol_version = shm::kProtocolVersion;
+        s.send_raw(&hello, sizeof hello);
+        REQUIRE(s.recv_reply());
+        CHECK(s.reply.status == static_cast<std::uint32_t>(Status::handshake));
+    }
+    {
+        RawSession s;  // requested ring entries not a power of two
+        REQUIRE(s.open(d.socket_path()));
+        shm::HelloRequest hello{};
+        hello.magic = shm::kHelloMagic;
+        hello.protocol_version = shm::kProtocolVersion;
+        hello.requested_ring_entries = 3;
+        s.send_raw(&hello, sizeof hello);
+        REQUIRE(s.recv_reply());
+        CHECK(s.reply.status == static_cast<std::uint32_t>(Status::handshake));
+    }
+    {
+        RawSession s;  // an oversized arena request is bounded by the daemon
+        REQUIRE(s.open(d.socket_path()));
+        shm::HelloRequest hello{};
+        hello.magic = shm::kHelloMagic;
+        hello.protocol_version = shm::kProtocolVersion;
+        hello.requested_arena_size = std::numeric_limits<std::uint64_t>::max();
+        s.send_raw(&hello, sizeof hello);
+        REQUIRE(s.recv_reply());
+        CHECK(s.reply.status == 0);
+        CHECK(s.reply.segment_size <= (64ull << 20) + 1024 * 1024);
+    }
+    CHECK(client_works(d));
+    CHECK(leftover_segments().empty());
+}
