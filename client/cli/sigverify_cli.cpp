@@ -3,6 +3,9 @@
 //   sigverify gen      write deterministic, really signed rows of a table
 //   sigverify verify   verify a row file (--local: in-process libsecp256k1)
 //   sigverify inspect  print the first rows of a file in readable form
+//   sigverify columns  convert between row files and column directories
+//   sigverify groups   m-of-n group verdicts and per-block pass/fail
+// (verify --columns, columns and groups live in columns_commands.cpp)
 //
 // Exit codes (also in --help): 0 success; 1 --strict and some rows invalid;
 // 2 usage error; 3 input or output error (unreadable file, bad size);
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "client/cli/cli_common.hpp"
+#include "client/cli/columns_commands.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 
@@ -206,7 +210,7 @@ int main(int argc, char** argv) {
     sv::cli::VerifyArgs verify;
     auto* verify_cmd = app.add_subcommand("verify", "Verify a row file: one result byte per row, or collect mode");
     verify_cmd->add_flag("--local", verify.local, "Verify in this process with libsecp256k1 instead of through sigverifyd");
-    verify_cmd->add_option("--table", verify.table, "Table: ecdsa, multisig, schnorr, threshold")->required()->check(table_check);
+    verify_cmd->add_option("--table", verify.table, "Table: ecdsa, multisig, schnorr, threshold (required with --in)")->check(table_check);
     verify_cmd->add_option("--key-size", verify.key_size, "Tail bytes per row (default: the table's canonical tail)")
         ->check(CLI::Range(0, 255));
     verify_cmd->add_option("--sig-format", verify.sig_format, "ECDSA signature encoding: opaque or compact")
@@ -214,12 +218,14 @@ int main(int argc, char** argv) {
     verify_cmd->add_flag("--collect", verify.collect,
                          "Collect mode: write the rows with the tail of every valid row zeroed (needs --out)");
     verify_cmd->add_option("--threads", verify.threads, "Verifier threads for --local (0 = all cores)")->capture_default_str();
-    verify_cmd->add_option("--in", verify.in, "Row file to verify")->required()->check(CLI::ExistingFile);
+    verify_cmd->add_option("--in", verify.in, "Row file to verify (or --columns DIR)")->check(CLI::ExistingFile);
     verify_cmd->add_option("--out", verify.out, "Results mode: one byte per row (1 valid, 0 invalid); collect mode: the rows");
     verify_cmd->add_flag("--strict", verify.strict, "Exit with status 1 when any row is invalid");
     verify_cmd->add_flag("--baseline", verify.baseline,
                          "Also time plain single-threaded libsecp256k1 calls on the same rows (--local)");
     sv::cli::add_daemon_options(*verify_cmd, verify);
+    std::string verify_columns;
+    sv::cli::add_verify_columns_options(*verify_cmd, verify_columns);
 
     InspectArgs inspect;
     auto* inspect_cmd = app.add_subcommand("inspect", "Print the first rows of a file in readable form");
@@ -233,6 +239,7 @@ int main(int argc, char** argv) {
     inspect_cmd->add_flag("--verify", inspect.verify, "Show each printed row's verdict (libsecp256k1)");
     inspect_cmd->add_option("file", inspect.file, "Row file")->required()->check(CLI::ExistingFile);
 
+    sv::cli::add_column_subcommands(app);
     sv::cli::add_extra_subcommands(app);
 
     try {
@@ -248,6 +255,11 @@ int main(int argc, char** argv) {
             return run_gen(gen);
         }
         if (*verify_cmd) {
+            if (!verify_columns.empty()) return sv::cli::run_verify_columns(*verify_cmd, verify, verify_columns);
+            if (verify.in.empty() || verify.table.empty()) {
+                std::fprintf(stderr, "sigverify verify: needs --in FILE and --table TABLE, or --columns DIR\n");
+                return int(ExitCode::usage);
+            }
             if (verify.collect && verify.out.empty()) {
                 std::fprintf(stderr, "sigverify verify: --collect writes the rows with valid tails zeroed and needs --out FILE\n");
                 return int(ExitCode::usage);
@@ -255,6 +267,7 @@ int main(int argc, char** argv) {
             return verify.local ? run_verify_local(verify) : sv::cli::run_verify_daemon(verify);
         }
         if (*inspect_cmd) return run_inspect(inspect);
+        if (const int rc = sv::cli::run_column_subcommand(app); rc >= 0) return rc;
         return sv::cli::run_extra_subcommand(app);
     } catch (const InputError& e) {
         std::fprintf(stderr, "sigverify: %s\n", e.what());
