@@ -87,7 +87,7 @@ SV_HD Ge table_g_entry(const GeStorage* tab, int d) {
 // Only reached if a GLV half would not fit 128 bits, which the split's bounds
 // exclude; kept so that no input can take an unproven path. Also a test
 // oracle for ecmult.
-SV_HD void ecmult_simple(Gej& r, const Ge& p, const Sc& na, const Sc& ng) {
+SV_HD_NOINLINE void ecmult_simple(Gej& r, const Ge& p, const Sc& na, const Sc& ng) {
     const Ge g = ge_generator();
     const Gej pj = gej_from_ge(p);
     r = gej_infinity();

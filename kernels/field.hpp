@@ -182,7 +182,7 @@ SV_HD void fe_sqr_n(Fe& r, const Fe& a, int n) {
 
 // Shared start of the inversion and square-root chains: returns a^(2^223 - 1)
 // and leaves x2 = a^3 and x22 = a^(2^22 - 1) for the tails.
-SV_HD void fe_pow_chain_223(Fe& x223, Fe& x2, Fe& x22, const Fe& a) {
+SV_HD_NOINLINE void fe_pow_chain_223(Fe& x223, Fe& x2, Fe& x22, const Fe& a) {
     Fe x3, x6, x9, x11, x44, x88, x176, x220, t;
     fe_sqr(t, a);
     fe_mul(x2, t, a);

@@ -29,30 +29,19 @@ struct GeStorage {
     u64 y[4];
 };
 
-constexpr u64 kGx[4] = {0x59F2815B16F81798ull, 0x029BFCDB2DCE28D9ull, 0x55A06295CE870B07ull,
-                        0x79BE667EF9DCBBACull};
-constexpr u64 kGy[4] = {0x9C47D08FFB10D4B8ull, 0xFD17B448A6855419ull, 0x5DA4FBFC0E1108A8ull,
-                        0x483ADA7726A3C465ull};
-// beta: a cube root of unity mod p matching kLambda.
-constexpr u64 kBeta[4] = {0xC1396C28719501EEull, 0x9CF0497512F58995ull, 0x6E64479EAC3434E9ull,
-                          0x7AE96A2B657C0710ull};
-
+// Constants are returned by functions (not namespace-scope arrays) so that
+// host and device code read the same definition.
 SV_HD Ge ge_generator() {
     Ge g;
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        g.x.v[i] = kGx[i];
-        g.y.v[i] = kGy[i];
-    }
+    g.x = Fe{{0x59F2815B16F81798ull, 0x029BFCDB2DCE28D9ull, 0x55A06295CE870B07ull, 0x79BE667EF9DCBBACull}};
+    g.y = Fe{{0x9C47D08FFB10D4B8ull, 0xFD17B448A6855419ull, 0x5DA4FBFC0E1108A8ull, 0x483ADA7726A3C465ull}};
     g.infinity = false;
     return g;
 }
 
+// beta: a cube root of unity mod p matching sc_lambda().
 SV_HD Fe fe_beta() {
-    Fe b;
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) b.v[i] = kBeta[i];
-    return b;
+    return Fe{{0xC1396C28719501EEull, 0x9CF0497512F58995ull, 0x6E64479EAC3434E9ull, 0x7AE96A2B657C0710ull}};
 }
 
 SV_HD Ge ge_from_storage(const GeStorage& s) {
@@ -134,7 +123,7 @@ SV_HD void gej_neg(Gej& r, const Gej& a) {
 }
 
 // r = 2a.  (a = 0 curve; 2M + 5S)
-SV_HD void gej_double(Gej& r, const Gej& a) {
+SV_HD_NOINLINE void gej_double(Gej& r, const Gej& a) {
     if (a.infinity) {
         r = a;
         return;
@@ -167,7 +156,7 @@ SV_HD void gej_double(Gej& r, const Gej& a) {
 }
 
 // r = a + b with b affine.  (8M + 3S)
-SV_HD void gej_add_ge(Gej& r, const Gej& a, const Ge& b) {
+SV_HD_NOINLINE void gej_add_ge(Gej& r, const Gej& a, const Ge& b) {
     if (b.infinity) {
         r = a;
         return;
@@ -211,7 +200,7 @@ SV_HD void gej_add_ge(Gej& r, const Gej& a, const Ge& b) {
 }
 
 // r = a + b, both Jacobian.  (12M + 4S)
-SV_HD void gej_add(Gej& r, const Gej& a, const Gej& b) {
+SV_HD_NOINLINE void gej_add(Gej& r, const Gej& a, const Gej& b) {
     if (a.infinity) {
         r = b;
         return;

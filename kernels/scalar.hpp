@@ -184,7 +184,7 @@ SV_HD void sc_sqr(Sc& r, const Sc& a) {
 }
 
 // r = 1/a mod n by Fermat (a^(n-2)), 4-bit fixed window. 0 maps to 0.
-SV_HD void sc_inv(Sc& r, const Sc& a) {
+SV_HD_NOINLINE void sc_inv(Sc& r, const Sc& a) {
     // n - 2
     const u64 e[4] = {kN0 - 2, kN1, kN2, kN3};
     Sc tab[16];
@@ -209,22 +209,27 @@ SV_HD void sc_inv(Sc& r, const Sc& a) {
 // GLV split
 // ---------------------------------------------------------------------------
 // lambda: a cube root of unity mod n; lambda * (x, y) = (beta * x, y).
-constexpr u64 kLambda[4] = {0xDF02967C1B23BD72ull, 0x122E22EA20816678ull,
-                            0xA5261C028812645Aull, 0x5363AD4CC05C30E0ull};
-// -b1 and -b2 (mod n) of the reduced lattice basis, and g1 = round(2^384 b2 / n),
+SV_HD Sc sc_lambda() {
+    return Sc{{0xDF02967C1B23BD72ull, 0x122E22EA20816678ull, 0xA5261C028812645Aull, 0x5363AD4CC05C30E0ull}};
+}
+// -b1 and -b2 (mod n) of the reduced lattice basis (a1 + b1 lambda = 0 and
+// a2 + b2 lambda = 0 mod n, short vectors), and g1 = round(2^384 b2 / n),
 // g2 = round(2^384 (-b1) / n).
-constexpr u64 kMinusB1[4] = {0x6F547FA90ABFE4C3ull, 0xE4437ED6010E8828ull, 0, 0};
-constexpr u64 kMinusB2[4] = {0xD765CDA83DB1562Cull, 0x8A280AC50774346Dull,
-                             0xFFFFFFFFFFFFFFFEull, 0xFFFFFFFFFFFFFFFFull};
-constexpr u64 kG1[4] = {0xE893209A45DBB031ull, 0x3DAA8A1471E8CA7Full,
-                        0xE86C90E49284EB15ull, 0x3086D221A7D46BCDull};
-constexpr u64 kG2[4] = {0x1571B4AE8AC47F71ull, 0x221208AC9DF506C6ull,
-                        0x6F547FA90ABFE4C4ull, 0xE4437ED6010E8828ull};
+SV_HD Sc sc_glv_minus_b1() { return Sc{{0x6F547FA90ABFE4C3ull, 0xE4437ED6010E8828ull, 0, 0}}; }
+SV_HD Sc sc_glv_minus_b2() {
+    return Sc{{0xD765CDA83DB1562Cull, 0x8A280AC50774346Dull, 0xFFFFFFFFFFFFFFFEull, 0xFFFFFFFFFFFFFFFFull}};
+}
+SV_HD Sc glv_g1() {
+    return Sc{{0xE893209A45DBB031ull, 0x3DAA8A1471E8CA7Full, 0xE86C90E49284EB15ull, 0x3086D221A7D46BCDull}};
+}
+SV_HD Sc glv_g2() {
+    return Sc{{0x1571B4AE8AC47F71ull, 0x221208AC9DF506C6ull, 0x6F547FA90ABFE4C4ull, 0xE4437ED6010E8828ull}};
+}
 
 // round(k * g / 2^384) for the GLV split (fits in 128 bits).
-SV_HD Sc sc_mul_shift384(const Sc& k, const u64 g[4]) {
+SV_HD Sc sc_mul_shift384(const Sc& k, const Sc& g) {
     u64 t[8];
-    mul_256x256(t, k.v, g);
+    mul_256x256(t, k.v, g.v);
     Sc r;
     const u64 round = t[5] >> 63;
     u64 c = addc(t[6], round, 0, r.v[0]);
@@ -237,15 +242,9 @@ SV_HD Sc sc_mul_shift384(const Sc& k, const u64 g[4]) {
 // k = k1 + k2 * lambda (mod n), with k1 and k2 of magnitude < 2^128 when
 // read as signed (v or v - n).
 SV_HD void sc_split_lambda(Sc& k1, Sc& k2, const Sc& k) {
-    const Sc c1 = sc_mul_shift384(k, kG1);
-    const Sc c2 = sc_mul_shift384(k, kG2);
-    Sc mb1, mb2, lam;
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        mb1.v[i] = kMinusB1[i];
-        mb2.v[i] = kMinusB2[i];
-        lam.v[i] = kLambda[i];
-    }
+    const Sc c1 = sc_mul_shift384(k, glv_g1());
+    const Sc c2 = sc_mul_shift384(k, glv_g2());
+    const Sc mb1 = sc_glv_minus_b1(), mb2 = sc_glv_minus_b2(), lam = sc_lambda();
     Sc t1, t2;
     sc_mul(t1, c1, mb1);
     sc_mul(t2, c2, mb2);

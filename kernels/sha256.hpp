@@ -39,7 +39,7 @@ SV_HD void sha256_init(u32 s[8]) {
 }
 
 // One 64-byte block into the state.
-SV_HD void sha256_compress(u32 s[8], const u8* block) {
+SV_HD_NOINLINE void sha256_compress(u32 s[8], const u8* block) {
     u32 w[16];
     SV_UNROLL
     for (int i = 0; i < 16; ++i) {

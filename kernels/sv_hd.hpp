@@ -10,10 +10,17 @@
 
 #include <cstdint>
 
+// SV_HD_NOINLINE marks the big composite functions (group law, inversion
+// chains, SHA-256 compression): on the device they stay real calls, which
+// cuts nvcc's compile time ~6x and the kernel's code size; define
+// SV_GPU_INLINE_ALL to inline them too (scripts/gpu-check.sh benchmarks both).
 #if defined(__CUDACC__)
 #define SV_HD __host__ __device__ __forceinline__
+#if defined(SV_GPU_INLINE_ALL)
+#define SV_HD_NOINLINE __host__ __device__ __forceinline__
+#else
 #define SV_HD_NOINLINE __host__ __device__ __noinline__
-#define SV_DEVICE_CODE_POSSIBLE 1
+#endif
 #else
 #define SV_HD inline
 #define SV_HD_NOINLINE inline

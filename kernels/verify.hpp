@@ -20,8 +20,8 @@ constexpr int kSchnorrSig = 64;
 constexpr int kEcdsaRecordBytes = 129;
 constexpr int kSchnorrRecordBytes = 128;
 
-// p - n: the largest r for which r + n is still a field element is below it.
-constexpr u64 kPMinusN[4] = {0x402DA1722FC9BAEEull, 0x4551231950B75FC4ull, 1, 0};
+// p - n: r + n is a field element exactly when r < p - n.
+SV_HD Sc p_minus_n() { return Sc{{0x402DA1722FC9BAEEull, 0x4551231950B75FC4ull, 1, 0}}; }
 
 // Parses a 33-byte compressed key.
 SV_HD bool parse_compressed_key(Ge& p, const u8* key) {
@@ -44,7 +44,7 @@ SV_HD bool ecdsa_check_rx(const Gej& R, const Sc& r) {
     fe_mul(t, xr, z2);
     if (fe_equal(t, R.x)) return true;
     // r < p - n ?
-    if (!limbs_gt(kPMinusN, r.v)) return false;
+    if (!limbs_gt(p_minus_n().v, r.v)) return false;
     Fe nfe;
     nfe.v[0] = kN0;
     nfe.v[1] = kN1;

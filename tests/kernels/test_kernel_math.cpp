@@ -344,28 +344,27 @@ TEST_CASE("scalar arithmetic matches a BIGNUM oracle", "[kernels][unit]") {
 TEST_CASE("GLV split: k = k1 + k2 lambda with halves below 2^128", "[kernels][unit]") {
     BnCtx ctx;
     Bn n(kNHex), lam;
-    limbs_to_bn(kLambda, lam);
+    limbs_to_bn(sc_lambda().v, lam);
     // lambda^3 = 1 (mod n), beta^3 = 1 (mod p)
     {
         Bn l3, b3, p(kPHex), beta;
         BN_mod_sqr(l3.b, lam.b, n.b, ctx.ctx);
         BN_mod_mul(l3.b, l3.b, lam.b, n.b, ctx.ctx);
         REQUIRE(BN_is_one(l3.b));
-        limbs_to_bn(kBeta, beta);
+        limbs_to_bn(fe_beta().v, beta);
         BN_mod_sqr(b3.b, beta.b, p.b, ctx.ctx);
         BN_mod_mul(b3.b, b3.b, beta.b, p.b, ctx.ctx);
         REQUIRE(BN_is_one(b3.b));
     }
     auto in = inputs(3000);
     // scalars right next to the lattice's rounding boundaries
-    in.push_back({kLambda[0], kLambda[1], kLambda[2], kLambda[3]});
+    in.push_back({sc_lambda().v[0], sc_lambda().v[1], sc_lambda().v[2], sc_lambda().v[3]});
     for (const auto& v : in) {
         const Sc k = sc_from_limbs(v.data());
         Sc k1, k2;
         sc_split_lambda(k1, k2, k);
         Sc t, sum;
-        Sc lambda;
-        for (int i = 0; i < 4; ++i) lambda.v[i] = kLambda[i];
+        const Sc lambda = sc_lambda();
         sc_mul(t, k2, lambda);
         sc_add(sum, k1, t);
         REQUIRE(sc_equal(sum, k));
@@ -472,8 +471,7 @@ TEST_CASE("group law: tables, doubling, additions and ecmult agree", "[kernels][
     }
     // beta * x: the endomorphism maps G to lambda G
     {
-        Sc lam;
-        for (int i = 0; i < 4; ++i) lam.v[i] = kLambda[i];
+        const Sc lam = sc_lambda();
         Gej e;
         ecmult_simple(e, g, sc_zero(), lam);
         Ge a;

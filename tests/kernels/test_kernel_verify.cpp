@@ -11,10 +11,12 @@
 #include <vector>
 
 #include "kernels/kernel_math.hpp"
+#include "kernels/selftest_vectors.hpp"
 #include "kernels/verify.hpp"
 #include "reference/reference_verifier.hpp"
 #include "support/test_vectors.hpp"
 #include "tests/kernels/differential.hpp"
+#include "tests/kernels/host_rows.hpp"
 
 using namespace sigverify;
 using namespace sigverify::kernels;
@@ -442,4 +444,60 @@ TEST_CASE("kernel math: BIP-340 adversarial cases", "[kernels][adversarial]") {
     }
     CHECK(valid > 0);
     CHECK(odd_rejected > 0);
+}
+
+TEST_CASE("kernel math: the GPU self-test's known answers are right", "[kernels][vectors]") {
+    reference::RowVerifier ref;
+    std::size_t valid = 0, invalid = 0;
+    for (const auto& ka : kSelfTestEcdsa) {
+        const auto bytes = test::from_hex(ka.record_hex);
+        REQUIRE(bytes.size() == sizeof(wire::EcdsaRecord));
+        wire::EcdsaRecord rec{};
+        std::memcpy(&rec, bytes.data(), sizeof rec);
+        CHECK(agree_ecdsa(ref, rec) == (ka.valid == 1));
+        (ka.valid ? valid : invalid)++;
+    }
+    for (const auto& ka : kSelfTestSchnorr) {
+        const auto bytes = test::from_hex(ka.record_hex);
+        REQUIRE(bytes.size() == sizeof(wire::SchnorrRecord));
+        wire::SchnorrRecord rec{};
+        std::memcpy(&rec, bytes.data(), sizeof rec);
+        CHECK(agree_schnorr(ref, rec) == (ka.valid == 1));
+        (ka.valid ? valid : invalid)++;
+    }
+    CHECK(valid >= 10);
+    CHECK(invalid >= 10);
+}
+
+TEST_CASE("kernel math: the libsecp256k1-free row generator makes rows libsecp256k1 accepts", "[kernels][differential]") {
+    const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+    reference::Verifier verifier(threads);
+    for (Table t : kTables) {
+        for (SigEncoding enc : {SigEncoding::opaque, SigEncoding::compact}) {
+            if (wire::record_kind(t) == wire::RecordKind::schnorr && enc == SigEncoding::compact) continue;
+            kernel_test::HostGenOptions o;
+            o.table = t;
+            o.count = 3'000;
+            o.key_size = wire::canonical_key_size(t);
+            o.encoding = enc;
+            o.seed = 77 + unsigned(t);
+            auto rows = kernel_test::host_generate_rows(o);
+            auto clean_opts = o;
+            clean_opts.invalid_rate = 0;
+            auto clean = kernel_test::host_generate_rows(clean_opts);
+            const auto span = kernel_test::span_of(rows, t, o.key_size, enc);
+            const auto cspan = kernel_test::span_of(clean, t, o.key_size, enc);
+            std::vector<std::uint8_t> want(o.count), got(o.count), clean_want(o.count);
+            verifier.verify(span, want.data());
+            const auto clean_tally = verifier.verify(cspan, clean_want.data());
+            verify_rows(span, wire::Mode::results, got.data(), threads);
+            INFO(wire::to_string(t) << " " << wire::to_string(enc));
+            CHECK(want == got);
+            CHECK(clean_tally.valid == o.count);  // unmutated rows are all valid (high-S included)
+            std::size_t valid = 0;
+            for (auto v : want) valid += v;
+            CHECK(valid > o.count / 2);
+            CHECK(valid < o.count * 85 / 100);
+        }
+    }
 }

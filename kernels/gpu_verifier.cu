@@ -1,0 +1,371 @@
+// CUDA backend: the verification kernel (one thread per row, the portable
+// kernel math of verify.hpp) and the host side that feeds it.
+//
+// Per device, allocated once at open(): the G tables (uploaded once), and per
+// stream a pinned staging buffer for rows, a device row buffer, a device
+// verdict buffer, a pinned verdict buffer and CUDA events. verify() splits a
+// span into chunks of Options::chunk_bytes and rotates them over the streams:
+// while one chunk's copy-in / kernel / copy-out runs on its stream, the host
+// stages the next chunk into another stream's buffer and scatters the
+// verdicts of finished chunks.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/gpu_verifier.hpp"
+#include "kernels/kernel_math.hpp"
+#include "kernels/selftest_vectors.hpp"
+#include "kernels/verify.hpp"
+
+namespace sigverify::gpu {
+
+namespace k = sigverify::kernels;
+
+constexpr int kMaxThreadsPerBlock = 256;
+
+__global__ void __launch_bounds__(kMaxThreadsPerBlock)
+    verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
+                  int schnorr, int compact, const k::GeStorage* __restrict__ table,
+                  std::uint8_t* __restrict__ verdicts) {
+    const k::GTableView tab{table, table + k::kTableGSize};
+    const std::uint32_t step = gridDim.x * blockDim.x;
+    for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+        const std::uint8_t* rec = rows + std::size_t(i) * stride;
+        const bool ok = schnorr ? k::schnorr_verify_record(rec, tab)
+                                : k::ecdsa_verify_record(rec, compact != 0, tab);
+        verdicts[i] = ok ? 1 : 0;
+    }
+}
+
+namespace {
+
+Status cuda_status(cudaError_t e, const char* what) {
+    return Status{Code::cuda_error, std::string(what) + ": " + cudaGetErrorName(e) + " (" +
+                                        cudaGetErrorString(e) + ")"};
+}
+
+#define SV_CUDA(call)                                             \
+    do {                                                          \
+        const cudaError_t sv_err_ = (call);                       \
+        if (sv_err_ != cudaSuccess) return cuda_status(sv_err_, #call); \
+    } while (0)
+
+DeviceInfo info_of(int index, const cudaDeviceProp& p) {
+    DeviceInfo d;
+    d.index = index;
+    d.name = p.name;
+    d.cc_major = p.major;
+    d.cc_minor = p.minor;
+    d.sm_count = p.multiProcessorCount;
+    d.total_memory = p.totalGlobalMem;
+    char bus[32] = {};
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, index) == cudaSuccess) d.pci_bus_id = bus;
+    return d;
+}
+
+std::vector<std::uint8_t> from_hex(const char* hex) {
+    std::vector<std::uint8_t> out;
+    auto nib = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return 0;
+    };
+    for (std::size_t i = 0; hex[i] && hex[i + 1]; i += 2)
+        out.push_back(static_cast<std::uint8_t>(nib(hex[i]) * 16 + nib(hex[i + 1])));
+    return out;
+}
+
+}  // namespace
+
+bool built_with_cuda() { return true; }
+
+Discovery discover() {
+    Discovery out;
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        out.error = std::string("no GPU (") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")";
+        return out;
+    }
+    for (int i = 0; i < n; ++i) {
+        cudaDeviceProp p{};
+        if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+        out.devices.push_back(info_of(i, p));
+    }
+    if (out.devices.empty()) out.error = "no GPU (no CUDA device found)";
+    return out;
+}
+
+struct DeviceVerifier::Impl {
+    DeviceInfo info;
+    Options options;
+    k::GeStorage* d_table = nullptr;
+    struct Lane {
+        cudaStream_t stream = nullptr;
+        std::uint8_t* h_rows = nullptr;  // pinned
+        std::uint8_t* d_rows = nullptr;
+        std::uint8_t* d_verdicts = nullptr;
+        std::uint8_t* h_verdicts = nullptr;  // pinned
+        cudaEvent_t k_start = nullptr, k_stop = nullptr, done = nullptr;
+        // chunk in flight
+        bool busy = false;
+        std::size_t first = 0, count = 0;
+    };
+    std::vector<Lane> lanes;
+    std::size_t max_rows_per_chunk = 0;
+    Timing timing;
+
+    ~Impl() {
+        cudaSetDevice(info.index);
+        for (auto& l : lanes) {
+            if (l.stream) cudaStreamSynchronize(l.stream);
+            if (l.h_rows) cudaFreeHost(l.h_rows);
+            if (l.h_verdicts) cudaFreeHost(l.h_verdicts);
+            if (l.d_rows) cudaFree(l.d_rows);
+            if (l.d_verdicts) cudaFree(l.d_verdicts);
+            if (l.k_start) cudaEventDestroy(l.k_start);
+            if (l.k_stop) cudaEventDestroy(l.k_stop);
+            if (l.done) cudaEventDestroy(l.done);
+            if (l.stream) cudaStreamDestroy(l.stream);
+        }
+        if (d_table) cudaFree(d_table);
+    }
+
+    Status init() {
+        SV_CUDA(cudaSetDevice(info.index));
+        const std::vector<k::GeStorage> table = k::build_g_tables();
+        SV_CUDA(cudaMalloc(&d_table, table.size() * sizeof(k::GeStorage)));
+        SV_CUDA(cudaMemcpy(d_table, table.data(), table.size() * sizeof(k::GeStorage), cudaMemcpyHostToDevice));
+        // a chunk of the smallest records holds the most rows
+        max_rows_per_chunk = options.chunk_bytes / wire::kSchnorrRecordSize;
+        lanes.resize(static_cast<std::size_t>(options.streams));
+        for (auto& l : lanes) {
+            SV_CUDA(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+            SV_CUDA(cudaMallocHost(&l.h_rows, options.chunk_bytes));
+            SV_CUDA(cudaMalloc(&l.d_rows, options.chunk_bytes));
+            SV_CUDA(cudaMalloc(&l.d_verdicts, max_rows_per_chunk));
+            SV_CUDA(cudaMallocHost(&l.h_verdicts, max_rows_per_chunk));
+            SV_CUDA(cudaEventCreate(&l.k_start));
+            SV_CUDA(cudaEventCreate(&l.k_stop));
+            SV_CUDA(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming));
+        }
+        return Status::success();
+    }
+
+    Status launch(Lane& l, std::size_t n, const wire::RowSpan& rows) {
+        const int tpb = options.threads_per_block;
+        const unsigned blocks = static_cast<unsigned>((n + std::size_t(tpb) - 1) / std::size_t(tpb));
+        verify_kernel<<<blocks, tpb, 0, l.stream>>>(
+            l.d_rows, static_cast<std::uint32_t>(rows.row_stride()), static_cast<std::uint32_t>(n),
+            rows.kind == wire::RecordKind::schnorr ? 1 : 0, rows.encoding == wire::SigEncoding::compact ? 1 : 0,
+            d_table, l.d_verdicts);
+        SV_CUDA(cudaGetLastError());
+        return Status::success();
+    }
+
+    // Waits for the lane's chunk and scatters its verdicts.
+    Status finish(Lane& l, const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, Counts& c) {
+        if (!l.busy) return Status::success();
+        l.busy = false;
+        SV_CUDA(cudaEventSynchronize(l.done));
+        float ms = 0;
+        SV_CUDA(cudaEventElapsedTime(&ms, l.k_start, l.k_stop));
+        timing.kernel_ms += ms;
+        const std::size_t rec = wire::record_size(rows.kind);
+        for (std::size_t i = 0; i < l.count; ++i) {
+            const bool ok = l.h_verdicts[i] == 1;
+            if (ok) {
+                ++c.valid;
+            } else {
+                ++c.invalid;
+            }
+            if (mode == wire::Mode::results) {
+                results[l.first + i] = ok ? 1 : 0;
+            } else if (ok && rows.key_size != 0) {
+                std::memset(rows.row(l.first + i) + rec, 0, rows.key_size);
+            }
+        }
+        return Status::success();
+    }
+
+    Status run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, Counts& c) {
+        SV_CUDA(cudaSetDevice(info.index));
+        const std::size_t stride = rows.row_stride();
+        const std::size_t per_chunk = options.chunk_bytes / stride;
+        const std::size_t chunks = (rows.count + per_chunk - 1) / per_chunk;
+        std::size_t next_finish = 0;  // chunks finish in submission order
+        for (std::size_t ch = 0; ch < chunks; ++ch) {
+            Lane& l = lanes[ch % lanes.size()];
+            if (l.busy) {
+                Status st = finish(lanes[next_finish % lanes.size()], rows, mode, results, c);
+                ++next_finish;
+                if (!st.ok()) return st;
+            }
+            l.first = ch * per_chunk;
+            l.count = std::min(per_chunk, rows.count - l.first);
+            const std::size_t bytes = l.count * stride;
+            std::memcpy(l.h_rows, rows.row(l.first), bytes);
+            SV_CUDA(cudaMemcpyAsync(l.d_rows, l.h_rows, bytes, cudaMemcpyHostToDevice, l.stream));
+            SV_CUDA(cudaEventRecord(l.k_start, l.stream));
+            Status st = launch(l, l.count, rows);
+            if (!st.ok()) return st;
+            SV_CUDA(cudaEventRecord(l.k_stop, l.stream));
+            SV_CUDA(cudaMemcpyAsync(l.h_verdicts, l.d_verdicts, l.count, cudaMemcpyDeviceToHost, l.stream));
+            SV_CUDA(cudaEventRecord(l.done, l.stream));
+            l.busy = true;
+            ++timing.chunks;
+        }
+        for (; next_finish < chunks; ++next_finish) {
+            Status st = finish(lanes[next_finish % lanes.size()], rows, mode, results, c);
+            if (!st.ok()) return st;
+        }
+        return Status::success();
+    }
+};
+
+DeviceVerifier::DeviceVerifier(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DeviceVerifier::~DeviceVerifier() = default;
+
+std::unique_ptr<DeviceVerifier> DeviceVerifier::open(const Options& options, Status& status) {
+    const Discovery disc = discover();
+    const DeviceInfo* found = nullptr;
+    for (const auto& d : disc.devices)
+        if (d.index == options.device) found = &d;
+    if (!found) {
+        status = Status{Code::no_device, disc.error.empty() ? "GPU " + std::to_string(options.device) + " not present"
+                                                            : disc.error};
+        return nullptr;
+    }
+    if (options.streams < 1 || options.threads_per_block < 32 || options.threads_per_block > kMaxThreadsPerBlock ||
+        options.threads_per_block % 32 != 0 || options.chunk_bytes < wire::stride(wire::RecordKind::ecdsa, wire::kMaxKeySize)) {
+        status = Status{Code::bad_input, "bad GPU options (streams >= 1, threads_per_block a multiple of 32 "
+                                         "in [32, 256], chunk_bytes >= one row)"};
+        return nullptr;
+    }
+    auto impl = std::make_unique<Impl>();
+    impl->info = *found;
+    impl->options = options;
+    status = impl->init();
+    if (!status.ok()) return nullptr;
+    return std::unique_ptr<DeviceVerifier>(new DeviceVerifier(std::move(impl)));
+}
+
+const DeviceInfo& DeviceVerifier::info() const { return impl_->info; }
+const Options& DeviceVerifier::options() const { return impl_->options; }
+Timing DeviceVerifier::last_timing() const { return impl_->timing; }
+
+Status DeviceVerifier::verify(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, Counts* counts) {
+    const auto t0 = std::chrono::steady_clock::now();
+    impl_->timing = Timing{};
+    if (counts) *counts = Counts{};
+    if (!rows.valid()) return Status{Code::bad_input, "invalid row span"};
+    if (mode == wire::Mode::results && rows.count != 0 && results == nullptr)
+        return Status{Code::bad_input, "results mode needs a results buffer"};
+    if (mode == wire::Mode::results && rows.count != 0) std::memset(results, 0, rows.count);
+    Counts c;
+    Status st = rows.count == 0 ? Status::success() : impl_->run(rows, mode, results, c);
+    if (!st.ok()) {
+        // fail closed: no verdict of this call is returned
+        if (mode == wire::Mode::results && rows.count != 0) std::memset(results, 0, rows.count);
+        for (auto& l : impl_->lanes) l.busy = false;
+        return st;
+    }
+    if (counts) *counts = c;
+    impl_->timing.wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+}
+
+Status DeviceVerifier::benchmark_kernel(const wire::RowSpan& rows, int repeats, double& rows_per_s) {
+    rows_per_s = 0;
+    if (!rows.valid() || rows.count == 0 || repeats < 1) return Status{Code::bad_input, "nothing to benchmark"};
+    Impl& m = *impl_;
+    SV_CUDA(cudaSetDevice(m.info.index));
+    Impl::Lane& l = m.lanes[0];
+    const std::size_t n = std::min(rows.count, m.options.chunk_bytes / rows.row_stride());
+    SV_CUDA(cudaMemcpy(l.d_rows, rows.data, n * rows.row_stride(), cudaMemcpyHostToDevice));
+    Status st = m.launch(l, n, rows);  // warm-up
+    if (!st.ok()) return st;
+    SV_CUDA(cudaStreamSynchronize(l.stream));
+    SV_CUDA(cudaEventRecord(l.k_start, l.stream));
+    for (int r = 0; r < repeats; ++r) {
+        st = m.launch(l, n, rows);
+        if (!st.ok()) return st;
+    }
+    SV_CUDA(cudaEventRecord(l.k_stop, l.stream));
+    SV_CUDA(cudaEventSynchronize(l.k_stop));
+    float ms = 0;
+    SV_CUDA(cudaEventElapsedTime(&ms, l.k_start, l.k_stop));
+    if (ms > 0) rows_per_s = double(n) * repeats / (double(ms) / 1000.0);
+    return Status::success();
+}
+
+Status DeviceVerifier::self_test() {
+    struct Set {
+        wire::RecordKind kind;
+        wire::SigEncoding enc;
+        const k::KnownAnswer* begin;
+        std::size_t n;
+    };
+    const Set sets[] = {
+        {wire::RecordKind::ecdsa, wire::SigEncoding::compact, k::kSelfTestEcdsa, std::size(k::kSelfTestEcdsa)},
+        {wire::RecordKind::ecdsa, wire::SigEncoding::opaque, k::kSelfTestEcdsa, std::size(k::kSelfTestEcdsa)},
+        {wire::RecordKind::schnorr, wire::SigEncoding::opaque, k::kSelfTestSchnorr, std::size(k::kSelfTestSchnorr)},
+    };
+    constexpr std::size_t kTail = 5;
+    for (const Set& s : sets) {
+        const std::size_t rec = wire::record_size(s.kind), stride = rec + kTail;
+        std::vector<std::uint8_t> rows(s.n * stride, 0xA5);
+        for (std::size_t i = 0; i < s.n; ++i) {
+            const auto bytes = from_hex(s.begin[i].record_hex);
+            if (bytes.size() != rec) return Status{Code::self_test_failed, "malformed known-answer vector"};
+            std::uint8_t* row = rows.data() + i * stride;
+            std::memcpy(row, bytes.data(), rec);
+            if (s.kind == wire::RecordKind::ecdsa && s.enc == wire::SigEncoding::opaque) {
+                // compact (r BE || s BE) -> opaque (r LE || s LE)
+                std::reverse(row + k::kEcdsaSig, row + k::kEcdsaSig + 32);
+                std::reverse(row + k::kEcdsaSig + 32, row + k::kEcdsaSig + 64);
+            }
+        }
+        const wire::RowSpan span{s.kind, kTail, s.enc, rows.data(), s.n};
+        std::vector<std::uint8_t> results(s.n, 0xEE);
+        Counts c;
+        Status st = verify(span, wire::Mode::results, results.data(), &c);
+        if (!st.ok()) return st;
+        std::size_t want_valid = 0;
+        for (std::size_t i = 0; i < s.n; ++i) {
+            want_valid += s.begin[i].valid;
+            if (results[i] != s.begin[i].valid) {
+                return Status{Code::self_test_failed,
+                              std::string("GPU ") + std::to_string(impl_->info.index) + " gave verdict " +
+                                  std::to_string(results[i]) + " on " + std::string(wire::to_string(s.kind)) + "/" +
+                                  std::string(wire::to_string(s.enc)) + " known answer " + std::to_string(i) +
+                                  " (expected " + std::to_string(s.begin[i].valid) + ")"};
+            }
+        }
+        if (c.valid != want_valid || c.valid + c.invalid != s.n)
+            return Status{Code::self_test_failed, "GPU self-test: wrong counts"};
+        // collect mode: tails of valid rows zeroed, all other bytes untouched
+        std::vector<std::uint8_t> collected = rows;
+        const wire::RowSpan cspan{s.kind, kTail, s.enc, collected.data(), s.n};
+        st = verify(cspan, wire::Mode::collect, nullptr, &c);
+        if (!st.ok()) return st;
+        for (std::size_t i = 0; i < s.n; ++i) {
+            const std::uint8_t* a = rows.data() + i * stride;
+            const std::uint8_t* b = collected.data() + i * stride;
+            bool good = std::memcmp(a, b, rec) == 0;
+            for (std::size_t t = 0; t < kTail; ++t) good &= b[rec + t] == (s.begin[i].valid ? 0 : a[rec + t]);
+            if (!good)
+                return Status{Code::self_test_failed, "GPU self-test: collect mode wrote the wrong bytes on row " +
+                                                          std::to_string(i)};
+        }
+    }
+    return Status::success();
+}
+
+}  // namespace sigverify::gpu

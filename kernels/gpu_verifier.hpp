@@ -1,0 +1,139 @@
+// Host API of the CUDA verification backend.
+//
+// Needs no CUDA header: the device state lives behind a pimpl. The same
+// header is served by gpu_verifier.cu (built when SIGVERIFY_HAVE_CUDA is ON)
+// and by gpu_verifier_stub.cpp (built otherwise), whose discovery reports "no
+// GPU (built without CUDA)", so callers compile and link either way.
+//
+// Failure model: every CUDA call is checked; any error becomes a Status the
+// caller can act on (re-run the batch on the CPU, stop using the device).
+// After a cuda_error the verifier should be considered unusable: open a new
+// one or fall back for good.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shm_protocol/wire_format.hpp"
+
+namespace sigverify::gpu {
+
+// True when this build contains the CUDA backend.
+bool built_with_cuda();
+
+struct DeviceInfo {
+    int index = -1;
+    std::string name;
+    int cc_major = 0;
+    int cc_minor = 0;
+    int sm_count = 0;
+    std::size_t total_memory = 0;
+    std::string pci_bus_id;
+};
+
+struct Discovery {
+    std::vector<DeviceInfo> devices;
+    // Why there are no devices ("no GPU (built without CUDA)", the driver's
+    // error, ...); empty when discovery worked.
+    std::string error;
+};
+
+// Lists the GPUs the process can use (all of them, in CUDA index order).
+Discovery discover();
+
+// Parses a --gpus style selection against the discovered devices:
+// "all" (or "") = every device, otherwise a comma-separated list of indices
+// ("0", "0,1"). Duplicates are dropped, order is kept. Returns false with a
+// message on a malformed list or an index that is not present.
+bool select_devices(std::string_view spec, const std::vector<DeviceInfo>& available,
+                    std::vector<int>& chosen, std::string& error);
+
+enum class Code : std::uint8_t {
+    ok = 0,
+    not_built,         // built without CUDA
+    no_device,         // the requested device does not exist
+    cuda_error,        // a CUDA call failed (message names the call)
+    bad_input,         // an invalid RowSpan or a missing results buffer
+    self_test_failed,  // the device gave a wrong verdict on a known answer
+};
+
+struct Status {
+    Code code = Code::ok;
+    std::string message;
+
+    bool ok() const { return code == Code::ok; }
+    static Status success() { return {}; }
+};
+
+std::string_view to_string(Code code);
+
+struct Options {
+    int device = 0;
+    // Bytes of rows per chunk: the size of each stream's pinned staging buffer
+    // and device row buffer (allocated once, at open). A chunk holds
+    // chunk_bytes / stride rows.
+    std::size_t chunk_bytes = std::size_t(64) << 20;
+    // Streams the chunks rotate over (>= 2 to overlap copy-in, kernel and
+    // copy-out of neighbouring chunks).
+    int streams = 3;
+    int threads_per_block = 128;
+};
+
+struct Counts {
+    std::uint64_t valid = 0;
+    std::uint64_t invalid = 0;
+};
+
+// Timing of the last verify() call.
+struct Timing {
+    double wall_ms = 0;    // whole call: staging, copies, kernels, result scatter
+    double kernel_ms = 0;  // sum of the kernels' CUDA-event times
+    std::size_t chunks = 0;
+};
+
+class DeviceVerifier {
+public:
+    // Opens a device: creates streams, uploads the precomputed G tables,
+    // allocates every buffer. Returns null with status set on failure.
+    static std::unique_ptr<DeviceVerifier> open(const Options& options, Status& status);
+    ~DeviceVerifier();
+    DeviceVerifier(const DeviceVerifier&) = delete;
+    DeviceVerifier& operator=(const DeviceVerifier&) = delete;
+
+    const DeviceInfo& info() const;
+    const Options& options() const;
+
+    // Known-answer self-test (valid and invalid rows, ECDSA in both encodings
+    // and Schnorr, results and collect modes). ok() only when every verdict
+    // is right.
+    Status self_test();
+
+    // Verifies all rows. Results mode: results[i] = 1/0 for every row (zeroed
+    // first: fail closed). Collect mode: the key_size tail of every valid row
+    // is zeroed in place, invalid rows are untouched; results may be null.
+    // counts (optional) receives the tally. Large spans are split into
+    // chunks pipelined over the streams. On a non-ok status, results (results
+    // mode) hold zeros for every row not known valid, and in collect mode rows
+    // may already be partly collected: the caller re-runs the batch on the CPU
+    // from the original bytes it kept, or treats zeroed tails as final only
+    // after ok().
+    Status verify(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
+                  Counts* counts = nullptr);
+
+    // Kernel-only timing: uploads the first chunk of rows once, then runs the
+    // kernel over it `repeats` times; rows_per_s is measured with CUDA events.
+    Status benchmark_kernel(const wire::RowSpan& rows, int repeats, double& rows_per_s);
+
+    Timing last_timing() const;
+
+private:
+    struct Impl;
+    explicit DeviceVerifier(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sigverify::gpu
