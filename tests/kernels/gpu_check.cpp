@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
 
     const gpu::Discovery disc = gpu::discover();
     if (disc.devices.empty()) {
-        std::printf("no GPU: %s (skipping)\n", disc.error.c_str());
+        std::printf("%s (skipping)\n", disc.error.c_str());
         return 0;
     }
     for (const auto& d : disc.devices) {
