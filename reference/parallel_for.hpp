@@ -26,17 +26,15 @@ public:
     explicit WorkerPool(unsigned threads = 0) {
         if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
         size_ = threads;
-        for (unsigned w = 1; w < threads; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+        try {
+            for (unsigned w = 1; w < threads; ++w) workers_.emplace_back([this, w] { worker_loop(w); });
+        } catch (...) {
+            stop_and_join();  // a thread failed to start: do not leave the others joinable
+            throw;
+        }
     }
 
-    ~WorkerPool() {
-        {
-            std::lock_guard lock(mutex_);
-            stopping_ = true;
-        }
-        wake_.notify_all();
-        for (auto& t : workers_) t.join();
-    }
+    ~WorkerPool() { stop_and_join(); }
 
     WorkerPool(const WorkerPool&) = delete;
     WorkerPool& operator=(const WorkerPool&) = delete;
@@ -91,6 +89,15 @@ public:
     }
 
 private:
+    void stop_and_join() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        for (auto& t : workers_) t.join();
+    }
+
     void worker_loop(unsigned w) {
         std::uint64_t seen = 0;
         for (;;) {

@@ -4,12 +4,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
 
 #include "reference/columns.hpp"
+#include "reference/parallel_for.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 
@@ -269,4 +271,34 @@ TEST_CASE("bad column sizes and fields are rejected before anything is written",
     CHECK(results == std::vector<std::uint8_t>(4, 0));
     // Empty batch: nothing to do, null columns allowed.
     CHECK(verifier.verify(ColumnBatch{}, nullptr).rows() == 0);
+}
+
+TEST_CASE("WorkerPool::parallel_for covers every index exactly once and rethrows", "[columns][pool]") {
+    for (unsigned threads : {1u, 2u, 5u}) {
+        reference::WorkerPool pool(threads);
+        CHECK(pool.size() == threads);
+        for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(100'003)}) {
+            std::vector<std::atomic<int>> hits(count);
+            std::vector<std::atomic<int>> per_worker(threads);
+            pool.parallel_for(count, 7, [&](unsigned w, std::size_t begin, std::size_t end) {
+                REQUIRE(begin < end);
+                REQUIRE(end <= count);
+                REQUIRE(w < threads);
+                per_worker[w] += 1;
+                for (std::size_t i = begin; i < end; ++i) hits[i] += 1;
+            });
+            std::size_t wrong = 0;
+            for (auto& h : hits) wrong += h.load() != 1;
+            CHECK(wrong == 0);
+        }
+        CHECK_THROWS_AS(pool.parallel_for(1000, 10,
+                                          [](unsigned, std::size_t begin, std::size_t end) {
+                                              if (begin <= 500 && 500 < end) throw std::runtime_error("row 500");
+                                          }),
+                        std::runtime_error);
+        // The pool survives a failed job.
+        std::atomic<std::size_t> sum{0};
+        pool.parallel_for(1000, 10, [&](unsigned, std::size_t b, std::size_t e) { sum += e - b; });
+        CHECK(sum == 1000);
+    }
 }
