@@ -27,17 +27,30 @@ namespace k = sigverify::kernels;
 
 constexpr int kMaxThreadsPerBlock = 256;
 
+// Thread t verifies rows t, t + T, ..., t + (K-1) T (T = threads in the
+// grid, K = kVerifyBatch) as one batch sharing an inversion, then strides on.
 __global__ void __launch_bounds__(kMaxThreadsPerBlock)
     verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
                   int schnorr, int compact, const k::GeStorage* __restrict__ table,
                   std::uint8_t* __restrict__ verdicts) {
+    constexpr int K = k::kVerifyBatch;
     const k::GTableView tab{table, table + k::kTableGSize};
-    const std::uint32_t step = gridDim.x * blockDim.x;
-    for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
-        const std::uint8_t* rec = rows + std::size_t(i) * stride;
-        const bool ok = schnorr ? k::schnorr_verify_record(rec, tab)
-                                : k::ecdsa_verify_record(rec, compact != 0, tab);
-        verdicts[i] = ok ? 1 : 0;
+    const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
+    for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; base < count;
+         base += threads * K) {
+        const std::uint8_t* recs[K];
+        int n = 0;
+        for (int j = 0; j < K; ++j) {
+            const std::uint64_t i = base + std::uint64_t(j) * threads;
+            if (i < count) recs[n++] = rows + i * stride;
+        }
+        bool ok[K];
+        if (schnorr) {
+            k::schnorr_verify_batch<K>(recs, n, tab, ok);
+        } else {
+            k::ecdsa_verify_batch<K>(recs, n, compact != 0, tab, ok);
+        }
+        for (int j = 0; j < n; ++j) verdicts[base + std::uint64_t(j) * threads] = ok[j] ? 1 : 0;
     }
 }
 
@@ -159,7 +172,8 @@ struct DeviceVerifier::Impl {
 
     Status launch(Lane& l, std::size_t n, const wire::RowSpan& rows) {
         const int tpb = options.threads_per_block;
-        const unsigned blocks = static_cast<unsigned>((n + std::size_t(tpb) - 1) / std::size_t(tpb));
+        const std::size_t per_block = std::size_t(tpb) * k::kVerifyBatch;
+        const unsigned blocks = static_cast<unsigned>((n + per_block - 1) / per_block);
         verify_kernel<<<blocks, tpb, 0, l.stream>>>(
             l.d_rows, static_cast<std::uint32_t>(rows.row_stride()), static_cast<std::uint32_t>(n),
             rows.kind == wire::RecordKind::schnorr ? 1 : 0, rows.encoding == wire::SigEncoding::compact ? 1 : 0,

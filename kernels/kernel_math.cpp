@@ -64,19 +64,30 @@ bool verify_record(const std::uint8_t* record, wire::RecordKind kind, wire::SigE
 HostCounts verify_range(const wire::RowSpan& rows, std::size_t begin, std::size_t end,
                         wire::Mode mode, std::uint8_t* results) {
     HostCounts c;
+    const GTableView& tab = host_g_table();
     const std::size_t rec = wire::record_size(rows.kind);
-    for (std::size_t i = begin; i < end; ++i) {
-        std::uint8_t* row = rows.row(i);
-        const bool ok = verify_record(row, rows.kind, rows.encoding);
-        if (ok) {
-            ++c.valid;
+    const bool compact = rows.encoding == wire::SigEncoding::compact;
+    for (std::size_t i = begin; i < end; i += kVerifyBatch) {
+        const int n = static_cast<int>(std::min<std::size_t>(kVerifyBatch, end - i));
+        const std::uint8_t* recs[kVerifyBatch];
+        bool ok[kVerifyBatch];
+        for (int j = 0; j < n; ++j) recs[j] = rows.row(i + std::size_t(j));
+        if (rows.kind == wire::RecordKind::ecdsa) {
+            ecdsa_verify_batch<kVerifyBatch>(recs, n, compact, tab, ok);
         } else {
-            ++c.invalid;
+            schnorr_verify_batch<kVerifyBatch>(recs, n, tab, ok);
         }
-        if (mode == wire::Mode::results) {
-            results[i] = ok ? 1 : 0;
-        } else if (ok && rows.key_size != 0) {
-            std::memset(row + rec, 0, rows.key_size);
+        for (int j = 0; j < n; ++j) {
+            if (ok[j]) {
+                ++c.valid;
+            } else {
+                ++c.invalid;
+            }
+            if (mode == wire::Mode::results) {
+                results[i + std::size_t(j)] = ok[j] ? 1 : 0;
+            } else if (ok[j] && rows.key_size != 0) {
+                std::memset(rows.row(i + std::size_t(j)) + rec, 0, rows.key_size);
+            }
         }
     }
     return c;

@@ -205,6 +205,23 @@ SV_HD_NOINLINE void sc_inv(Sc& r, const Sc& a) {
     r = acc;
 }
 
+// Montgomery's trick for scalars: a[0..n) replaced by their inverses with one
+// inversion and 3(n-1) multiplications. Every a[i] must be nonzero.
+SV_HD void sc_batch_inv(Sc* a, Sc* prefix, int n) {
+    if (n <= 0) return;
+    prefix[0] = a[0];
+    for (int i = 1; i < n; ++i) sc_mul(prefix[i], prefix[i - 1], a[i]);
+    Sc inv;
+    sc_inv(inv, prefix[n - 1]);
+    for (int i = n - 1; i > 0; --i) {
+        Sc ai;
+        sc_mul(ai, inv, prefix[i - 1]);
+        sc_mul(inv, inv, a[i]);
+        a[i] = ai;
+    }
+    a[0] = inv;
+}
+
 // ---------------------------------------------------------------------------
 // GLV split
 // ---------------------------------------------------------------------------

@@ -55,78 +55,110 @@ SV_HD bool ecdsa_check_rx(const Gej& R, const Sc& r) {
     return fe_equal(t, R.x);
 }
 
-// ECDSA with the signature already decoded to (r, s) as 32-byte big-endian.
-SV_HD bool ecdsa_verify_parts(const u8* hash32, const u8* key33, const u8* r32, const u8* s32,
-                              const GTableView& tab) {
-    Sc r, s;
-    if (sc_set_b32(r, r32) || sc_set_b32(s, s32)) return false;
-    if (sc_is_zero(r) || sc_is_zero(s)) return false;
-    Ge p;
-    if (!parse_compressed_key(p, key33)) return false;
-    if (sc_is_high(s)) sc_neg(s, s);
-    Sc z;
-    sc_set_b32(z, hash32);  // reduced mod n, overflow allowed
-    Sc sinv, u1, u2;
-    sc_inv(sinv, s);
-    sc_mul(u1, z, sinv);
-    sc_mul(u2, r, sinv);
-    Gej R;
-    ecmult(R, p, u2, u1, tab);
-    return ecdsa_check_rx(R, r);
+// ---------------------------------------------------------------------------
+// Batched verification: up to K records per call share one scalar inversion
+// (ECDSA s^-1) or one field inversion (Schnorr R's affine y) through
+// Montgomery's trick. On the device a thread verifies K rows this way; the
+// host uses the same path, so the host tests exercise it row by row.
+// ---------------------------------------------------------------------------
+#ifndef SV_VERIFY_BATCH
+#define SV_VERIFY_BATCH 4
+#endif
+constexpr int kVerifyBatch = SV_VERIFY_BATCH;
+static_assert(kVerifyBatch >= 1 && kVerifyBatch <= 64, "batch size");
+
+// Reads the (r, s) of an ECDSA record as 32-byte big-endian values.
+SV_HD void ecdsa_sig_be(const u8* record, bool compact, u8* rb, u8* sb) {
+    const u8* sig = record + kEcdsaSig;
+    for (int i = 0; i < 32; ++i) {
+        rb[i] = compact ? sig[i] : sig[31 - i];
+        sb[i] = compact ? sig[32 + i] : sig[63 - i];
+    }
 }
 
+// ok[i] = verdict of records[i], i < n <= K.
+template <int K>
+SV_HD void ecdsa_verify_batch(const u8* const* records, int n, bool compact, const GTableView& tab, bool* ok) {
+    Ge p[K];
+    Sc r[K], z[K], sinv[K], scratch[K];
+    for (int i = 0; i < n; ++i) {
+        u8 rb[32], sb[32];
+        ecdsa_sig_be(records[i], compact, rb, sb);
+        Sc s;
+        bool good = !sc_set_b32(r[i], rb);
+        good &= !sc_set_b32(s, sb);
+        good = good && !sc_is_zero(r[i]) && !sc_is_zero(s);
+        good = good && parse_compressed_key(p[i], records[i] + kRecKey);
+        if (sc_is_high(s)) sc_neg(s, s);
+        sc_set_b32(z[i], records[i] + kRecHash);
+        ok[i] = good;
+        sinv[i] = good ? s : sc_one();
+    }
+    sc_batch_inv(sinv, scratch, n);
+    for (int i = 0; i < n; ++i) {
+        if (!ok[i]) continue;
+        Sc u1, u2;
+        sc_mul(u1, z[i], sinv[i]);
+        sc_mul(u2, r[i], sinv[i]);
+        Gej R;
+        ecmult(R, p[i], u2, u1, tab);
+        ok[i] = ecdsa_check_rx(R, r[i]);
+    }
+}
+
+template <int K>
+SV_HD void schnorr_verify_batch(const u8* const* records, int n, const GTableView& tab, bool* ok) {
+    Fe ry[K], rz[K], scratch[K];
+    for (int i = 0; i < n; ++i) {
+        const u8* rec = records[i];
+        ok[i] = false;
+        rz[i] = fe_one();
+        ry[i] = fe_zero();
+        Fe rx;
+        if (!fe_set_b32(rx, rec + kSchnorrSig)) continue;
+        Sc s;
+        if (sc_set_b32(s, rec + kSchnorrSig + 32)) continue;
+        Fe x;
+        if (!fe_set_b32(x, rec + kRecKey)) continue;
+        Ge p;
+        if (!ge_set_xo(p, x, false)) continue;
+        u8 eb[32];
+        bip340_challenge(eb, rec + kSchnorrSig, rec + kRecKey, rec + kRecHash);
+        Sc e;
+        sc_set_b32(e, eb);
+        sc_neg(e, e);
+        Gej R;
+        ecmult(R, p, e, s, tab);  // s G - e P
+        if (R.infinity || !gej_eq_x(R, rx)) continue;
+        ok[i] = true;  // pending the y parity
+        rz[i] = R.z;
+        ry[i] = R.y;
+    }
+    fe_batch_inv(rz, scratch, n);
+    for (int i = 0; i < n; ++i) {
+        if (!ok[i]) continue;
+        Fe zi3, y;
+        fe_sqr(zi3, rz[i]);
+        fe_mul(zi3, zi3, rz[i]);
+        fe_mul(y, ry[i], zi3);
+        ok[i] = !fe_is_odd(y);
+    }
+}
+
+// One record: the batch path with K = 1.
 // record: an EcdsaRecord (129 bytes); compact selects r BE || s BE, else the
 // opaque encoding r LE || s LE.
 SV_HD bool ecdsa_verify_record(const u8* record, bool compact, const GTableView& tab) {
-    u8 rb[32], sb[32];
-    const u8* sig = record + kEcdsaSig;
-    if (compact) {
-        for (int i = 0; i < 32; ++i) {
-            rb[i] = sig[i];
-            sb[i] = sig[32 + i];
-        }
-    } else {
-        for (int i = 0; i < 32; ++i) {
-            rb[i] = sig[31 - i];
-            sb[i] = sig[63 - i];
-        }
-    }
-    return ecdsa_verify_parts(record + kRecHash, record + kRecKey, rb, sb, tab);
+    bool ok = false;
+    ecdsa_verify_batch<1>(&record, 1, compact, tab, &ok);
+    return ok;
 }
 
-// Affine y parity of a finite Jacobian point: y = Y / Z^3.
-SV_HD bool gej_y_is_odd(const Gej& a) {
-    Fe zi, zi3, y;
-    fe_inv(zi, a.z);
-    fe_sqr(zi3, zi);
-    fe_mul(zi3, zi3, zi);
-    fe_mul(y, a.y, zi3);
-    return fe_is_odd(y);
-}
-
-// BIP-340, record: a SchnorrRecord (128 bytes).
+// record: a SchnorrRecord (128 bytes).
 SV_HD bool schnorr_verify_record(const u8* record, const GTableView& tab) {
-    const u8* msg = record + kRecHash;
-    const u8* px = record + kRecKey;
-    const u8* sig = record + kSchnorrSig;
-    Fe rx;
-    if (!fe_set_b32(rx, sig)) return false;
-    Sc s;
-    if (sc_set_b32(s, sig + 32)) return false;
-    Fe x;
-    if (!fe_set_b32(x, px)) return false;
-    Ge p;
-    if (!ge_set_xo(p, x, false)) return false;
-    u8 eb[32];
-    bip340_challenge(eb, sig, px, msg);
-    Sc e;
-    sc_set_b32(e, eb);
-    sc_neg(e, e);
-    Gej R;
-    ecmult(R, p, e, s, tab);  // s G - e P
-    if (R.infinity) return false;
-    if (!gej_eq_x(R, rx)) return false;
-    return !gej_y_is_odd(R);
+    bool ok = false;
+    schnorr_verify_batch<1>(&record, 1, tab, &ok);
+    return ok;
 }
 
 }  // namespace sigverify::kernels

@@ -74,6 +74,33 @@ wire::EcdsaRecord ecdsa_record(const u8* hash, const Ge& key, const u8* r32, con
     return rec;
 }
 
+// Every hand-made record and its verdict, re-run at the end of each test
+// through the batched host path (verify_rows: kVerifyBatch records share one
+// inversion), so valid and invalid records meet in the same batches.
+struct Seen {
+    std::vector<u8> ecdsa, ecdsa_want, schnorr, schnorr_want;
+};
+Seen& seen() {
+    static Seen s;
+    return s;
+}
+
+void check_batched() {
+    Seen& s = seen();
+    for (int kind = 0; kind < 2; ++kind) {
+        auto& rows = kind == 0 ? s.ecdsa : s.schnorr;
+        auto& want = kind == 0 ? s.ecdsa_want : s.schnorr_want;
+        if (want.empty()) continue;
+        const wire::RowSpan span{kind == 0 ? wire::RecordKind::ecdsa : wire::RecordKind::schnorr, 0,
+                                 SigEncoding::compact, rows.data(), want.size()};
+        std::vector<u8> got(want.size(), 0xEE);
+        verify_rows(span, wire::Mode::results, got.data(), 1);
+        CHECK(got == want);
+        rows.clear();
+        want.clear();
+    }
+}
+
 // Checks one ECDSA record (compact) both ways and in both encodings; returns
 // the agreed verdict.
 bool agree_ecdsa(const reference::RowVerifier& ref, const wire::EcdsaRecord& compact) {
@@ -85,6 +112,8 @@ bool agree_ecdsa(const reference::RowVerifier& ref, const wire::EcdsaRecord& com
     CHECK(ref.verify_ecdsa(o, SigEncoding::opaque) == want);
     CHECK(kernel_ecdsa(c, SigEncoding::compact) == want);
     CHECK(kernel_ecdsa(o, SigEncoding::opaque) == want);
+    seen().ecdsa.insert(seen().ecdsa.end(), c, c + sizeof compact);
+    seen().ecdsa_want.push_back(want ? 1 : 0);
     return want;
 }
 
@@ -92,6 +121,8 @@ bool agree_schnorr(const reference::RowVerifier& ref, const wire::SchnorrRecord&
     const u8* p = reinterpret_cast<const u8*>(&rec);
     const bool want = ref.verify_schnorr(p);
     CHECK(kernel_schnorr(p) == want);
+    seen().schnorr.insert(seen().schnorr.end(), p, p + sizeof rec);
+    seen().schnorr_want.push_back(want ? 1 : 0);
     return want;
 }
 
@@ -192,6 +223,7 @@ TEST_CASE("kernel math: all Wycheproof vectors", "[kernels][vectors]") {
         }
     }
     CHECK(checked > 700);
+    check_batched();
 }
 
 TEST_CASE("kernel math: generated rows of all four tables match libsecp256k1", "[kernels][differential]") {
@@ -271,6 +303,7 @@ TEST_CASE("kernel math: ECDSA with R.x >= n (verdict needs the (r + n) Z^2 check
         const auto rpn = add_be(be32(kNHexV), xa);
         CHECK(!agree_ecdsa(ref, ecdsa_record(hb.data(), key, rpn.data(), sb.data())));
     }
+    check_batched();
 }
 
 TEST_CASE("kernel math: results at infinity, zero and overflowing r/s, bad keys", "[kernels][adversarial]") {
@@ -374,6 +407,7 @@ TEST_CASE("kernel math: results at infinity, zero and overflowing r/s, bad keys"
         const auto spn = add_be(n, sb);
         CHECK(!agree_ecdsa(ref, ecdsa_record(zb.data(), k2, rb.data(), spn.data())));
     }
+    check_batched();
 }
 
 TEST_CASE("kernel math: BIP-340 adversarial cases", "[kernels][adversarial]") {
@@ -444,6 +478,7 @@ TEST_CASE("kernel math: BIP-340 adversarial cases", "[kernels][adversarial]") {
     }
     CHECK(valid > 0);
     CHECK(odd_rejected > 0);
+    check_batched();
 }
 
 TEST_CASE("kernel math: the GPU self-test's known answers are right", "[kernels][vectors]") {
@@ -467,6 +502,7 @@ TEST_CASE("kernel math: the GPU self-test's known answers are right", "[kernels]
     }
     CHECK(valid >= 10);
     CHECK(invalid >= 10);
+    check_batched();
 }
 
 TEST_CASE("kernel math: the libsecp256k1-free row generator makes rows libsecp256k1 accepts", "[kernels][differential]") {
