@@ -224,3 +224,43 @@ TEST_CASE("C ABI", "[daemon][capi]") {
     CHECK(got == expected);
     CHECK(schnorr == schnorr_expected);
 }
+
+TEST_CASE("a client SIGKILLed mid-batch leaves the daemon serving others", "[daemon][faults]") {
+    DaemonProcess d({"--cpu-threads", "2", "--arena-size", "4M"});
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    const pid_t child = run_in_child([&] {
+        close(ready[0]);
+        auto c = Client::connect(options_for(d, "victim"));
+        auto rows = make_rows(wire::Table::ecdsa, 30000, wire::SigEncoding::opaque, 51);
+        std::vector<std::uint8_t> res(rows.size() / 132);
+        (void)!write(ready[1], "x", 1);
+        c->verify_ecdsa(rows.data(), res.size(), 3, res.data());
+        return true;
+    });
+    close(ready[1]);
+    char x;
+    REQUIRE(read(ready[0], &x, 1) == 1);
+    close(ready[0]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the daemon is verifying its rows now
+    kill(child, SIGKILL);
+    wait_child(child);
+    // The session ends and its queued work is dropped: a bystander is served promptly.
+    const auto t0 = Clock::now();
+    auto c = Client::connect(options_for(d, "bystander"));
+    CHECK(check_batch(*c, wire::Table::threshold, wire::Mode::collect, wire::SigEncoding::opaque, 300, 52));
+    CHECK(Clock::now() - t0 < std::chrono::seconds(3));
+    auto victim_ended = [&] {
+        const std::string log = d.log();
+        for (std::size_t p = log.find("'victim'"); p != std::string::npos; p = log.find("'victim'", p + 1)) {
+            const std::size_t eol = log.find('\n', p);
+            if (log.substr(p, eol - p).find("session ended") != std::string::npos) return true;
+        }
+        return false;
+    };
+    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    while (!victim_ended() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(victim_ended());
+    CHECK(kill(d.pid(), 0) == 0);
+    CHECK(leftover_segments().empty());
+}
