@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "client/cli/cli_common.hpp"
+#include "client/cli/bench_command.hpp"
 #include "client/cli/columns_commands.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
@@ -240,6 +241,7 @@ int main(int argc, char** argv) {
     inspect_cmd->add_option("file", inspect.file, "Row file")->required()->check(CLI::ExistingFile);
 
     sv::cli::add_column_subcommands(app);
+    CLI::App* bench_cmd = sv::cli::add_bench_subcommand(app);
     sv::cli::add_extra_subcommands(app);
 
     try {
@@ -267,11 +269,15 @@ int main(int argc, char** argv) {
             return verify.local ? run_verify_local(verify) : sv::cli::run_verify_daemon(verify);
         }
         if (*inspect_cmd) return run_inspect(inspect);
+        if (*bench_cmd) return sv::cli::run_bench();
         if (const int rc = sv::cli::run_column_subcommand(app); rc >= 0) return rc;
         return sv::cli::run_extra_subcommand(app);
     } catch (const InputError& e) {
         std::fprintf(stderr, "sigverify: %s\n", e.what());
         return int(ExitCode::input);
+    } catch (const sv::cli::DaemonError& e) {
+        std::fprintf(stderr, "sigverify: %s\n", e.what());
+        return int(ExitCode::daemon);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "sigverify: error: %s\n", e.what());
         return int(ExitCode::input);

@@ -1,0 +1,672 @@
+// `sigverify bench`: what a node pays per row, measured honestly.
+//
+// For each table and batch size the same generated rows are verified by
+//   * libsecp256k1 in this process on 1 thread and on all threads (the
+//     reference verifier: what a node would use without sigverify), and
+//   * sigverifyd, end to end as a node pays it: fill the rows into the shared
+//     arena, submit, wait, read the verdicts back.
+// Each figure is best-of-N (N capped by a time budget per measurement) with
+// min/median/max, and every daemon figure is also printed as a ratio to the
+// in-process ones. Latency mode times 1-row and 64-row round trips; the
+// multi-client mode runs K client processes at once. The daemon's verdicts are
+// checked against the in-process ones: a benchmark of wrong answers is void.
+#include "client/cli/bench_command.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/cli/cli_common.hpp"
+#include "reference/reference_verifier.hpp"
+#include "reference/row_generator.hpp"
+#include "sigverify/client.hpp"
+
+// Counts every operator new in this program (alloc_counter.cpp).
+std::uint64_t sigverify_allocation_count();
+
+namespace sigverify::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct BenchArgs {
+    std::string preset = "quick";
+    std::vector<std::string> tables;
+    std::vector<std::size_t> sizes;
+    unsigned repeat = 0;
+    double budget_s = 0;
+    unsigned threads = 0;
+    unsigned clients = 0;
+    unsigned latency_iterations = 0;
+    double invalid_rate = 0.05;
+    std::string runtime_dir;
+    bool start_daemon = false;
+    std::string daemon_binary;
+    std::string daemon_backend = "cpu";
+    bool no_daemon = false;
+    std::string json_path;
+    std::string plot_path;
+};
+
+BenchArgs g_args;
+
+void apply_preset(BenchArgs& a) {
+    const bool full = a.preset == "full";
+    if (a.tables.empty()) a.tables = {"ecdsa", "multisig", "schnorr", "threshold"};
+    if (a.sizes.empty())
+        a.sizes = full ? std::vector<std::size_t>{1, 64, 4096, 262144, 1048576}
+                       : std::vector<std::size_t>{1, 64, 4096, 65536};
+    if (!a.repeat) a.repeat = full ? 5 : 3;
+    if (a.budget_s <= 0) a.budget_s = full ? 30 : 4;
+    if (!a.clients) a.clients = full ? 4 : 2;
+    if (!a.latency_iterations) a.latency_iterations = full ? 20000 : 2000;
+}
+
+// ---------------------------------------------------------------------------
+// Progress on stderr when it is a terminal.
+// ---------------------------------------------------------------------------
+struct Progress {
+    bool tty = isatty(STDERR_FILENO);
+    std::size_t done = 0, total = 0;
+    void step(const std::string& what) {
+        ++done;
+        if (tty) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", done, total, what.c_str());
+        else std::fprintf(stderr, "[%zu/%zu] %s\n", done, total, what.c_str());
+    }
+    void finish() {
+        if (tty) std::fprintf(stderr, "\r\033[K");
+    }
+};
+
+// ---------------------------------------------------------------------------
+// Statistics
+// ---------------------------------------------------------------------------
+struct Timing {
+    std::vector<double> seconds;  // one per repetition
+    double min() const { return *std::min_element(seconds.begin(), seconds.end()); }
+    double max() const { return *std::max_element(seconds.begin(), seconds.end()); }
+    double median() const {
+        auto s = seconds;
+        std::sort(s.begin(), s.end());
+        return s[s.size() / 2];
+    }
+};
+
+// Runs fn up to `repeat` times, stopping early once `budget` seconds are spent
+// (at least one run, and a warm-up run first when it is cheap).
+template <class Fn>
+Timing measure(unsigned repeat, double budget, Fn&& fn) {
+    Timing t;
+    double spent = 0;
+    const auto once = [&] {
+        const auto t0 = Clock::now();
+        fn();
+        return std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+    const double warm = once();
+    if (warm > budget / 4) t.seconds.push_back(warm);  // too costly to throw away
+    spent += warm;
+    while (t.seconds.size() < repeat && (t.seconds.empty() || spent < budget)) {
+        const double s = once();
+        t.seconds.push_back(s);
+        spent += s;
+    }
+    return t;
+}
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t i = std::min(v.size() - 1, std::size_t(std::ceil(p / 100.0 * double(v.size()))) - (p > 0 ? 1 : 0));
+    return v[i];
+}
+
+// ---------------------------------------------------------------------------
+// The daemon under test: an already running one, or one we start.
+// ---------------------------------------------------------------------------
+class DaemonProcess {
+public:
+    ~DaemonProcess() { stop(); }
+
+    void start(const std::string& binary, const std::string& backend) {
+        char tmpl[] = "/tmp/sigverify-bench-XXXXXX";
+        if (!mkdtemp(tmpl)) throw DaemonError(std::string("mkdtemp: ") + std::strerror(errno));
+        dir_ = tmpl;
+        const std::string log = dir_ + "/sigverifyd.log";
+        pid_ = fork();
+        if (pid_ < 0) throw DaemonError(std::string("fork: ") + std::strerror(errno));
+        if (pid_ == 0) {
+            const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fd >= 0) {
+                dup2(fd, STDOUT_FILENO);
+                dup2(fd, STDERR_FILENO);
+            }
+            execl(binary.c_str(), binary.c_str(), "--runtime-dir", dir_.c_str(), "--foreground", "--backend",
+                  backend.c_str(), "--arena-size", "512M", "--log-level", "warn", static_cast<char*>(nullptr));
+            std::fprintf(stderr, "exec %s: %s\n", binary.c_str(), std::strerror(errno));
+            _exit(127);
+        }
+        // Ready when a client can connect (bounded wait).
+        const auto deadline = Clock::now() + std::chrono::seconds(20);
+        for (;;) {
+            ClientOptions o;
+            o.runtime_dir = dir_;
+            o.name = "bench-probe";
+            Status st;
+            std::string msg;
+            if (Client::connect(o, st, msg)) break;
+            int status;
+            if (waitpid(pid_, &status, WNOHANG) == pid_) {
+                pid_ = -1;
+                throw DaemonError(binary + " exited during start-up; log: " + log);
+            }
+            if (Clock::now() > deadline) throw DaemonError(binary + " did not accept clients within 20 s; log: " + log);
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+
+    void stop() {
+        if (pid_ > 0) {
+            kill(pid_, SIGTERM);
+            int status;
+            for (int i = 0; i < 200 && waitpid(pid_, &status, WNOHANG) == 0; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(25));
+            if (waitpid(pid_, &status, WNOHANG) == 0) {
+                kill(pid_, SIGKILL);
+                waitpid(pid_, &status, 0);
+            }
+            pid_ = -1;
+        }
+        if (!dir_.empty()) {
+            std::error_code ec;
+            std::filesystem::remove_all(dir_, ec);
+            dir_.clear();
+        }
+    }
+
+    const std::string& dir() const { return dir_; }
+
+private:
+    pid_t pid_ = -1;
+    std::string dir_;
+};
+
+std::string find_daemon_binary(const std::string& given) {
+    if (!given.empty()) return given;
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+    for (const auto& candidate : {self / "sigverifyd", self / "../../daemon/sigverifyd", self / "../sbin/sigverifyd"})
+        if (std::filesystem::exists(candidate, ec)) return std::filesystem::weakly_canonical(candidate, ec).string();
+    return "sigverifyd";  // from PATH
+}
+
+// ---------------------------------------------------------------------------
+// Measurements
+// ---------------------------------------------------------------------------
+struct Row {
+    std::string table;
+    std::size_t batch = 0;
+    std::string backend;  // "libsecp256k1 x1", "libsecp256k1 xN", "sigverifyd (cpu)"
+    Timing timing;
+    double rows_per_s() const { return double(batch) / timing.min(); }
+    double ns_per_row() const { return timing.min() * 1e9 / double(batch); }
+};
+
+// One daemon round trip of a whole batch as a node pays it.
+BatchResult daemon_round_trip(Client& c, const wire::RowSpan& src, std::uint8_t table, std::uint8_t* results,
+                              bool zero_copy) {
+    if (!zero_copy) return c.run(src, wire::Mode::results, results, table);
+    Batch b;
+    Status st = c.reserve(src.kind, src.key_size, src.count, b);
+    if (st != Status::ok) return BatchResult{st};
+    std::memcpy(b.rows, src.data, src.size_bytes());
+    st = c.submit(b, wire::Mode::results, src.encoding, table);
+    if (st != Status::ok) {
+        c.release(b);
+        return BatchResult{st};
+    }
+    BatchResult r = c.wait(b);
+    if (r.ok()) std::memcpy(results, b.results, src.count);
+    c.release(b);
+    return r;
+}
+
+struct TableData {
+    wire::Table table;
+    std::vector<std::uint8_t> rows;
+    wire::RowSpan span(std::size_t n) {
+        const auto kind = wire::record_kind(table);
+        return wire::RowSpan{kind, wire::canonical_key_size(table), wire::SigEncoding::opaque, rows.data(), n};
+    }
+};
+
+TableData make_rows(wire::Table t, std::size_t n, double invalid_rate) {
+    reference::GenOptions o;
+    o.table = t;
+    o.count = n;
+    o.invalid_rate = invalid_rate;
+    o.high_s_rate = 0.1;
+    o.seed = 42;
+    return TableData{t, reference::generate_rows(o)};
+}
+
+struct Latency {
+    std::size_t batch;
+    std::string backend;
+    std::vector<double> us;
+};
+
+struct ClientFigures {
+    double rows = 0, seconds = 0, p50_us = 0, p99_us = 0;
+};
+
+// K forked client processes, each running batches of `batch` ECDSA rows for
+// `seconds`; returns what each did.
+std::vector<ClientFigures> run_multi_client(const std::string& dir, TableData& data, std::size_t batch, unsigned k,
+                                            double seconds) {
+    std::vector<pid_t> pids;
+    std::vector<int> fds;
+    int go[2];
+    if (pipe(go) != 0) throw DaemonError("pipe failed");
+    for (unsigned i = 0; i < k; ++i) {
+        int out[2];
+        if (pipe(out) != 0) throw DaemonError("pipe failed");
+        const pid_t pid = fork();
+        if (pid == 0) {
+            close(out[0]);
+            close(go[1]);
+            ClientFigures f;
+            ClientOptions o;
+            o.runtime_dir = dir;
+            o.name = "bench-" + std::to_string(i);
+            Status st;
+            std::string msg;
+            auto c = Client::connect(o, st, msg);
+            char byte;
+            if (read(go[0], &byte, 1) != 1 || !c) _exit(1);
+            const wire::RowSpan span = data.span(batch);
+            std::vector<std::uint8_t> results(batch);
+            std::vector<double> us;
+            us.reserve(100000);
+            const bool zero_copy = batch <= c->max_batch_rows(span.kind, span.key_size);
+            const auto start = Clock::now();
+            while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+                const auto t0 = Clock::now();
+                if (!daemon_round_trip(*c, span, std::uint8_t(wire::Table::ecdsa), results.data(), zero_copy).ok()) _exit(2);
+                us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+                f.rows += double(batch);
+            }
+            f.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+            f.p50_us = percentile(us, 50);
+            f.p99_us = percentile(us, 99);
+            const bool ok = write(out[1], &f, sizeof f) == ssize_t(sizeof f);
+            _exit(ok ? 0 : 3);
+        }
+        close(out[1]);
+        pids.push_back(pid);
+        fds.push_back(out[0]);
+    }
+    close(go[0]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let every child connect
+    const std::string start(k, 'g');
+    if (write(go[1], start.data(), k) != ssize_t(k)) throw DaemonError("could not start the clients");
+    close(go[1]);
+    std::vector<ClientFigures> figures;
+    for (unsigned i = 0; i < k; ++i) {
+        ClientFigures f;
+        const bool got = read(fds[i], &f, sizeof f) == ssize_t(sizeof f);
+        close(fds[i]);
+        int status = 0;
+        waitpid(pids[i], &status, 0);
+        if (!got) throw DaemonError("bench client " + std::to_string(i) + " failed (status " + std::to_string(status) + ")");
+        figures.push_back(f);
+    }
+    return figures;
+}
+
+struct PerOp {
+    std::string op, backend;
+    double ns = 0, bytes = 0, allocs = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------
+std::string human_rate(double r) {
+    char buf[32];
+    if (r >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", r / 1e6);
+    else if (r >= 1e3) std::snprintf(buf, sizeof buf, "%.1fk", r / 1e3);
+    else std::snprintf(buf, sizeof buf, "%.0f", r);
+    return buf;
+}
+
+void write_svg(const std::string& path, const std::vector<Row>& rows) {
+    // rows/s against batch size, log-log, one line per (table, backend).
+    std::map<std::string, std::vector<std::pair<double, double>>> series;
+    double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
+    for (const auto& r : rows) {
+        series[r.table + " / " + r.backend].emplace_back(double(r.batch), r.rows_per_s());
+        xmin = std::min(xmin, double(r.batch));
+        xmax = std::max(xmax, double(r.batch));
+        ymin = std::min(ymin, r.rows_per_s());
+        ymax = std::max(ymax, r.rows_per_s());
+    }
+    if (series.empty()) return;
+    const double W = 900, H = 560, L = 80, R = 300, T = 40, B = 60;
+    const double lx0 = std::log10(std::max(1.0, xmin)), lx1 = std::log10(std::max(xmax, xmin * 10));
+    const double ly0 = std::floor(std::log10(std::max(1.0, ymin))), ly1 = std::ceil(std::log10(std::max(ymax, ymin * 10)));
+    auto X = [&](double x) { return L + (std::log10(x) - lx0) / (lx1 - lx0) * (W - L - R); };
+    auto Y = [&](double y) { return H - B - (std::log10(y) - ly0) / (ly1 - ly0) * (H - T - B); };
+    std::ofstream out(path);
+    if (!out) throw InputError(path + ": cannot create the plot");
+    out << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
+        << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n";
+    out << "<text x='" << L << "' y='24' font-size='16'>sigverify bench: rows/s by batch size (log-log)</text>\n";
+    for (double e = ly0; e <= ly1; e += 1) {
+        out << "<line x1='" << L << "' x2='" << W - R << "' y1='" << Y(std::pow(10, e)) << "' y2='" << Y(std::pow(10, e))
+            << "' stroke='#ddd'/><text x='" << L - 8 << "' y='" << Y(std::pow(10, e)) + 4 << "' text-anchor='end'>"
+            << human_rate(std::pow(10, e)) << "</text>\n";
+    }
+    std::vector<double> xs;
+    for (const auto& r : rows) xs.push_back(double(r.batch));
+    std::sort(xs.begin(), xs.end());
+    xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+    for (double x : xs)
+        out << "<line x1='" << X(x) << "' x2='" << X(x) << "' y1='" << T << "' y2='" << H - B << "' stroke='#eee'/><text x='"
+            << X(x) << "' y='" << H - B + 18 << "' text-anchor='middle'>" << std::size_t(x) << "</text>\n";
+    out << "<text x='" << (L + W - R) / 2 << "' y='" << H - 16 << "' text-anchor='middle'>rows per batch</text>\n";
+    static const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+    static const char* dashes[] = {"", "6,3", "2,3", "8,3,2,3"};
+    std::map<std::string, int> backend_color, table_dash;
+    int i = 0;
+    for (const auto& [name, points] : series) {
+        const auto slash = name.find(" / ");
+        const std::string table = name.substr(0, slash), backend = name.substr(slash + 3);
+        if (!backend_color.count(backend)) backend_color[backend] = int(backend_color.size()) % 8;
+        if (!table_dash.count(table)) table_dash[table] = int(table_dash.size()) % 4;
+        std::string d;
+        for (const auto& [x, y] : points) d += (d.empty() ? "M" : " L") + std::to_string(X(x)) + "," + std::to_string(Y(y));
+        const char* color = colors[backend_color[backend]];
+        out << "<path d='" << d << "' fill='none' stroke='" << color << "' stroke-width='2' stroke-dasharray='"
+            << dashes[table_dash[table]] << "'/>\n";
+        for (const auto& [x, y] : points) out << "<circle cx='" << X(x) << "' cy='" << Y(y) << "' r='3' fill='" << color << "'/>\n";
+        const double ly = T + 10 + 18 * i++;
+        out << "<line x1='" << W - R + 20 << "' x2='" << W - R + 50 << "' y1='" << ly << "' y2='" << ly << "' stroke='" << color
+            << "' stroke-width='2' stroke-dasharray='" << dashes[table_dash[table]] << "'/><text x='" << W - R + 56
+            << "' y='" << ly + 4 << "'>" << name << "</text>\n";
+    }
+    out << "</svg>\n";
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    return "unknown";
+}
+
+}  // namespace
+
+CLI::App* add_bench_subcommand(CLI::App& app) {
+    auto* cmd = app.add_subcommand("bench", "Benchmark: the 4 tables end to end through sigverifyd, next to in-process libsecp256k1");
+    cmd->add_option("--preset", g_args.preset, "quick (a few minutes on 2 cores) or full (batches up to 1M rows)")
+        ->check(CLI::IsMember({"quick", "full"}))->capture_default_str();
+    cmd->add_option("--tables", g_args.tables, "Tables to run (default: all four)")
+        ->check(CLI::IsMember({"ecdsa", "multisig", "schnorr", "threshold"}))->delimiter(',');
+    cmd->add_option("--sizes", g_args.sizes, "Batch sizes, comma separated (default by preset)")->delimiter(',');
+    cmd->add_option("--repeat", g_args.repeat, "Best of N runs per figure (default by preset)");
+    cmd->add_option("--budget", g_args.budget_s, "Seconds per figure after which repetitions stop (default by preset)");
+    cmd->add_option("--threads", g_args.threads, "Threads of the all-cores libsecp256k1 baseline (0 = all)");
+    cmd->add_option("--clients", g_args.clients, "Client processes of the multi-client mode (default by preset)");
+    cmd->add_option("--latency-iterations", g_args.latency_iterations, "Round trips per latency figure (default by preset)");
+    cmd->add_option("--invalid-rate", g_args.invalid_rate, "Fraction of invalid rows in the data")->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
+    cmd->add_option("--runtime-dir", g_args.runtime_dir, "Runtime directory of a running sigverifyd");
+    cmd->add_flag("--start-daemon", g_args.start_daemon, "Start a private sigverifyd for the run (and stop it after)");
+    cmd->add_option("--daemon", g_args.daemon_binary, "sigverifyd binary for --start-daemon (default: next to sigverify)");
+    cmd->add_option("--daemon-backend", g_args.daemon_backend, "Backend of the started daemon: cpu, gpu or auto")
+        ->check(CLI::IsMember({"cpu", "gpu", "auto"}))->capture_default_str();
+    cmd->add_flag("--no-daemon", g_args.no_daemon, "Only the in-process libsecp256k1 baselines");
+    cmd->add_option("--json", g_args.json_path, "Also write every figure as JSON to this file");
+    cmd->add_option("--plot", g_args.plot_path, "Draw rows/s against batch size to this SVG file");
+    return cmd;
+}
+
+int run_bench() {
+    BenchArgs a = g_args;
+    apply_preset(a);
+    for (auto s : a.sizes)
+        if (s == 0) throw InputError("--sizes: batch sizes must be at least 1");
+    const unsigned all_threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+
+    DaemonProcess started;
+    std::unique_ptr<Client> client;
+    std::string daemon_label;
+    std::string dir = a.runtime_dir;
+    if (!a.no_daemon) {
+        if (a.start_daemon) {
+            started.start(find_daemon_binary(a.daemon_binary), a.daemon_backend);
+            dir = started.dir();
+        }
+        ClientOptions o;
+        o.runtime_dir = dir;
+        o.name = "sigverify-bench";
+        o.arena_size = 512ull << 20;
+        Status st;
+        std::string msg;
+        client = Client::connect(o, st, msg);
+        if (!client)
+            throw DaemonError("no sigverifyd to benchmark (" + msg +
+                              "): start one (./scripts/run.sh), pass --runtime-dir, --start-daemon, or --no-daemon");
+        daemon_label = "sigverifyd" + (a.start_daemon ? " (" + a.daemon_backend + ")" : std::string());
+    }
+
+    const std::size_t max_rows = *std::max_element(a.sizes.begin(), a.sizes.end());
+    std::printf("sigverify bench, preset %s: %s, %u hardware threads; best of up to %u runs, %.0f s budget per figure\n",
+                a.preset.c_str(), cpu_model().c_str(), std::thread::hardware_concurrency(), a.repeat, a.budget_s);
+    std::printf("data: generated signed rows, %.0f%% invalid, 10%% high-S; every daemon verdict is checked against libsecp256k1\n\n",
+                a.invalid_rate * 100);
+
+    Progress progress;
+    std::size_t per_op_tables = 0;
+    for (const auto& t : a.tables) per_op_tables += (t == "ecdsa" || t == "schnorr");
+    progress.total = a.tables.size() * (1 + a.sizes.size() * (client ? 3 : 2)) + (client ? 2 : 0) +
+                     (client && a.clients ? 1 : 0) + per_op_tables;
+    reference::Verifier one(1), all(all_threads);
+    std::vector<Row> rows;
+    std::map<std::string, TableData> data;
+    std::size_t wrong = 0;
+
+    for (const auto& name : a.tables) {
+        const auto table = *wire::parse_table(name);
+        progress.step("generating " + std::to_string(max_rows) + " " + name + " rows");
+        data[name] = make_rows(table, max_rows, a.invalid_rate);
+        auto& d = data[name];
+        for (std::size_t n : a.sizes) {
+            const wire::RowSpan span = d.span(n);
+            std::vector<std::uint8_t> expected(n), got(n);
+            progress.step(name + " x" + std::to_string(n) + ": libsecp256k1, 1 thread");
+            rows.push_back({name, n, "libsecp256k1 x1", measure(a.repeat, a.budget_s, [&] { one.verify(span, expected.data()); })});
+            progress.step(name + " x" + std::to_string(n) + ": libsecp256k1, " + std::to_string(all_threads) + " threads");
+            rows.push_back({name, n, "libsecp256k1 x" + std::to_string(all_threads),
+                            measure(a.repeat, a.budget_s, [&] { all.verify(span, got.data()); })});
+            if (client) {
+                progress.step(name + " x" + std::to_string(n) + ": " + daemon_label);
+                const bool zero_copy = n <= client->max_batch_rows(span.kind, span.key_size);
+                Status failure = Status::ok;
+                rows.push_back({name, n, daemon_label, measure(a.repeat, a.budget_s, [&] {
+                                    const auto r = daemon_round_trip(*client, span, std::uint8_t(table), got.data(), zero_copy);
+                                    if (!r.ok()) failure = r.status;
+                                })});
+                if (failure != Status::ok)
+                    throw DaemonError("daemon batch failed: " + std::string(shm::to_string(failure)));
+                wrong += std::size_t(std::mismatch(got.begin(), got.end(), expected.begin()).first != got.end());
+            }
+        }
+    }
+
+    // Latency: 1-row and 64-row ECDSA batches.
+    std::vector<Latency> latencies;
+    auto& ecdsa = data.count("ecdsa") ? data["ecdsa"] : data.begin()->second;
+    for (std::size_t n : {std::size_t(1), std::size_t(64)}) {
+        if (ecdsa.rows.size() < n * ecdsa.span(1).row_stride()) continue;
+        const wire::RowSpan span = ecdsa.span(n);
+        std::vector<std::uint8_t> res(n);
+        Latency local{n, "libsecp256k1 x1", {}};
+        for (unsigned i = 0; i < std::min(a.latency_iterations, 500u); ++i) {
+            const auto t0 = Clock::now();
+            one.verify(span, res.data());
+            local.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        }
+        latencies.push_back(std::move(local));
+        if (client) {
+            progress.step("latency: " + std::to_string(n) + "-row round trips");
+            Latency l{n, daemon_label, {}};
+            for (unsigned i = 0; i < a.latency_iterations; ++i) {
+                const auto t0 = Clock::now();
+                if (!daemon_round_trip(*client, span, std::uint8_t(ecdsa.table), res.data(), true).ok())
+                    throw DaemonError("daemon latency batch failed");
+                l.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+            }
+            latencies.push_back(std::move(l));
+        }
+    }
+
+    // Multi-client: K processes of 4096-row ECDSA batches.
+    std::vector<ClientFigures> multi;
+    const std::size_t multi_batch = std::min<std::size_t>(4096, ecdsa.rows.size() / ecdsa.span(1).row_stride());
+    if (client && a.clients > 0) {
+        progress.step("multi-client: " + std::to_string(a.clients) + " processes");
+        multi = run_multi_client(dir, ecdsa, multi_batch, a.clients, std::max(2.0, a.budget_s));
+    }
+
+    // Per operation, client side: ns/op, bytes moved per op, allocations per op.
+    std::vector<PerOp> per_op;
+    std::size_t per_op_batch = 0;
+    for (const char* name : {"ecdsa", "schnorr"}) {
+        if (!data.count(name)) continue;
+        auto& d = data[name];
+        const std::size_t n = std::min<std::size_t>(4096, d.rows.size() / d.span(1).row_stride());
+        per_op_batch = n;
+        const wire::RowSpan span = d.span(n);
+        std::vector<std::uint8_t> res(n);
+        const std::string op = std::string(name) + " verify";
+        auto record = [&](const std::string& backend, double bytes, auto&& fn) {
+            fn();  // warm-up
+            const auto allocs0 = sigverify_allocation_count();
+            const auto t0 = Clock::now();
+            fn();
+            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+            per_op.push_back({op, backend, s * 1e9 / double(n), bytes, double(sigverify_allocation_count() - allocs0) / double(n)});
+        };
+        progress.step("per-operation: " + op);
+        record("libsecp256k1 x1", 0, [&] { one.verify(span, res.data()); });
+        record("libsecp256k1 x" + std::to_string(all_threads), 0, [&] { all.verify(span, res.data()); });
+        if (client)
+            record(daemon_label, double(span.row_stride() + 1),
+                   [&] { daemon_round_trip(*client, span, shm::kTableUnspecified, res.data(), true); });
+    }
+    progress.finish();
+
+    // --- print -----------------------------------------------------------------
+    std::printf("%-10s %9s  %-20s %10s %10s %10s %11s %9s %9s %9s\n", "table", "batch", "verifier", "best ms", "median ms",
+                "max ms", "rows/s", "ns/row", "vs x1", ("vs x" + std::to_string(all_threads)).c_str());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const Row& r = rows[i];
+        // Baselines of this (table, batch) are the rows before it in the same group.
+        const Row* base1 = nullptr;
+        const Row* baseN = nullptr;
+        for (const Row& b : rows)
+            if (b.table == r.table && b.batch == r.batch) {
+                if (b.backend == "libsecp256k1 x1") base1 = &b;
+                else if (b.backend.rfind("libsecp256k1 x", 0) == 0) baseN = &b;
+            }
+        std::printf("%-10s %9zu  %-20s %10.3f %10.3f %10.3f %11s %9.0f %8.2fx %8.2fx\n", r.table.c_str(), r.batch,
+                    r.backend.c_str(), r.timing.min() * 1e3, r.timing.median() * 1e3, r.timing.max() * 1e3,
+                    human_rate(r.rows_per_s()).c_str(), r.ns_per_row(), base1 ? base1->timing.min() / r.timing.min() : 0.0,
+                    baseN ? baseN->timing.min() / r.timing.min() : 0.0);
+    }
+    std::printf("\nround-trip latency (ecdsa rows; in-process figures are verification time only)\n");
+    std::printf("%-6s %-20s %8s %10s %10s %10s %10s\n", "batch", "verifier", "runs", "p50 us", "p99 us", "p99.9 us", "max us");
+    for (const auto& l : latencies)
+        std::printf("%-6zu %-20s %8zu %10.1f %10.1f %10.1f %10.1f\n", l.batch, l.backend.c_str(), l.us.size(),
+                    percentile(l.us, 50), percentile(l.us, 99), percentile(l.us, 99.9), percentile(l.us, 100));
+    if (!multi.empty()) {
+        double total_rows = 0, secs = 0, lo = 1e300, hi = 0, sum = 0, sum2 = 0;
+        for (const auto& f : multi) {
+            const double rate = f.rows / f.seconds;
+            total_rows += f.rows;
+            secs = std::max(secs, f.seconds);
+            lo = std::min(lo, rate);
+            hi = std::max(hi, rate);
+            sum += rate;
+            sum2 += rate * rate;
+        }
+        std::printf("\nmulti-client: %zu processes, %zu-row ecdsa batches, %.1f s: total %s rows/s; per client min %s, max %s, "
+                    "Jain fairness %.3f\n",
+                    multi.size(), multi_batch, secs, human_rate(total_rows / secs).c_str(), human_rate(lo).c_str(),
+                    human_rate(hi).c_str(), sum * sum / (double(multi.size()) * sum2));
+        for (std::size_t i = 0; i < multi.size(); ++i)
+            std::printf("  client %zu: %s rows/s, batch round trip p50 %.0f us, p99 %.0f us\n", i,
+                        human_rate(multi[i].rows / multi[i].seconds).c_str(), multi[i].p50_us, multi[i].p99_us);
+    }
+    std::printf("\nper operation (client side, %zu-row batches)\n%-16s %-20s %10s %12s %12s\n", per_op_batch, "operation",
+                "verifier", "ns/op", "bytes/op", "allocs/op");
+    for (const auto& p : per_op)
+        std::printf("%-16s %-20s %10.0f %12.0f %12.4f\n", p.op.c_str(), p.backend.c_str(), p.ns, p.bytes, p.allocs);
+    if (client) std::printf("\ndaemon verdicts that differed from libsecp256k1: %zu batches\n", wrong);
+
+    if (!a.json_path.empty()) {
+        json j;
+        j["preset"] = a.preset;
+        j["cpu"] = cpu_model();
+        j["hardware_threads"] = std::thread::hardware_concurrency();
+        j["wrong_batches"] = wrong;
+        for (const auto& r : rows)
+            j["throughput"].push_back({{"table", r.table}, {"batch", r.batch}, {"verifier", r.backend},
+                                       {"seconds", r.timing.seconds}, {"best_s", r.timing.min()},
+                                       {"median_s", r.timing.median()}, {"max_s", r.timing.max()},
+                                       {"rows_per_s", r.rows_per_s()}, {"ns_per_row", r.ns_per_row()}});
+        for (const auto& l : latencies)
+            j["latency"].push_back({{"batch", l.batch}, {"verifier", l.backend}, {"runs", l.us.size()},
+                                    {"p50_us", percentile(l.us, 50)}, {"p99_us", percentile(l.us, 99)},
+                                    {"p999_us", percentile(l.us, 99.9)}, {"max_us", percentile(l.us, 100)}});
+        for (const auto& f : multi)
+            j["multi_client"].push_back({{"rows", f.rows}, {"seconds", f.seconds}, {"rows_per_s", f.rows / f.seconds},
+                                         {"p50_us", f.p50_us}, {"p99_us", f.p99_us}});
+        for (const auto& p : per_op)
+            j["per_op"].push_back({{"op", p.op}, {"verifier", p.backend}, {"ns", p.ns}, {"bytes", p.bytes}, {"allocs", p.allocs}});
+        std::ofstream out(a.json_path);
+        if (!out) throw InputError(a.json_path + ": cannot create");
+        out << j.dump(2) << "\n";
+        std::printf("json: %s\n", a.json_path.c_str());
+    }
+    if (!a.plot_path.empty()) {
+        write_svg(a.plot_path, rows);
+        std::printf("plot: %s\n", a.plot_path.c_str());
+    }
+    return wrong ? int(ExitCode::invalid_rows) : int(ExitCode::ok);
+}
+
+}  // namespace sigverify::cli
