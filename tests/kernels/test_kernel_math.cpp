@@ -549,3 +549,70 @@ TEST_CASE("group law: tables, doubling, additions and ecmult agree", "[kernels][
         REQUIRE(r1.infinity);
     }
 }
+
+TEST_CASE("ecmult with related points and scalars (streams collide, doubling and infinity inside the chain)", "[kernels][unit]") {
+    const GTableView& tab = host_g_table();
+    const Ge g = ge_generator();
+    auto affine = [](const Gej& j) {
+        Ge a;
+        ge_set_gej(a, j);
+        return a;
+    };
+    auto times_g = [&](const Sc& k) {
+        Gej r;
+        ecmult_simple(r, g, sc_zero(), k);
+        return affine(r);
+    };
+    Sc two128 = sc_zero();
+    two128.v[2] = 1;
+    std::vector<Ge> points = {g, times_g(sc_lambda()), times_g(two128)};
+    {
+        Ge ng;
+        ge_neg(ng, g);
+        points.push_back(ng);
+        Sc lam2;
+        sc_mul(lam2, sc_lambda(), sc_lambda());
+        points.push_back(times_g(lam2));
+        Sc small = sc_zero();
+        small.v[0] = 3;
+        points.push_back(times_g(small));
+    }
+    std::vector<Sc> scalars = {sc_zero(), sc_one(), sc_lambda(), two128};
+    {
+        Sc t;
+        sc_neg(t, sc_one());
+        scalars.push_back(t);
+        sc_neg(t, sc_lambda());
+        scalars.push_back(t);
+        sc_neg(t, two128);
+        scalars.push_back(t);
+        Sc small = sc_zero();
+        small.v[0] = 5;
+        scalars.push_back(small);
+        small.v[0] = 0xFFFF;
+        scalars.push_back(small);
+        Sc mid = sc_zero();
+        mid.v[1] = 0x8000000000000000ull;
+        scalars.push_back(mid);
+    }
+    std::size_t infinities = 0;
+    for (const Ge& p : points) {
+        for (const Sc& a : scalars) {
+            for (const Sc& b : scalars) {
+                Gej r1, r2;
+                ecmult(r1, p, a, b, tab);
+                ecmult_simple(r2, p, a, b);
+                REQUIRE(r1.infinity == r2.infinity);
+                if (r1.infinity) {
+                    ++infinities;
+                    continue;
+                }
+                const Ge a1 = affine(r1), a2 = affine(r2);
+                REQUIRE(fe_equal(a1.x, a2.x));
+                REQUIRE(fe_equal(a1.y, a2.y));
+                REQUIRE(ge_is_on_curve(a1));
+            }
+        }
+    }
+    CHECK(infinities > 5);  // e.g. P = G with a = -b, P = -G with a = b
+}
