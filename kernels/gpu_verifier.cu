@@ -286,7 +286,11 @@ Status DeviceVerifier::verify(const wire::RowSpan& rows, wire::Mode mode, std::u
     if (!st.ok()) {
         // fail closed: no verdict of this call is returned
         if (mode == wire::Mode::results && rows.count != 0) std::memset(results, 0, rows.count);
-        for (auto& l : impl_->lanes) l.busy = false;
+        // let queued copies finish before the staging buffers are reused
+        for (auto& l : impl_->lanes) {
+            if (l.stream) cudaStreamSynchronize(l.stream);
+            l.busy = false;
+        }
         return st;
     }
     if (counts) *counts = c;

@@ -5,8 +5,8 @@
 #
 #   scripts/gpu-check.sh stage   (on the machine WITHOUT a GPU, before the run)
 #       Copies libsecp256k1's headers and static library into
-#       build/gpu-deps/secp256k1/ (ignored by git). Pass `carry:
-#       ["build/gpu-deps"]` to the device run so the check compares the GPU
+#       build-gpu-deps/secp256k1/ (ignored by git). Pass `carry:
+#       ["build-gpu-deps"]` to the device run so the check compares the GPU
 #       against libsecp256k1 itself. Without it the script still runs, with
 #       the host-compiled kernel math as the oracle, and says so.
 #
@@ -23,7 +23,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-DEPS="$ROOT/build/gpu-deps/secp256k1"
+DEPS="$ROOT/build-gpu-deps/secp256k1"
 
 if [[ "${1:-}" == "stage" ]]; then
     inc=""
@@ -41,7 +41,7 @@ if [[ "${1:-}" == "stage" ]]; then
     mkdir -p "$DEPS/include" "$DEPS/lib"
     cp "$inc"/secp256k1*.h "$DEPS/include/"
     cp "$lib" "$DEPS/lib/"
-    echo "staged libsecp256k1 from $inc and $lib into ${DEPS#$ROOT/} ($(du -sh "$DEPS" | cut -f1)); carry build/gpu-deps"
+    echo "staged libsecp256k1 from $inc and $lib into ${DEPS#$ROOT/} ($(du -sh "$DEPS" | cut -f1)); carry build-gpu-deps"
     exit 0
 fi
 
@@ -77,13 +77,13 @@ REF_LIBS=()
 if [[ -f "$DEPS/include/secp256k1.h" && -f "$DEPS/lib/libsecp256k1.a" ]]; then
     REF_FLAGS=(-DSIGVERIFY_GPU_CHECK_WITH_REFERENCE=1 -I"$DEPS/include")
     REF_LIBS=("$DEPS/lib/libsecp256k1.a")
-    say "oracle: libsecp256k1 (staged in build/gpu-deps)"
+    say "oracle: libsecp256k1 (staged in build-gpu-deps)"
 elif [[ -f /usr/include/secp256k1.h ]] && ls /usr/lib/*/libsecp256k1.* /usr/lib/libsecp256k1.* >/dev/null 2>&1; then
     REF_FLAGS=(-DSIGVERIFY_GPU_CHECK_WITH_REFERENCE=1)
     REF_LIBS=(-lsecp256k1)
     say "oracle: libsecp256k1 (system)"
 else
-    say "oracle: host-compiled kernel math (libsecp256k1 not found: run 'scripts/gpu-check.sh stage' on the build machine and carry build/gpu-deps for the stronger check)"
+    say "oracle: host-compiled kernel math (libsecp256k1 not found: run 'scripts/gpu-check.sh stage' on the build machine and carry build-gpu-deps for the stronger check)"
 fi
 if [[ ${#REF_FLAGS[@]} -gt 0 ]]; then
     REF_SRCS=("$ROOT/reference/reference_verifier.cpp" "$ROOT/reference/row_generator.cpp")
@@ -111,12 +111,17 @@ for s in "${REF_SRCS[@]}"; do
     compile "$b.o" "$CXX" "${CXXFLAGS[@]}" "${REF_FLAGS[@]}" -c "$s" -o "$BUILD/$b.o"
 done
 compile gpu_verifier.o "$NVCC" "${NVFLAGS[@]}" -c "$ROOT/kernels/gpu_verifier.cu" -o "$BUILD/gpu_verifier.o"
-compile gpu_verifier_inline.o "$NVCC" "${NVFLAGS[@]}" -DSV_GPU_INLINE_ALL -c "$ROOT/kernels/gpu_verifier.cu" -o "$BUILD/gpu_verifier_inline.o"
 fail=0
 for p in "${pids[@]}"; do wait "$p" || fail=1; done
-cat "$BUILD"/*.log >"$OUT/build.log"
+# the fully inlined variant compiles (slowly) while the main run goes
+inline_pid=""
+if [[ $fail -eq 0 ]]; then
+    "$NVCC" "${NVFLAGS[@]}" -DSV_GPU_INLINE_ALL -c "$ROOT/kernels/gpu_verifier.cu" -o "$BUILD/gpu_verifier_inline.o" \
+        >"$BUILD/inline.log" 2>&1 &
+    inline_pid=$!
+fi
+cat "$BUILD"/*.o.log >"$OUT/build.log"
 grep -E "Compiling entry|Used [0-9]+ registers|stack frame" "$BUILD/gpu_verifier.o.log" >"$OUT/ptxas.txt" 2>/dev/null
-{ echo "--- inline variant"; grep -E "Compiling entry|Used [0-9]+ registers|stack frame" "$BUILD/gpu_verifier_inline.o.log"; } >>"$OUT/ptxas.txt" 2>/dev/null
 if [[ $fail -ne 0 ]]; then
     say "FAIL: build (see build.log)"
     grep -B2 -A8 -E "error|FAILED" "$OUT/build.log" | head -40 | tee -a "$OUT/summary.txt"
@@ -125,9 +130,9 @@ fi
 HOST_OBJS=("$BUILD/kernel_math.o" "$BUILD/gpu_common.o" "$BUILD/gpu_check.o")
 for s in "${REF_SRCS[@]}"; do HOST_OBJS+=("$BUILD/$(basename "$s" .cpp).o"); done
 LINK=(-L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -pthread)
-"$CXX" -o "$BUILD/gpu_check" "${HOST_OBJS[@]}" "$BUILD/gpu_verifier.o" "${REF_LIBS[@]}" "${LINK[@]}" >>"$OUT/build.log" 2>&1 &&
-    "$CXX" -o "$BUILD/gpu_check_inline" "${HOST_OBJS[@]}" "$BUILD/gpu_verifier_inline.o" "${REF_LIBS[@]}" "${LINK[@]}" >>"$OUT/build.log" 2>&1
+"$CXX" -o "$BUILD/gpu_check" "${HOST_OBJS[@]}" "$BUILD/gpu_verifier.o" "${REF_LIBS[@]}" "${LINK[@]}" >>"$OUT/build.log" 2>&1
 if [[ $? -ne 0 ]]; then
+    [[ -n "$inline_pid" ]] && kill "$inline_pid" 2>/dev/null
     say "FAIL: link (see build.log)"
     tail -20 "$OUT/build.log" | tee -a "$OUT/summary.txt"
     exit 2
@@ -146,14 +151,28 @@ run() {  # name, timeout, args...
     say "  $name exit $rc after $(($(date +%s) - t))s: $(grep -E '^RESULT|^self-test|no GPU' "$OUT/$name.txt" | tr '\n' ' ')"
     return $rc
 }
-run gpu_check 420 "$BUILD/gpu_check" --rows "$ROWS"
+# Whole script budget: one device command may run 600 s; keep well inside it.
+run gpu_check 300 "$BUILD/gpu_check" --rows "$ROWS"
 rc_main=$?
 grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$OUT/gpu_check.txt" | tee -a "$OUT/summary.txt"
-if [[ $rc_main -eq 0 ]] && ! grep -q "no GPU" "$OUT/gpu_check.txt"; then
-    run gpu_check_inline 150 "$BUILD/gpu_check_inline" --rows "$EXTRA_ROWS"
-    grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$OUT/gpu_check_inline.txt" | sed 's/^/inline /' | tee -a "$OUT/summary.txt"
-    run gpu_check_tpb256 150 "$BUILD/gpu_check" --rows "$EXTRA_ROWS" --tpb 256
+if [[ $rc_main -eq 0 ]] && ! grep -q "no GPU" "$OUT/gpu_check.txt" && [[ $SECONDS -lt ${VARIANT_DEADLINE:-400} ]]; then
+    run gpu_check_tpb256 90 "$BUILD/gpu_check" --rows "$EXTRA_ROWS" --tpb 256
     grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$OUT/gpu_check_tpb256.txt" | sed 's/^/tpb256 /' | tee -a "$OUT/summary.txt"
+    # wait for the inline variant, but not past the deadline
+    while kill -0 "$inline_pid" 2>/dev/null && [[ $SECONDS -lt ${VARIANT_DEADLINE:-400} ]]; do sleep 2; done
+    if kill -0 "$inline_pid" 2>/dev/null; then
+        kill "$inline_pid" 2>/dev/null
+        say "inline variant still compiling at ${SECONDS}s: skipped"
+    elif wait "$inline_pid" &&
+        "$CXX" -o "$BUILD/gpu_check_inline" "${HOST_OBJS[@]}" "$BUILD/gpu_verifier_inline.o" "${REF_LIBS[@]}" "${LINK[@]}" >>"$BUILD/inline.log" 2>&1; then
+        { echo "--- inline variant"; grep -E "Compiling entry|Used [0-9]+ registers|stack frame" "$BUILD/inline.log"; } >>"$OUT/ptxas.txt"
+        run gpu_check_inline 90 "$BUILD/gpu_check_inline" --rows "$EXTRA_ROWS"
+        grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$OUT/gpu_check_inline.txt" | sed 's/^/inline /' | tee -a "$OUT/summary.txt"
+    else
+        say "inline variant failed to build (build.log)"
+    fi
+    cat "$BUILD/inline.log" >>"$OUT/build.log"
 fi
-say "done: gpu_check exit $rc_main"
+if [[ -n "$inline_pid" ]] && kill -0 "$inline_pid" 2>/dev/null; then kill "$inline_pid" 2>/dev/null; fi
+say "done after ${SECONDS}s: gpu_check exit $rc_main"
 exit $rc_main
