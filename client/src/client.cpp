@@ -687,10 +687,12 @@ std::unique_ptr<Client> Client::connect(const ClientOptions& options, Status& st
         status = impl->connect_locked();
         message = impl->last_error;
         if (status != Status::ok) {
-            // Only an absent daemon is covered by the local fallback; a refusal
-            // (permission, protocol version, busy) is a configuration error.
+            // An absent, stopping or full daemon is covered by the local
+            // fallback; a refusal for permission or protocol version is a
+            // configuration error and is reported.
             const bool absent = status == Status::unreachable || status == Status::timeout ||
-                                status == Status::disconnected || status == Status::shutting_down;
+                                status == Status::disconnected || status == Status::shutting_down ||
+                                status == Status::busy;
             if (options.fallback != Fallback::local || !absent) return nullptr;
         }
         return std::unique_ptr<Client>(new Client(std::move(impl)));

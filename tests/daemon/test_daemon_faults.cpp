@@ -107,7 +107,16 @@ TEST_CASE("--max-clients refuses the client beyond the limit", "[daemon][faults]
     auto second = Client::connect(options_for(d, "second"), st, msg);
     CHECK(second == nullptr);
     CHECK(st == Status::busy);
+    CHECK(msg.find("maximum of 1 clients") != std::string::npos);
     CHECK(first->ping() == Status::ok);
+    // With the local fallback a full daemon does not block the node.
+    ClientOptions fo = options_for(d, "fallback");
+    fo.fallback = Fallback::local;
+    fo.local_threads = 1;
+    auto third = Client::connect(fo);
+    REQUIRE(third != nullptr);
+    CHECK_FALSE(third->connected());
+    CHECK(check_batch(*third, wire::Table::ecdsa, wire::Mode::results, wire::SigEncoding::compact, 50, 61, true));
 }
 
 TEST_CASE("daemon SIGKILLed while clients wait: error or fallback within 1 s, restart serves, no leftovers",
