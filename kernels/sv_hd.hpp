@@ -55,9 +55,15 @@ SV_HD void mul64_portable(u64 a, u64 b, u64& lo, u64& hi) {
     hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
 }
 
+// SV_HOST_DEVICE_FORM: a host build that uses the device's arithmetic forms
+// (the 32-bit-halves multiply standing in for __umul64hi, and the carry-chain
+// accumulator), so whole test suites run the device's arithmetic on the CPU.
+//
 // The multiply the math uses.
 SV_HD void mul64(u64 a, u64 b, u64& lo, u64& hi) {
-#if defined(__CUDA_ARCH__)
+#if defined(SV_HOST_DEVICE_FORM) && !defined(__CUDA_ARCH__)
+    mul64_portable(a, b, lo, hi);
+#elif defined(__CUDA_ARCH__)
     lo = a * b;
     hi = __umul64hi(a, b);
 #elif defined(SV_HAVE_INT128)
@@ -160,7 +166,7 @@ struct AccWide {
 };
 #endif
 
-#if defined(__CUDA_ARCH__) || !defined(SV_HAVE_INT128)
+#if defined(__CUDA_ARCH__) || !defined(SV_HAVE_INT128) || defined(SV_HOST_DEVICE_FORM)
 using Acc = AccCarry;
 #else
 using Acc = AccWide;

@@ -227,7 +227,10 @@ TEST_CASE("kernel math: all Wycheproof vectors", "[kernels][vectors]") {
 }
 
 TEST_CASE("kernel math: generated rows of all four tables match libsecp256k1", "[kernels][differential]") {
-    const std::size_t count = kernel_test::rows_from_env(20'000);
+#ifndef SIGVERIFY_KERNEL_ROWS_DEFAULT
+#define SIGVERIFY_KERNEL_ROWS_DEFAULT 20000
+#endif
+    const std::size_t count = kernel_test::rows_from_env(SIGVERIFY_KERNEL_ROWS_DEFAULT);
     const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
     reference::Verifier verifier(threads);
     for (Table t : kTables) {
