@@ -47,6 +47,12 @@ TEST_CASE("four tables, both modes and encodings, from concurrent client process
             return true;
         }));
     }
+    // And a 100k-row collect batch (compact multisig: the other mode, encoding
+    // and table than the 100k case below), split over the small arena.
+    children.push_back(run_in_child([&] {
+        auto c = Client::connect(options_for(d, "collect-100k"));
+        return check_batch(*c, wire::Table::multisig, wire::Mode::collect, wire::SigEncoding::compact, 100000, 4242);
+    }));
     for (pid_t p : children) CHECK(wait_child(p) == 0);
     CHECK(leftover_segments().empty());
 }
