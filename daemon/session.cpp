@@ -124,7 +124,7 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
     shm::Layout layout;
     if (!shm::compute_layout(ring_entries, ring_entries, arena_size, layout)) return false;
     // Unguessable name, created exclusively (O_EXCL) with owner-only permissions
-    // that do not depend on the umask; unlinked as soon as it is mapped.
+    // that do not depend on the umask; unlinked right after creation.
     std::uint8_t rnd[16];
     if (getrandom(rnd, sizeof rnd, 0) != static_cast<ssize_t>(sizeof rnd)) return false;
     static const char* hex = "0123456789abcdef";
@@ -137,10 +137,9 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
         bip::permissions perm;
         perm.set_permissions(0600);
         bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write, perm);
-        struct Unlinker {
-            const std::string& n;
-            ~Unlinker() { bip::shared_memory_object::remove(n.c_str()); }
-        } unlink_on_exit{name};
+        // Unlink at once: the descriptor is all either side needs, and a crash
+        // from here on cannot leave anything in /dev/shm.
+        bip::shared_memory_object::remove(name.c_str());
         const int shm_fd = shm.get_mapping_handle().handle;
         fchmod(shm_fd, 0600);
         // Reserve the pages now (tmpfs): a later access can never SIGBUS for lack of space.
