@@ -78,7 +78,24 @@ SV_HD int wnaf128(int16_t* digits, u64 lo, u64 hi, int w) {
 // Table entry for digit d (odd, nonzero) of a G table, negated for d < 0.
 SV_HD Ge table_g_entry(const GeStorage* tab, int d) {
     const int idx = (d > 0 ? d : -d) >> 1;
+#if defined(__CUDA_ARCH__)
+    // Device: four 16-byte read-only loads (the table is 256-byte aligned by
+    // cudaMalloc and entries are 64 bytes). Same bytes as the plain copy.
+    GeStorage st;
+    const ulonglong2* src = reinterpret_cast<const ulonglong2*>(tab + idx);
+    const ulonglong2 a = __ldg(src), b = __ldg(src + 1), c = __ldg(src + 2), e4 = __ldg(src + 3);
+    st.x[0] = a.x;
+    st.x[1] = a.y;
+    st.x[2] = b.x;
+    st.x[3] = b.y;
+    st.y[0] = c.x;
+    st.y[1] = c.y;
+    st.y[2] = e4.x;
+    st.y[3] = e4.y;
+    Ge e = ge_from_storage(st);
+#else
     Ge e = ge_from_storage(tab[idx]);
+#endif
     if (d < 0) fe_neg(e.y, e.y);
     return e;
 }

@@ -23,8 +23,9 @@ struct Gej {
 };
 
 // Affine point as stored in the precomputed tables (64 bytes, no flag: table
-// entries are never infinity).
-struct GeStorage {
+// entries are never infinity). 16-byte aligned: the device loads it in 16-byte
+// pieces.
+struct alignas(16) GeStorage {
     u64 x[4];
     u64 y[4];
 };
