@@ -422,6 +422,8 @@ struct Client::Impl {
         if (!live) return conn.h == nullptr && slots.empty() ? Status::unreachable : Status::disconnected;
         if (count > max_alloc_rows(kind, key_size)) return Status::too_large;
         const std::uint64_t rows_bytes = std::uint64_t(count) * wire::stride(kind, key_size);
+        const Clock::time_point deadline =
+            opt.batch_timeout.count() > 0 ? Clock::now() + opt.batch_timeout : Clock::time_point::max();
         std::uint32_t index = 0;
         for (;;) {
             const std::uint32_t seq = bell_seq();
@@ -430,7 +432,8 @@ struct Client::Impl {
             if (try_alloc_locked(rows_bytes, count, index)) break;
             if (!wait) return Status::ring_full;
             if (!alive_locked()) return Status::disconnected;
-            sleep_locked(lk, seq, Clock::time_point::max());
+            if (Clock::now() >= deadline) return Status::timeout;
+            sleep_locked(lk, seq, deadline);
         }
         Slot& s = slots[index];
         s.count = count;

@@ -153,7 +153,21 @@ TEST_CASE("zero-copy path: reserve in the arena, fill, submit several, poll and 
     Batch max;
     REQUIRE(c->reserve(wire::RecordKind::schnorr, 0, c->max_batch_rows(wire::RecordKind::schnorr, 0), max, false) ==
             Status::ok);
+    // The arena is full now: a non-blocking reserve says so, a bounded one times out.
+    Batch more;
+    CHECK(c->reserve(wire::RecordKind::schnorr, 0, 10, more, false) == Status::ring_full);
+    ClientOptions bounded = options_for(d, "bounded");
+    bounded.batch_timeout = std::chrono::milliseconds(100);
+    auto c2 = Client::connect(bounded);
+    Batch all;
+    REQUIRE(c2->reserve(wire::RecordKind::ecdsa, 3, c2->max_batch_rows(wire::RecordKind::ecdsa, 3), all) == Status::ok);
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(c2->reserve(wire::RecordKind::ecdsa, 3, 1, more) == Status::timeout);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
+    c2->release(all);
     c->release(max);
+    CHECK(c->reserve(wire::RecordKind::schnorr, 0, 10, more, false) == Status::ok);
+    c->release(more);
 }
 
 TEST_CASE("one client used from several threads at once", "[daemon][e2e]") {

@@ -128,7 +128,8 @@ public:
 
     // --- zero-copy API ------------------------------------------------------
     // Reserves count rows (and count result bytes) in the arena. Waits for
-    // space when wait is true, else returns ring_full. too_large when the
+    // space when wait is true (at most batch_timeout when one is set, then
+    // returns timeout), else returns ring_full. too_large when the
     // batch can never fit (see max_batch_rows); unreachable/disconnected when
     // there is no daemon session.
     Status reserve(wire::RecordKind kind, std::size_t key_size, std::size_t count, Batch& batch, bool wait = true);
