@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "batch_check.hpp"
@@ -20,6 +21,17 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string loadavg() {
+    std::string s;
+    if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+        char buf[128];
+        if (std::fgets(buf, sizeof buf, f)) s = buf;
+        std::fclose(f);
+    }
+    while (!s.empty() && s.back() == '\n') s.pop_back();
+    return s;
+}
 
 double pct(std::vector<double> v, double p) {
     if (v.empty()) return 0;
@@ -33,6 +45,7 @@ double pct(std::vector<double> v, double p) {
 int main(int argc, char** argv) {
     const std::size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 40000;
     const std::size_t singles = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 3000;
+    std::printf("load average at start: %s (other processes skew the 2-thread figures)\n", loadavg().c_str());
     std::printf("generating %zu ECDSA and %zu Schnorr rows...\n", n, n);
     auto ecdsa = test::make_rows(wire::Table::ecdsa, n, wire::SigEncoding::opaque, 1);
     auto schnorr = test::make_rows(wire::Table::schnorr, n, wire::SigEncoding::opaque, 2);
@@ -94,5 +107,6 @@ int main(int argc, char** argv) {
                         pct(direct, 0.99));
         }
     }
+    std::printf("load average at end: %s\n", loadavg().c_str());
     return 0;
 }
