@@ -402,3 +402,58 @@ TEST_CASE("malformed handshakes get a clear refusal", "[daemon][ring]") {
     CHECK(client_works(d));
     CHECK(leftover_segments().empty());
 }
+
+TEST_CASE("a client scribbling over its whole segment cannot hurt the daemon or others", "[daemon][ring]") {
+    DaemonProcess d({"--arena-size", "64K", "--ring-entries", "8", "--cpu-threads", "2"});
+    std::uint64_t x = 0x9E3779B97F4A7C15ull;
+    auto rnd = [&] {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        return x;
+    };
+    int sessions = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    while (std::chrono::steady_clock::now() < until) {
+        RawSession s;
+        REQUIRE(s.handshake(d.socket_path()));
+        ++sessions;
+        const std::uint32_t entries = s.h->sq_entries;
+        std::uint8_t* sq = reinterpret_cast<std::uint8_t*>(s.sqes());
+        for (int round = 0; round < 200; ++round) {
+            // Random entries, random arena bytes, random completion head; the
+            // submission tail mostly in bounds so the entries get parsed.
+            for (std::uint32_t i = 0; i < entries * sizeof(shm::SubmissionEntry); i += 8) {
+                const std::uint64_t v = rnd();
+                std::memcpy(sq + i, &v, 8);
+            }
+            for (std::uint32_t i = 0; i < entries; ++i) {
+                auto* e = &s.sqes()[i];
+                if (rnd() % 2) {  // plausible entries with hostile offsets/counts
+                    e->opcode = 1;
+                    e->record_kind = rnd() % 2;
+                    e->encoding = 0;
+                    e->mode = rnd() % 2;
+                    e->table = shm::kTableUnspecified;
+                    e->flags = 0;
+                    std::memset(e->reserved, 0, sizeof e->reserved);
+                    e->rows_offset = rnd() % (s.h->arena_size + 2);
+                    e->results_offset = e->mode == 0 ? rnd() % (s.h->arena_size + 2) : 0;
+                    e->row_count = rnd() % 600;
+                }
+            }
+            for (int i = 0; i < 64; ++i) s.arena()[rnd() % s.h->arena_size] = static_cast<std::uint8_t>(rnd());
+            const std::uint32_t head = shm::word(s.h->sq_head).load();
+            const std::uint32_t tail = rnd() % 8 == 0 ? static_cast<std::uint32_t>(rnd()) : head + rnd() % (entries + 1);
+            shm::word(s.h->sq_tail).store(tail, std::memory_order_release);
+            if (rnd() % 4 == 0) shm::word(s.h->cq_head).store(static_cast<std::uint32_t>(rnd()));
+            else shm::word(s.h->cq_head).store(shm::word(s.h->cq_tail).load());
+            shm::ring(s.h->daemon_bell);
+            if (s.closed_by_daemon(std::chrono::milliseconds(1))) break;
+        }
+    }
+    INFO(sessions << " scribbling sessions");
+    CHECK(kill(d.pid(), 0) == 0);
+    CHECK(client_works(d));
+    CHECK(leftover_segments().empty());
+}
