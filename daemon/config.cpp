@@ -70,6 +70,11 @@ std::optional<Config> parse_config(int argc, char** argv, int& exit_code) {
         ->check(CLI::Range(0u, 600000u));
     app.add_option("--chunk-rows", cfg.chunk_rows, "Rows per scheduling chunk (0 = backend default)")
         ->check(CLI::Range(std::size_t(0), std::size_t(1) << 30));
+    app.add_option("--metrics-textfile", cfg.metrics_textfile,
+                   "Write the Prometheus metrics to this file (atomically) for node_exporter's textfile collector");
+    app.add_option("--metrics-interval", cfg.metrics_interval,
+                   "Seconds between --metrics-textfile writes and systemd STATUS= updates")
+        ->check(CLI::Range(1u, 86400u));
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

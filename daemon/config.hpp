@@ -25,6 +25,8 @@ struct Config {
     bool foreground = false;
     unsigned shutdown_timeout_ms = 5000; // SIGTERM: finish in-flight work within this
     std::size_t chunk_rows = 0;          // 0 = the backend's preference
+    std::string metrics_textfile;        // Prometheus text file for node_exporter (empty = none)
+    unsigned metrics_interval = 15;      // seconds between textfile writes and STATUS= updates
 };
 
 // Default runtime dir: $SIGVERIFY_RUNTIME_DIR, else /run/sigverifyd.

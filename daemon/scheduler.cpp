@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "daemon/metrics.hpp"
 #include "daemon/session.hpp"
 
 namespace sigverify::daemon {
@@ -114,8 +115,14 @@ void Scheduler::worker_loop(unsigned worker) {
         lock.unlock();
 
         ChunkResult r = backend_.verify(worker, rows, begin, end, mode, results);
-        if (r.status != shm::Status::ok && cpu_fallback_ != nullptr)
+        if (r.status != shm::Status::ok && cpu_fallback_ != nullptr) {
+            if (metrics_ != nullptr) {
+                metrics_->cpu_fallback_chunks.fetch_add(1, std::memory_order_relaxed);
+                metrics_->cpu_fallback_rows.fetch_add(end - begin, std::memory_order_relaxed);
+            }
             r = cpu_fallback_->verify(worker, rows, begin, end, mode, results);
+        }
+        if (metrics_ != nullptr) metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
 
         lock.lock();
         ++chunks_run_;

@@ -27,6 +27,7 @@
 namespace sigverify::daemon {
 
 class Session;
+struct Metrics;
 
 class Scheduler {
 public:
@@ -51,6 +52,8 @@ public:
 
     std::size_t chunk_rows() const { return chunk_rows_; }
     std::uint64_t chunks_run() const { return chunks_run_; }
+    // Counters the workers bump (chunks, CPU fallbacks); set before start().
+    void set_metrics(Metrics* metrics) { metrics_ = metrics; }
 
 private:
     void worker_loop(unsigned worker);
@@ -66,6 +69,7 @@ private:
     std::uint64_t queued_jobs_ = 0;    // jobs with unassigned rows or running chunks
     std::uint64_t chunks_run_ = 0;
     bool stopping_ = false;
+    Metrics* metrics_ = nullptr;
 };
 
 }  // namespace sigverify::daemon

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -21,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/mapping_guard.hpp"
+#include "daemon/self_test.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
 namespace sigverify::daemon {
@@ -197,6 +199,7 @@ void Server::accept_one() {
         return;
     }
     ctx_.active_sessions.fetch_add(1);
+    ctx_.metrics.connections_accepted.fetch_add(1, std::memory_order_relaxed);
     auto session = std::make_shared<Session>(ctx_, fd, cred, next_session_id_++);
     try {
         std::thread t([session] { session->run(); });
@@ -252,6 +255,9 @@ void Server::reap_sessions(bool all) {
 
 void Server::shutdown_gracefully() {
     ctx_.stopping.store(true);
+    notify_.stopping("stopping: finishing in-flight batches of " + std::to_string(ctx_.active_sessions.load()) +
+                     " clients");
+    if (stats_) stats_->close_all();
     if (listen_fd_ >= 0) {
         close(listen_fd_);
         listen_fd_ = -1;
@@ -298,7 +304,14 @@ int Server::run() {
         log.critical("cannot start the cpu backend: {}", e.what());
         return 1;
     }
+    if (!backend_self_test(*backend_, self_test_)) {
+        log.critical("backend {} failed its self-test: {}", backend_->name(), self_test_);
+        notify_.status("backend " + backend_->name() + " failed its self-test: " + self_test_);
+        return 1;
+    }
+    log.info("backend {} self-test {}", backend_->name(), self_test_);
     scheduler_ = std::make_unique<Scheduler>(*backend_, nullptr, cfg.chunk_rows);
+    scheduler_->set_metrics(&ctx_.metrics);
     ctx_.scheduler = scheduler_.get();
 
     // Signals are handled synchronously through a signalfd; block them in
@@ -317,16 +330,37 @@ int Server::run() {
     }
     guard::install();
     if (!setup_socket()) return 1;
+    stats_ = std::make_unique<StatsServer>(
+        ctx_.metrics, [this](int fd, const ucred& cred, std::string& why) { return peer_allowed(fd, cred, why); },
+        [this] { return snapshot(); }, ctx_.log);
+    if (std::string err; !stats_->open(cfg.runtime_dir + "/stats.sock", have_group_ ? 0660 : 0600,
+                                       have_group_ ? static_cast<gid_t>(group_gid_) : static_cast<gid_t>(-1), err)) {
+        log.critical("stats socket: {}", err);
+        return 1;
+    }
     scheduler_->start();
     log.info("sigverifyd {} listening on {} (backend {}, {} threads, chunk {} rows, arena {} bytes, {} ring entries, "
              "max {} clients, epoch {:016x})",
              "0.1.0", socket_path_, backend_->name(), backend_->concurrency(), scheduler_->chunk_rows(),
              cfg.arena_size, cfg.ring_entries, cfg.max_clients, ctx_.epoch);
+    // Sockets exist, the backend passed its self-test: ready.
+    last_status_ = status_line();
+    notify_.ready(last_status_);
+    if (notify_.watchdog_period().count() > 0)
+        log.info("systemd watchdog: pinging every {} ms while the workers make progress",
+                 notify_.watchdog_period().count() / 1000);
+    periodic(std::chrono::steady_clock::now());
 
     for (;;) {
         std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+        const std::size_t stats_at = fds.size();
+        stats_->add_pollfds(fds);
+        const std::size_t refused_at = fds.size();
         for (const auto& [fd, deadline] : refused_) fds.push_back({fd, POLLIN | POLLRDHUP, 0});
-        const int r = poll(fds.data(), fds.size(), refused_.empty() ? 200 : 50);
+        int timeout = refused_.empty() ? 200 : 50;
+        if (const int t = stats_->next_timeout_ms(); t >= 0) timeout = std::min(timeout, t);
+        timeout = std::min(timeout, periodic_timeout_ms(std::chrono::steady_clock::now()));
+        const int r = poll(fds.data(), fds.size(), timeout);
         if (r < 0 && errno != EINTR) {
             log.critical("poll: {}", std::strerror(errno));
             break;
@@ -347,13 +381,99 @@ int Server::run() {
         if (r > 0 && (fds[0].revents & POLLIN)) {
             for (int i = 0; i < 16; ++i) accept_one();
         }
-        if (!refused_.empty()) drain_refused(fds.data() + 2, fds.size() - 2);
+        if (!refused_.empty()) drain_refused(fds.data() + refused_at, fds.size() - refused_at);
+        stats_->handle(fds.data() + stats_at, refused_at - stats_at);
         reap_sessions(false);
+        periodic(std::chrono::steady_clock::now());
     }
     for (const auto& [fd, deadline] : refused_) close(fd);
     refused_.clear();
     shutdown_gracefully();
     return 0;
+}
+
+StatsSnapshot Server::snapshot() {
+    StatsSnapshot s;
+    s.version = SIGVERIFY_VERSION;
+    s.protocol_version = shm::kProtocolVersion;
+    s.abi_major = shm::kAbiMajor;
+    s.abi_minor = shm::kAbiMinor;
+    s.start_time_seconds = double(ctx_.start_time_ns) * 1e-9;
+    s.uptime_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    s.epoch = ctx_.epoch;
+    for (auto& [session, thread] : sessions_) {
+        if (session->finished() || !session->established()) continue;
+        s.clients.push_back(session->info());
+        s.queued_jobs += s.clients.back().in_flight;
+    }
+    s.connected_clients = ctx_.active_sessions.load();
+    s.max_clients = ctx_.config.max_clients;
+    s.refused = ctx_.refused.load();
+    s.protocol_errors = ctx_.protocol_errors.load();
+    s.stats_connections = stats_ ? stats_->connections() : 0;
+    if (backend_) {
+        BackendInfo b;
+        b.name = backend_->name();
+        b.kind = "cpu";
+        b.device = "libsecp256k1";
+        b.workers = backend_->concurrency();
+        b.self_test = self_test_;
+        s.backends.push_back(std::move(b));
+    }
+    return s;
+}
+
+std::string Server::status_line() {
+    const Metrics& m = ctx_.metrics;
+    std::uint64_t valid = 0, invalid = 0;
+    for (const auto& t : m.rows_verified) {
+        valid += t[1].load(std::memory_order_relaxed);
+        invalid += t[0].load(std::memory_order_relaxed);
+    }
+    return "serving " + std::to_string(ctx_.active_sessions.load()) + " clients; " + std::to_string(valid + invalid) +
+           " rows verified (" + std::to_string(invalid) + " invalid); backend " +
+           (backend_ ? backend_->name() + " x" + std::to_string(backend_->concurrency()) : std::string("none"));
+}
+
+int Server::periodic_timeout_ms(std::chrono::steady_clock::time_point now) const {
+    auto next = next_periodic_;
+    if (notify_.watchdog_period().count() > 0) next = std::min(next, next_watchdog_);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
+    return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1000));
+}
+
+void Server::periodic(std::chrono::steady_clock::time_point now) {
+    if (notify_.watchdog_period().count() > 0 && now >= next_watchdog_) {
+        next_watchdog_ = now + notify_.watchdog_period();
+        std::uint64_t queued = 0;
+        for (auto& [session, thread] : sessions_)
+            if (!session->finished() && session->established()) queued += session->info().in_flight;
+        if (watchdog_gate_.should_ping(ctx_.metrics.chunks.load(std::memory_order_relaxed), queued)) {
+            notify_.watchdog();
+            if (watchdog_withheld_) ctx_.log->info("systemd watchdog: workers progress again, pinging");
+            watchdog_withheld_ = false;
+        } else if (!watchdog_withheld_) {
+            watchdog_withheld_ = true;
+            ctx_.log->error("systemd watchdog: {} batches queued and no chunk finished for {} ms; withholding "
+                            "WATCHDOG=1",
+                            queued, notify_.watchdog_period().count() / 1000);
+        }
+    }
+    if (now < next_periodic_) return;
+    next_periodic_ = now + std::chrono::seconds(ctx_.config.metrics_interval);
+    if (std::string st = status_line(); st != last_status_) {
+        notify_.status(st);
+        last_status_ = std::move(st);
+    }
+    if (!ctx_.config.metrics_textfile.empty()) {
+        std::string err;
+        if (write_text_atomically(ctx_.config.metrics_textfile, render_prometheus(ctx_.metrics, snapshot()), err)) {
+            ctx_.metrics.textfile_writes.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            if (ctx_.metrics.textfile_errors.fetch_add(1, std::memory_order_relaxed) == 0)
+                ctx_.log->error("--metrics-textfile: {}", err);
+        }
+    }
 }
 
 }  // namespace sigverify::daemon

@@ -15,8 +15,11 @@
 
 #include "daemon/backend.hpp"
 #include "daemon/config.hpp"
+#include "daemon/metrics.hpp"
+#include "daemon/notify.hpp"
 #include "daemon/scheduler.hpp"
 #include "daemon/session.hpp"
+#include "daemon/stats_server.hpp"
 
 namespace sigverify::daemon {
 
@@ -56,6 +59,20 @@ private:
     std::vector<std::pair<int, std::chrono::steady_clock::time_point>> refused_;
     void linger_refused(int fd);
     void drain_refused(const ::pollfd* fds, std::size_t n);
+
+    // Stats socket, systemd notification, metrics textfile (daemon/stats_server.hpp, notify.hpp).
+    StatsSnapshot snapshot();
+    std::string status_line();
+    void periodic(std::chrono::steady_clock::time_point now);
+    int periodic_timeout_ms(std::chrono::steady_clock::time_point now) const;
+    std::unique_ptr<StatsServer> stats_;
+    Notifier notify_;
+    WatchdogGate watchdog_gate_;
+    bool watchdog_withheld_ = false;
+    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point next_watchdog_{}, next_periodic_{};
+    std::string last_status_;
+    std::string self_test_;
 };
 
 }  // namespace sigverify::daemon

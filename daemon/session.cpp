@@ -276,6 +276,7 @@ bool Session::handshake() {
     }
     ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
                    arena_size_, sq_entries_);
+    established_.store(true, std::memory_order_release);
     return true;
 }
 
@@ -346,6 +347,10 @@ void Session::post_completion(std::uint64_t tag, shm::Status status, std::uint64
 }
 
 void Session::finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) {
+    ctx_.metrics.observe_batch(jobs[index].table, status == shm::Status::ok, tally.valid, tally.invalid,
+                               std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now() - jobs[index].submitted)
+                                                 .count()));
     {
         std::lock_guard lock(cq_mutex_);
         post_completion(jobs[index].user_tag, status, tally.valid, tally.invalid, 0);
@@ -401,6 +406,8 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     if (j.results != nullptr) std::memset(j.results, 0, c.row_count);  // fail closed
     ++batches_;
     rows_ += c.row_count;
+    j.submitted = std::chrono::steady_clock::now();
+    ctx_.metrics.bytes[table_index(c.table)].fetch_add(c.row_count * j.rows.row_stride(), std::memory_order_relaxed);
     ctx_.scheduler->submit(shared_from_this(), index);
 }
 
@@ -487,7 +494,25 @@ void Session::end_session() {
     }
     if (violated_.load())
         ctx_.log->warn("client {} '{}' ({}) disconnected for a protocol violation", id_, name_, peer_);
-    ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_, rows_);
+    ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_.load(),
+                   rows_.load());
+}
+
+ClientInfo Session::info() {
+    ClientInfo i;
+    i.id = id_;
+    i.pid = cred_.pid;
+    i.uid = cred_.uid;
+    i.gid = cred_.gid;
+    if (!established()) return i;  // name and sizes are written by the handshake
+    i.name = name_;
+    i.batches = batches_.load(std::memory_order_relaxed);
+    i.rows = rows_.load(std::memory_order_relaxed);
+    i.ring_entries = cq_entries_;
+    i.arena_size = arena_size_;
+    std::lock_guard lock(cq_mutex_);
+    i.in_flight = in_flight_;
+    return i;
 }
 
 }  // namespace sigverify::daemon

@@ -21,6 +21,7 @@
 #include <spdlog/logger.h>
 
 #include "daemon/config.hpp"
+#include "daemon/metrics.hpp"
 #include "reference/reference_verifier.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
@@ -43,6 +44,7 @@ struct DaemonContext {
     std::atomic<unsigned> active_sessions{0};
     std::atomic<std::uint64_t> protocol_errors{0};
     std::atomic<std::uint64_t> refused{0};
+    Metrics metrics;                          // the stats socket's counters (daemon/metrics.hpp)
 };
 
 // One accepted submission.
@@ -52,6 +54,7 @@ struct Job {
     std::uint8_t* results = nullptr;
     wire::Mode mode = wire::Mode::results;
     std::uint8_t table = shm::kTableUnspecified;
+    std::chrono::steady_clock::time_point submitted{};  // batch latency metric
     // scheduling state, guarded by the scheduler's mutex
     std::uint64_t next_row = 0;   // first row not yet handed to a worker
     std::uint32_t running = 0;    // chunks being verified
@@ -75,6 +78,9 @@ public:
     void request_stop();          // end the session as soon as possible
     bool finished() const { return finished_.load(std::memory_order_acquire); }
     std::uint64_t id() const { return id_; }
+    // For the stats socket (any thread): who this client is and what it did.
+    ClientInfo info();
+    bool established() const { return established_.load(std::memory_order_acquire); }
 
     // Scheduler side (any thread): posts the completion of job `index` and frees it.
     void finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally);
@@ -127,7 +133,8 @@ private:
     std::atomic<bool> finished_{false};
     std::atomic<bool> violated_{false};
 
-    std::uint64_t batches_ = 0, rows_ = 0;
+    std::atomic<bool> established_{false};  // handshake done: name_ and the segment are set
+    std::atomic<std::uint64_t> batches_{0}, rows_{0};
 };
 
 }  // namespace sigverify::daemon

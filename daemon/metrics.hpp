@@ -1,0 +1,114 @@
+// sigverifyd's metric registry: exact counters, updated with relaxed atomics
+// where the work happens (once per batch / chunk / connection, never per row),
+// and the renderers of the stats socket: Prometheus text exposition, JSON,
+// the client and backend listings.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sigverify::daemon {
+
+// Table labels: the four wire tables, then "unspecified" (a submission without
+// a table label).
+constexpr std::size_t kMetricTables = 5;
+std::string_view table_label(std::size_t index);
+// wire::Table value or shm::kTableUnspecified -> index < kMetricTables.
+std::size_t table_index(std::uint8_t table);
+
+// Upper bounds (seconds) of the batch latency histogram (submit -> completion).
+inline constexpr std::array<double, 18> kLatencyBounds = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                          0.005,   0.01,   0.025,   0.05,   0.1,   0.25,
+                                                          0.5,     1.0,    2.5,     5.0,    10.0,  30.0};
+
+struct Metrics {
+    using Counter = std::atomic<std::uint64_t>;
+
+    // [table][verdict]: verdict 0 = invalid, 1 = valid.
+    std::array<std::array<Counter, 2>, kMetricTables> rows_verified{};
+    std::array<Counter, kMetricTables> batches{};          // completed with status ok
+    std::array<Counter, kMetricTables> batches_failed{};   // completed with another status
+    std::array<Counter, kMetricTables> bytes{};            // row bytes of accepted batches
+    // Non-cumulative bucket counts; the last one is +Inf.
+    std::array<Counter, kLatencyBounds.size() + 1> latency_buckets{};
+    Counter latency_sum_ns{0};
+    Counter latency_count{0};
+
+    Counter connections_accepted{0};
+    Counter chunks{0};
+    Counter cpu_fallback_chunks{0};
+    Counter cpu_fallback_rows{0};
+    Counter gpu_crosscheck_mismatches{0};  // bumped by a GPU backend's cross-check
+    Counter gpu_errors{0};                 // bumped by a GPU backend on a failed chunk
+    Counter stats_requests{0};
+    Counter stats_refused{0};              // stats connections refused (permission, too many)
+    Counter stats_dropped{0};              // stats readers dropped (slow, idle, oversized request)
+    Counter textfile_writes{0};
+    Counter textfile_errors{0};
+
+    // One completed batch (called by the session that posts the completion).
+    void observe_batch(std::uint8_t table, bool ok, std::uint64_t valid, std::uint64_t invalid,
+                       std::uint64_t latency_ns) noexcept;
+};
+
+// What the stats socket reports besides the counters: gauges and listings
+// sampled by the server's thread when a request arrives.
+struct ClientInfo {
+    std::uint64_t id = 0;
+    std::int64_t pid = 0;
+    std::uint32_t uid = 0;
+    std::uint32_t gid = 0;
+    std::string name;
+    std::uint64_t batches = 0;
+    std::uint64_t rows = 0;
+    std::uint32_t in_flight = 0;
+    std::uint32_t ring_entries = 0;
+    std::uint64_t arena_size = 0;
+};
+
+struct BackendInfo {
+    std::string name;        // "cpu", "gpu0", ...
+    std::string kind;        // "cpu" or "gpu"
+    std::string device;      // model name for a GPU, "libsecp256k1" for the CPU
+    unsigned workers = 0;    // worker threads / streams
+    std::uint64_t memory_bytes = 0;  // GPU memory (0 for the CPU)
+    std::string self_test;   // "passed" / "failed: ..."
+    std::uint64_t crosscheck_mismatches = 0;
+    std::uint64_t errors = 0;
+};
+
+struct StatsSnapshot {
+    std::string version;
+    unsigned protocol_version = 0;
+    unsigned abi_major = 0, abi_minor = 0;
+    double start_time_seconds = 0;  // unix time
+    double uptime_seconds = 0;
+    std::uint64_t epoch = 0;
+    std::uint64_t queued_jobs = 0;      // jobs with unassigned rows or running chunks
+    std::uint64_t connected_clients = 0;
+    std::uint64_t max_clients = 0;
+    std::uint64_t refused = 0;
+    std::uint64_t protocol_errors = 0;
+    std::uint64_t stats_connections = 0;
+    std::vector<ClientInfo> clients;
+    std::vector<BackendInfo> backends;
+};
+
+// Renderers. `m` is read with relaxed loads: each counter is exact, the set is
+// a near-instant sample.
+std::string render_prometheus(const Metrics& m, const StatsSnapshot& s);
+std::string render_json(const Metrics& m, const StatsSnapshot& s);
+std::string render_clients(const StatsSnapshot& s);
+std::string render_backends(const StatsSnapshot& s);
+std::string render_version(const StatsSnapshot& s);
+std::string stats_help();
+
+// Writes text to path atomically (path.tmp.PID, fsync, rename). false + errno text on failure.
+bool write_text_atomically(const std::string& path, const std::string& text, std::string& error);
+
+}  // namespace sigverify::daemon
