@@ -26,6 +26,7 @@
 #include "client/cli/cli_common.hpp"
 #include "client/cli/bench_command.hpp"
 #include "client/cli/columns_commands.hpp"
+#include "client/cli/stats_commands.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 
@@ -243,6 +244,7 @@ int main(int argc, char** argv) {
     sv::cli::add_column_subcommands(app);
     CLI::App* bench_cmd = sv::cli::add_bench_subcommand(app);
     sv::cli::add_extra_subcommands(app);
+    sv::cli::add_stats_subcommands(app);
 
     try {
         app.parse(argc, argv);
@@ -271,6 +273,7 @@ int main(int argc, char** argv) {
         if (*inspect_cmd) return run_inspect(inspect);
         if (*bench_cmd) return sv::cli::run_bench();
         if (const int rc = sv::cli::run_column_subcommand(app); rc >= 0) return rc;
+        if (const int rc = sv::cli::run_stats_subcommand(); rc >= 0) return rc;
         return sv::cli::run_extra_subcommand(app);
     } catch (const InputError& e) {
         std::fprintf(stderr, "sigverify: %s\n", e.what());
