@@ -1,0 +1,251 @@
+// systemd integration: sd_notify messages of a real sigverifyd (READY=1 only
+// once its sockets exist and the self-test passed, STATUS=, WATCHDOG=1 when
+// WATCHDOG_USEC is set, STOPPING=1 on SIGTERM), the watchdog's progress gate,
+// and the shipped default config against the daemon's flags.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "daemon/config.hpp"
+#include "daemon/notify.hpp"
+#include "daemon_fixture.hpp"
+#include "ops_helpers.hpp"
+#include "reference/row_generator.hpp"
+#include "sigverify/client.hpp"
+
+using namespace sigverify;
+using namespace sigverify::test;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// sigverifyd started directly (not through DaemonProcess, which waits for the
+// log line): the test learns readiness from READY=1 alone.
+struct Spawned {
+    pid_t pid = -1;
+    std::string dir;
+    Spawned(const std::string& runtime_dir, const std::vector<std::string>& env_extra,
+            const std::vector<std::string>& args_extra)
+        : dir(runtime_dir) {
+        std::vector<std::string> args = {SIGVERIFYD_BIN, "--foreground", "--runtime-dir", dir, "--log-file",
+                                         dir + "/daemon.log"};
+        args.insert(args.end(), args_extra.begin(), args_extra.end());
+        std::vector<std::string> env;
+        for (char** e = environ; *e != nullptr; ++e) {
+            const std::string v = *e;
+            if (v.rfind("NOTIFY_SOCKET=", 0) == 0 || v.rfind("WATCHDOG_", 0) == 0) continue;
+            env.push_back(v);
+        }
+        env.insert(env.end(), env_extra.begin(), env_extra.end());
+        std::vector<char*> argv, envp;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        for (auto& e : env) envp.push_back(e.data());
+        envp.push_back(nullptr);
+        if (posix_spawn(&pid, SIGVERIFYD_BIN, nullptr, nullptr, argv.data(), envp.data()) != 0)
+            throw std::runtime_error("cannot spawn sigverifyd");
+    }
+    ~Spawned() {
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, nullptr, 0);
+        }
+    }
+    // SIGTERM and wait (10 s bound); the exit status.
+    int stop() {
+        kill(pid, SIGTERM);
+        int status = 0;
+        const auto deadline = Clock::now() + std::chrono::seconds(10);
+        while (waitpid(pid, &status, WNOHANG) != pid) {
+            if (Clock::now() > deadline) return -1;
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        pid = -1;
+        return status;
+    }
+    std::string log() const {
+        std::ifstream in(dir + "/daemon.log");
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    }
+};
+
+bool connectable_seqpacket(const std::string& path) {
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    const sockaddr_un addr = unix_addr(path);
+    const bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    return ok;
+}
+
+bool has(const std::string& msg, const std::string& field) {
+    return msg.rfind(field, 0) == 0 || msg.find("\n" + field) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("notify: READY=1 after the sockets and the self-test, STATUS=, WATCHDOG=1, STOPPING=1", "[ops][notify]") {
+    const std::string tmp = make_temp_dir();
+    const std::string dir = tmp + "/run";
+    NotifySocket ns(tmp + "/notify.sock");
+    {
+        Spawned d(dir, {"NOTIFY_SOCKET=" + ns.path(), "WATCHDOG_USEC=300000"}, {"--metrics-interval", "1"});
+        // READY=1 is the first message; at that moment both sockets accept.
+        const std::string first = ns.next(std::chrono::seconds(15));
+        REQUIRE(has(first, "READY=1"));
+        CHECK(connectable_seqpacket(dir + "/sigverifyd.sock"));
+        const int stats_fd = stats_connect(dir);
+        CHECK(stats_fd >= 0);
+        if (stats_fd >= 0) close(stats_fd);
+        CHECK(d.log().find("self-test passed") != std::string::npos);
+        CHECK(d.log().find("self-test passed") < d.log().find("listening on"));
+        CHECK(has(first, "STATUS=serving 0 clients"));
+
+        // WATCHDOG=1 every WATCHDOG_USEC/2 (150 ms): several within a second.
+        int pings = 0;
+        const auto until = Clock::now() + std::chrono::milliseconds(1000);
+        while (Clock::now() < until) {
+            const std::string m = ns.next(std::chrono::milliseconds(200));
+            if (has(m, "WATCHDOG=1")) ++pings;
+            CHECK_FALSE(has(m, "READY=1"));
+        }
+        CHECK(pings >= 4);
+
+        // A batch changes the summary: a STATUS= update within the interval.
+        ClientOptions o;
+        o.runtime_dir = dir;
+        auto c = Client::connect(o);
+        reference::GenOptions g;
+        g.count = 10;
+        g.threads = 1;
+        std::vector<std::uint8_t> rows = reference::generate_rows(g);
+        const wire::RowSpan span{wire::RecordKind::ecdsa, reference::effective_key_size(g), wire::SigEncoding::opaque,
+                                 rows.data(), g.count};
+        std::vector<std::uint8_t> results(g.count);
+        REQUIRE(c->run(span, wire::Mode::results, results.data(), 0).valid == 10);
+        std::string status;
+        const auto status_until = Clock::now() + std::chrono::seconds(3);
+        while (Clock::now() < status_until && status.find("10 rows verified") == std::string::npos) {
+            const std::string m = ns.next(std::chrono::milliseconds(200));
+            if (has(m, "STATUS=")) status = m;
+        }
+        CHECK(status.find("serving 1 clients; 10 rows verified") != std::string::npos);
+        c.reset();
+
+        // SIGTERM: STOPPING=1 arrives, then the process exits cleanly.
+        kill(d.pid, SIGTERM);
+        bool stopping = false;
+        const auto stop_until = Clock::now() + std::chrono::seconds(5);
+        while (!stopping && Clock::now() < stop_until) {
+            const std::string m = ns.next(std::chrono::milliseconds(200));
+            stopping = has(m, "STOPPING=1");
+            CHECK_FALSE(has(m, "READY=1"));
+        }
+        CHECK(stopping);
+        const int status_code = d.stop();
+        CHECK(WIFEXITED(status_code));
+        CHECK(WEXITSTATUS(status_code) == 0);
+    }
+    remove_tree(dir);
+    remove_tree(tmp);
+}
+
+TEST_CASE("notify: no watchdog pings without WATCHDOG_USEC or for another WATCHDOG_PID", "[ops][notify]") {
+    const std::string tmp = make_temp_dir();
+    NotifySocket ns(tmp + "/notify.sock");
+    for (const std::vector<std::string>& env :
+         {std::vector<std::string>{"NOTIFY_SOCKET=" + ns.path()},
+          std::vector<std::string>{"NOTIFY_SOCKET=" + ns.path(), "WATCHDOG_USEC=200000", "WATCHDOG_PID=1"}}) {
+        const std::string dir = tmp + "/run";
+        {
+            Spawned d(dir, env, {});
+            REQUIRE(has(ns.next(std::chrono::seconds(15)), "READY=1"));
+            const auto until = Clock::now() + std::chrono::milliseconds(600);
+            while (Clock::now() < until) CHECK_FALSE(has(ns.next(std::chrono::milliseconds(100)), "WATCHDOG=1"));
+            kill(d.pid, SIGTERM);
+            std::string m;
+            const auto stop_until = Clock::now() + std::chrono::seconds(5);
+            while (!has(m, "STOPPING=1") && Clock::now() < stop_until) m = ns.next(std::chrono::milliseconds(200));
+            CHECK(has(m, "STOPPING=1"));
+            CHECK(d.stop() == 0);
+        }
+        remove_tree(dir);
+    }
+    remove_tree(tmp);
+}
+
+TEST_CASE("notify: without NOTIFY_SOCKET the daemon runs and stops normally", "[ops][notify]") {
+    const std::string dir = make_temp_dir();
+    {
+        Spawned d(dir, {"WATCHDOG_USEC=100000"}, {});
+        const auto until = Clock::now() + std::chrono::seconds(15);
+        while (Clock::now() < until && d.log().find("listening on") == std::string::npos)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        REQUIRE(d.log().find("listening on") != std::string::npos);
+        CHECK(d.stop() == 0);
+    }
+    remove_tree(dir);
+}
+
+TEST_CASE("watchdog gate: pings while chunks finish or nothing is queued, not when stuck", "[ops][notify]") {
+    daemon::WatchdogGate gate;
+    CHECK(gate.should_ping(0, 0));   // idle
+    CHECK(gate.should_ping(0, 0));   // still idle
+    CHECK_FALSE(gate.should_ping(0, 3));  // work queued, no chunk finished since the last check
+    CHECK(gate.should_ping(5, 3));   // progress
+    CHECK_FALSE(gate.should_ping(5, 1));  // stuck again
+    CHECK_FALSE(gate.should_ping(5, 1));
+    CHECK(gate.should_ping(5, 0));   // queue drained (e.g. cancelled): idle is healthy
+    CHECK(gate.should_ping(6, 2));
+}
+
+TEST_CASE("the shipped sigverifyd.conf uses the daemon's own option names", "[ops][config]") {
+    std::ifstream in(SIGVERIFY_SOURCE_DIR "/systemd/sigverifyd.conf");
+    REQUIRE(in);
+    // Uncomment every "# key = value" line, strip trailing comments, and parse.
+    const std::regex line_re(R"(^#?\s*([a-z][a-z0-9-]*)\s*=\s*([^#]*?)\s*(#.*)?$)");
+    std::ostringstream conf;
+    std::map<std::string, std::string> values;
+    std::string line;
+    while (std::getline(in, line)) {
+        std::smatch m;
+        if (!std::regex_match(line, m, line_re)) continue;
+        if (m[1] == "sigverifyd" || m[2].str().empty()) continue;  // prose in comments
+        values[m[1]] = m[2];
+        conf << m[1] << " = " << m[2] << "\n";
+    }
+    REQUIRE(values.size() >= 10);
+    const std::string tmp = make_temp_dir();
+    const std::string path = tmp + "/all.conf";
+    std::ofstream(path) << conf.str();
+    std::vector<std::string> args = {"sigverifyd", "--config", path};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    int exit_code = -1;
+    const auto cfg = daemon::parse_config(int(argv.size()), argv.data(), exit_code);
+    remove_tree(tmp);
+    INFO(conf.str());
+    REQUIRE(cfg.has_value());
+    CHECK(exit_code == 0);
+    // Every key landed in its field (a misspelt key would be silently ignored).
+    CHECK(cfg->runtime_dir == values.at("runtime-dir"));
+    CHECK(values.at("backend") == "auto");
+    CHECK(cfg->backend == daemon::BackendChoice::automatic);
+    CHECK(std::to_string(cfg->cpu_threads) == values.at("cpu-threads"));
+    CHECK(std::to_string(cfg->max_clients) == values.at("max-clients"));
+    CHECK(std::to_string(cfg->ring_entries) == values.at("ring-entries"));
+    CHECK(cfg->arena_size == *daemon::parse_size(values.at("arena-size")));
+    CHECK(cfg->group == values.at("group"));
+    CHECK(cfg->log_level == values.at("log-level"));
+    CHECK(std::to_string(cfg->shutdown_timeout_ms) == values.at("shutdown-timeout-ms"));
+    CHECK(std::to_string(cfg->chunk_rows) == values.at("chunk-rows"));
+    CHECK(cfg->metrics_textfile == values.at("metrics-textfile"));
+    CHECK(std::to_string(cfg->metrics_interval) == values.at("metrics-interval"));
+}
