@@ -8,6 +8,8 @@
 //    precomputed affine tables: odd multiples of G and of 2^128 * G
 //    (window kWindowG, built once: a static table on the host, global memory
 //    on the device).
+//  * the P table is "effective affine" (all entries share one Z, see
+//    build_p_table), so every addition in the main loop is a mixed one.
 //  * Every stream is recoded in wNAF (window kWindowP for P, kWindowG for G),
 //    so about 129 doublings + ~43 P additions + ~16 G additions per call.
 #pragma once
@@ -115,7 +117,61 @@ SV_HD_NOINLINE void ecmult_simple(Gej& r, const Ge& p, const Sc& na, const Sc& n
     }
 }
 
+// Odd multiples P, 3P, ..., (2 kTablePSize - 1) P sharing one Jacobian Z
+// ("effective affine"): entry i is (xs[i], ys[i], zg). Built on the curve
+// scaled by Z(2P), where 2P is affine, so every step is a mixed addition;
+// a backward pass of the Z ratios brings all entries to the last Z.
+// Returns false only if a step would hit a special case of the addition,
+// which needs P of order <= 2 kTablePSize (impossible on secp256k1: n is
+// prime); the caller then takes the plain path.
+SV_HD bool build_p_table(Fe* xs, Fe* ys, Fe& zg, const Ge& p) {
+    Gej d;
+    gej_double(d, gej_from_ge(p));
+    Fe zd2, zd3;
+    fe_sqr(zd2, d.z);
+    fe_mul(zd3, zd2, d.z);
+    Ge dprime;  // 2P on the scaled curve: affine
+    dprime.x = d.x;
+    dprime.y = d.y;
+    dprime.infinity = false;
+    Fe ratio[kTablePSize];
+    Gej q;
+    fe_mul(q.x, p.x, zd2);
+    fe_mul(q.y, p.y, zd3);
+    q.z = fe_one();
+    q.infinity = false;
+    xs[0] = q.x;
+    ys[0] = q.y;
+    for (int i = 1; i < kTablePSize; ++i) {
+        Gej n;
+        gej_add_ge(n, q, dprime, &ratio[i]);  // ratio = Z(n) / Z(q)
+        if (fe_is_zero(ratio[i])) return false;
+        q = n;
+        xs[i] = q.x;
+        ys[i] = q.y;
+    }
+    // entries i < last: scale by t = ratio[i+1] ... ratio[last]
+    Fe t = fe_one();
+    for (int i = kTablePSize - 2; i >= 0; --i) {
+        fe_mul(t, t, ratio[i + 1]);
+        Fe t2, t3;
+        fe_sqr(t2, t);
+        fe_mul(t3, t2, t);
+        fe_mul(xs[i], xs[i], t2);
+        fe_mul(ys[i], ys[i], t3);
+    }
+    fe_mul(zg, q.z, d.z);  // back from the scaled curve
+    return true;
+}
+
 // r = na * p + ng * G. p must be a finite point on the curve.
+//
+// The accumulator runs on the isomorphic curve where the P table is affine:
+// a point stored as (X, Y, Z) stands for the Jacobian (X, Y, Z zg) on
+// secp256k1 (a = 0, so doubling and addition do not see the scaling). P
+// entries are then added with mixed additions as is; G entries (affine on
+// the real curve) enter as (x zg^2, y zg^3); the result's Z is multiplied by
+// zg at the end.
 SV_HD void ecmult(Gej& r, const Ge& p, const Sc& na, const Sc& ng, const GTableView& tab) {
     Sc k1, k2;
     sc_split_lambda(k1, k2, na);
@@ -123,17 +179,14 @@ SV_HD void ecmult(Gej& r, const Ge& p, const Sc& na, const Sc& ng, const GTableV
     const bool neg2 = sc_is_high(k2);
     if (neg1) sc_neg(k1, k1);
     if (neg2) sc_neg(k2, k2);
-    if ((k1.v[2] | k1.v[3] | k2.v[2] | k2.v[3]) != 0) {
+    Fe px[kTablePSize], py[kTablePSize], zg;
+    if ((k1.v[2] | k1.v[3] | k2.v[2] | k2.v[3]) != 0 || !build_p_table(px, py, zg, p)) {
         ecmult_simple(r, p, na, ng);
         return;
     }
-
-    // Odd multiples P, 3P, ..., (2^(wP-1) - 1) P in Jacobian coordinates.
-    Gej pre[kTablePSize];
-    pre[0] = gej_from_ge(p);
-    Gej d;
-    gej_double(d, pre[0]);
-    for (int i = 1; i < kTablePSize; ++i) gej_add(pre[i], pre[i - 1], d);
+    Fe zg2, zg3;
+    fe_sqr(zg2, zg);
+    fe_mul(zg3, zg2, zg);
 
     int16_t w1[kWnafLen], w2[kWnafLen], wg1[kWnafLen], wg2[kWnafLen];
     int len = wnaf128(w1, k1.v[0], k1.v[1], kWindowP);
@@ -150,22 +203,40 @@ SV_HD void ecmult(Gej& r, const Ge& p, const Sc& na, const Sc& ng, const GTableV
         gej_double(r, r);
         int dg = w1[i];
         if (dg != 0) {
-            Gej e = pre[(dg > 0 ? dg : -dg) >> 1];
+            const int idx = (dg > 0 ? dg : -dg) >> 1;
+            Ge e;
+            e.x = px[idx];
+            e.y = py[idx];
+            e.infinity = false;
             if ((dg < 0) != neg1) fe_neg(e.y, e.y);
-            gej_add(r, r, e);
+            gej_add_ge(r, r, e);
         }
         dg = w2[i];
         if (dg != 0) {
-            Gej e = pre[(dg > 0 ? dg : -dg) >> 1];
-            fe_mul(e.x, e.x, beta);
+            const int idx = (dg > 0 ? dg : -dg) >> 1;
+            Ge e;
+            fe_mul(e.x, px[idx], beta);
+            e.y = py[idx];
+            e.infinity = false;
             if ((dg < 0) != neg2) fe_neg(e.y, e.y);
-            gej_add(r, r, e);
+            gej_add_ge(r, r, e);
         }
         dg = wg1[i];
-        if (dg != 0) gej_add_ge(r, r, table_g_entry(tab.g, dg));
+        if (dg != 0) {
+            Ge e = table_g_entry(tab.g, dg);
+            fe_mul(e.x, e.x, zg2);
+            fe_mul(e.y, e.y, zg3);
+            gej_add_ge(r, r, e);
+        }
         dg = wg2[i];
-        if (dg != 0) gej_add_ge(r, r, table_g_entry(tab.g128, dg));
+        if (dg != 0) {
+            Ge e = table_g_entry(tab.g128, dg);
+            fe_mul(e.x, e.x, zg2);
+            fe_mul(e.y, e.y, zg3);
+            gej_add_ge(r, r, e);
+        }
     }
+    if (!r.infinity) fe_mul(r.z, r.z, zg);
 }
 
 }  // namespace sigverify::kernels

@@ -106,12 +106,14 @@ SV_HD void fe_reduce512(Fe& r, const u64 t[8]) {
 }
 
 SV_HD void fe_mul(Fe& r, const Fe& a, const Fe& b) {
+    SV_COUNT_OP(fe_mul);
     u64 t[8];
     mul_256x256(t, a.v, b.v);
     fe_reduce512(r, t);
 }
 
 SV_HD void fe_sqr(Fe& r, const Fe& a) {
+    SV_COUNT_OP(fe_sqr);
     u64 t[8];
     sqr_256(t, a.v);
     fe_reduce512(r, t);

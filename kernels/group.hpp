@@ -157,7 +157,10 @@ SV_HD_NOINLINE void gej_double(Gej& r, const Gej& a) {
 }
 
 // r = a + b with b affine.  (8M + 3S)
-SV_HD_NOINLINE void gej_add_ge(Gej& r, const Gej& a, const Ge& b) {
+// zr (optional) receives Z(r) / Z(a) in the generic case, and zero when a
+// special case (infinity, equal or opposite points) was taken.
+SV_HD_NOINLINE void gej_add_ge(Gej& r, const Gej& a, const Ge& b, Fe* zr = nullptr) {
+    if (zr) *zr = fe_zero();
     if (b.infinity) {
         r = a;
         return;
@@ -196,6 +199,7 @@ SV_HD_NOINLINE void gej_add_ge(Gej& r, const Gej& a, const Ge& b) {
     fe_mul(y1h, a.y, hhh);
     fe_sub(r.y, t, y1h);
     fe_mul(r.z, a.z, h);
+    if (zr) *zr = h;
     r.x = x3;
     r.infinity = false;
 }

@@ -34,6 +34,21 @@
 #define SV_UNROLL
 #endif
 
+// SV_COUNT_FIELD_OPS (host only, for tests/kernels/kernel_opcount.cpp):
+// counts field and scalar multiplications per thread, the unit of cost that
+// carries over to the GPU.
+#if defined(SV_COUNT_FIELD_OPS) && !defined(__CUDA_ARCH__)
+namespace sigverify::kernels {
+struct OpCounts {
+    unsigned long long fe_mul = 0, fe_sqr = 0, sc_mul = 0, sc_sqr = 0;
+};
+inline thread_local OpCounts g_op_counts;
+}  // namespace sigverify::kernels
+#define SV_COUNT_OP(field) (++::sigverify::kernels::g_op_counts.field)
+#else
+#define SV_COUNT_OP(field) ((void)0)
+#endif
+
 namespace sigverify::kernels {
 
 using u64 = std::uint64_t;
