@@ -1,0 +1,83 @@
+// Consensus safety for a backend whose verdicts are not trusted on their own.
+//
+// The GPU is fast but is not the consensus reference. CheckedBackend wraps such
+// a primary backend and never lets one of its verdicts reach a client
+// unchecked:
+//   * the chunk's records are first copied into private memory, so a client
+//     that rewrites its rows while they are verified cannot make the primary
+//     and the CPU disagree (which would switch the GPU off for everyone);
+//   * the primary verifies the private copy in results mode, never in place;
+//   * every row it calls INVALID is re-verified by libsecp256k1, and a random
+//     sample of the VALID ones (1 in valid_sample_every);
+//   * only then are verdicts published: result bytes, or (collect mode) the
+//     tails of valid rows zeroed in the client's rows.
+// Any disagreement, or any error of the primary, disables the primary for good
+// and fails the chunk with backend_error; the scheduler then re-runs the chunk
+// on its CPU fallback, so the client still gets libsecp256k1's verdicts.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/backend.hpp"
+
+namespace sigverify::daemon {
+
+struct CrossCheckPolicy {
+    // Re-verify one VALID row in this many (0 = none, 1 = all). Every INVALID
+    // row is always re-verified.
+    std::uint32_t valid_sample_every = 1024;
+};
+
+struct CrossCheckCounters {
+    std::atomic<std::uint64_t> rows_rechecked{0};   // rows libsecp256k1 re-verified
+    std::atomic<std::uint64_t> mismatches{0};       // rows where the primary was wrong
+    std::atomic<std::uint64_t> primary_errors{0};   // chunks the primary failed
+    std::atomic<std::uint64_t> refused_chunks{0};   // chunks refused after the primary was disabled
+};
+
+class CheckedBackend final : public Backend {
+public:
+    // Called once, from a worker thread, when the primary is switched off.
+    using DisableHook = std::function<void(const std::string& reason)>;
+
+    // max_chunk_rows bounds the private copy per worker (allocated here, once);
+    // larger chunks are processed in pieces of that size.
+    CheckedBackend(std::unique_ptr<Backend> primary, std::size_t max_chunk_rows, CrossCheckPolicy policy,
+                   DisableHook on_disable = {});
+    ~CheckedBackend() override;
+
+    std::string name() const override;
+    unsigned concurrency() const override;
+    std::size_t preferred_chunk_rows() const override;
+    ChunkResult verify(unsigned worker, const wire::RowSpan& rows, std::size_t begin, std::size_t end,
+                       wire::Mode mode, std::uint8_t* results) noexcept override;
+
+    bool primary_enabled() const { return enabled_.load(std::memory_order_acquire); }
+    const std::string& disable_reason() const { return disable_reason_; }
+    const CrossCheckCounters& counters() const { return counters_; }
+    Backend& primary() { return *primary_; }
+
+private:
+    struct Worker;
+    ChunkResult verify_piece(Worker& w, unsigned worker, const wire::RowSpan& rows, std::size_t begin,
+                             std::size_t end, wire::Mode mode, std::uint8_t* results);
+    void disable(const std::string& reason);
+
+    std::unique_ptr<Backend> primary_;
+    std::size_t max_chunk_rows_;
+    CrossCheckPolicy policy_;
+    DisableHook on_disable_;
+    std::vector<std::unique_ptr<Worker>> workers_;
+    std::atomic<bool> enabled_{true};
+    std::atomic<bool> disabling_{false};
+    std::string disable_reason_;  // written once, before enabled_ turns false
+    CrossCheckCounters counters_;
+};
+
+}  // namespace sigverify::daemon

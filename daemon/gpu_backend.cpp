@@ -1,0 +1,82 @@
+#include "daemon/gpu_backend.hpp"
+
+#include <algorithm>
+
+namespace sigverify::daemon {
+
+std::unique_ptr<GpuBackend> GpuBackend::open(const std::string& spec, unsigned workers, std::size_t chunk_rows,
+                                             std::vector<GpuDeviceReport>& reports, std::string& error) {
+    reports.clear();
+    if (!gpu::built_with_cuda()) {
+        error = "this build has no CUDA backend";
+        return nullptr;
+    }
+    const gpu::Discovery found = gpu::discover();
+    if (found.devices.empty()) {
+        error = found.error.empty() ? "no GPU found" : found.error;
+        return nullptr;
+    }
+    std::vector<int> chosen;
+    if (!gpu::select_devices(spec, found.devices, chosen, error)) return nullptr;
+
+    std::unique_ptr<GpuBackend> backend(new GpuBackend());
+    backend->chunk_rows_ = std::max<std::size_t>(1, chunk_rows);
+    for (int index : chosen) {
+        GpuDeviceReport report;
+        for (const auto& d : found.devices)
+            if (d.index == index) report.info = d;
+        gpu::Options options;
+        options.device = index;
+        // Staging sized for the largest chunk of the widest row the daemon hands over.
+        options.chunk_bytes = backend->chunk_rows_ * wire::stride(wire::RecordKind::ecdsa, wire::kMaxKeySize);
+        gpu::Status st;
+        auto verifier = gpu::DeviceVerifier::open(options, st);
+        if (verifier) st = verifier->self_test();
+        if (verifier && st.ok()) {
+            report.usable = true;
+            report.self_test = "passed";
+            auto device = std::make_unique<Device>();
+            device->verifier = std::move(verifier);
+            backend->devices_.push_back(std::move(device));
+        } else {
+            report.self_test = std::string(gpu::to_string(st.code)) + ": " + st.message;
+        }
+        reports.push_back(std::move(report));
+    }
+    if (backend->devices_.empty()) {
+        error = "no selected GPU passed its self-test";
+        return nullptr;
+    }
+    backend->workers_ = std::max<unsigned>(workers, unsigned(2 * backend->devices_.size()));
+    return backend;
+}
+
+GpuBackend::~GpuBackend() = default;
+
+ChunkResult GpuBackend::verify(unsigned worker, const wire::RowSpan& rows, std::size_t begin, std::size_t end,
+                               wire::Mode mode, std::uint8_t* results) noexcept {
+    ChunkResult r;
+    if (worker >= workers_ || !rows.valid() || begin > end || end > rows.count ||
+        (mode == wire::Mode::results && results == nullptr && end > begin)) {
+        r.status = shm::Status::backend_error;
+        return r;
+    }
+    try {
+        Device& d = *devices_[worker % devices_.size()];
+        const wire::RowSpan part{rows.kind, rows.key_size, rows.encoding, rows.row(begin), end - begin};
+        gpu::Counts counts;
+        std::lock_guard lock(d.mutex);
+        const gpu::Status st = d.verifier->verify(part, mode, mode == wire::Mode::results ? results + begin : nullptr, &counts);
+        if (!st.ok()) {
+            r.status = shm::Status::backend_error;
+            return r;
+        }
+        r.tally.valid = counts.valid;
+        r.tally.invalid = counts.invalid;
+    } catch (...) {
+        r.status = shm::Status::backend_error;
+    }
+    return r;
+}
+
+}  // namespace sigverify::daemon

@@ -1,0 +1,54 @@
+// The GPU backend: CUDA verification on one or more devices (kernels/gpu_verifier.hpp).
+//
+// GpuBackend opens every selected device (streams, G table, buffers: all
+// allocated once, here) and runs its known-answer self-test; a device that
+// fails is left out and reported. It is always wrapped in a CheckedBackend
+// before the scheduler sees it: its verdicts are never trusted unchecked.
+// Workers map onto devices round-robin; each device serves one chunk at a
+// time, and the workers waiting for it do their cross-checks meanwhile.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "daemon/backend.hpp"
+#include "kernels/gpu_verifier.hpp"
+
+namespace sigverify::daemon {
+
+struct GpuDeviceReport {
+    gpu::DeviceInfo info;
+    bool usable = false;
+    std::string self_test;  // "passed", or why the device is not used
+};
+
+class GpuBackend final : public Backend {
+public:
+    // Opens the devices named by spec ("all" or "0,1"). Returns null with
+    // error set when no selected device is usable; reports lists every device
+    // tried and what became of it.
+    static std::unique_ptr<GpuBackend> open(const std::string& spec, unsigned workers, std::size_t chunk_rows,
+                                            std::vector<GpuDeviceReport>& reports, std::string& error);
+    ~GpuBackend() override;
+
+    std::string name() const override { return "gpu"; }
+    unsigned concurrency() const override { return workers_; }
+    std::size_t preferred_chunk_rows() const override { return chunk_rows_; }
+    ChunkResult verify(unsigned worker, const wire::RowSpan& rows, std::size_t begin, std::size_t end,
+                       wire::Mode mode, std::uint8_t* results) noexcept override;
+
+private:
+    struct Device {
+        std::unique_ptr<gpu::DeviceVerifier> verifier;
+        std::mutex mutex;  // one chunk at a time per device
+    };
+    GpuBackend() = default;
+
+    std::vector<std::unique_ptr<Device>> devices_;
+    unsigned workers_ = 1;
+    std::size_t chunk_rows_ = 0;
+};
+
+}  // namespace sigverify::daemon
