@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -67,6 +68,7 @@ private:
     std::deque<std::shared_ptr<Session>> runnable_;
     std::vector<std::thread> workers_;
     std::uint64_t queued_jobs_ = 0;    // jobs with unassigned rows or running chunks
+    std::atomic<std::uint32_t> runnable_count_{0};  // runnable_.size(), readable without the lock
     std::uint64_t chunks_run_ = 0;
     bool stopping_ = false;
     Metrics* metrics_ = nullptr;

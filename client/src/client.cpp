@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -29,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 constexpr std::uint64_t kAlign = shm::kArenaAlign;
 constexpr std::size_t kMaxChunkRows = 32768;   // copy API: rows per submission at most
 constexpr std::size_t kPipelineDepth = 4;      // copy API: submissions in flight per call
-constexpr int kSpinIterations = 4000;
+constexpr auto kSpinTime = std::chrono::microseconds(200);  // busy-poll before a futex sleep
 constexpr auto kReconnectInterval = std::chrono::milliseconds(500);
 
 std::string default_runtime_dir() {
@@ -347,9 +348,14 @@ struct Client::Impl {
         lk.unlock();
         auto& bell = h->client_bell;
         bool moved = false;
-        for (int i = 0; i < kSpinIterations && !moved; ++i) {
+        const auto spin_until = std::min(deadline, Clock::now() + kSpinTime);
+        for (unsigned i = 1; !moved; ++i) {
             cpu_relax();
             moved = std::atomic_ref<std::uint32_t>(bell.seq).load(std::memory_order_acquire) != seq;
+            if (i % 64 == 0) {
+                if (Clock::now() >= spin_until) break;
+                sched_yield();  // never keep the daemon's thread off this CPU
+            }
         }
         if (!moved) {
             auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(opt.liveness_interval);
