@@ -75,6 +75,14 @@ std::optional<Config> parse_config(int argc, char** argv, int& exit_code) {
     app.add_option("--metrics-interval", cfg.metrics_interval,
                    "Seconds between --metrics-textfile writes and systemd STATUS= updates")
         ->check(CLI::Range(1u, 86400u));
+    app.add_option("--gpus", cfg.gpus, "GPUs to use with --backend gpu|auto: all, or indices such as 0,1")
+        ->capture_default_str();
+    app.add_option("--cross-check-sample", cfg.cross_check_sample,
+                   "Re-verify 1 in N rows the GPU calls valid on the CPU (every row it calls invalid is always "
+                   "re-verified; 1 = all rows)")
+        ->check(CLI::Range(1u, 1u << 30))->capture_default_str();
+    app.add_option("--gpu-chunk-rows", cfg.gpu_chunk_rows, "Rows per GPU chunk; device buffers are sized for it at start-up")
+        ->check(CLI::Range(std::size_t(256), std::size_t(1) << 22))->capture_default_str();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -27,6 +27,9 @@ struct Config {
     std::size_t chunk_rows = 0;          // 0 = the backend's preference
     std::string metrics_textfile;        // Prometheus text file for node_exporter (empty = none)
     unsigned metrics_interval = 15;      // seconds between textfile writes and STATUS= updates
+    std::string gpus = "all";            // GPU selection: "all" or indices "0,1"
+    std::uint32_t cross_check_sample = 1024;  // re-verify 1 in N valid GPU verdicts (1 = all)
+    std::size_t gpu_chunk_rows = 65536;  // rows per GPU chunk (device buffers sized at start-up)
 };
 
 // Default runtime dir: $SIGVERIFY_RUNTIME_DIR, else /run/sigverifyd.

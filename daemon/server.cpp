@@ -279,6 +279,56 @@ void Server::shutdown_gracefully() {
     ctx_.log->flush();
 }
 
+// Chooses the verification backend. With a usable GPU (--backend gpu|auto),
+// the GPU backend wrapped in a CheckedBackend, plus a CPU fallback for the
+// chunks it fails; otherwise the CPU backend. --backend gpu without a usable
+// GPU is a start-up error.
+bool Server::select_backend() {
+    auto& log = *ctx_.log;
+    const Config& cfg = ctx_.config;
+    if (cfg.backend != BackendChoice::cpu) {
+        const unsigned cpu_threads = cfg.cpu_threads ? cfg.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
+        std::string error;
+        auto gpu = GpuBackend::open(cfg.gpus, cpu_threads, cfg.gpu_chunk_rows, gpu_reports_, error);
+        for (const auto& r : gpu_reports_)
+            log.info("gpu {} {} ({} SMs, {} MiB): self-test {}", r.info.index, r.info.name, r.info.sm_count,
+                     r.info.total_memory >> 20, r.self_test);
+        if (gpu) {
+            const unsigned workers = gpu->concurrency();
+            auto checked = std::make_unique<CheckedBackend>(
+                std::move(gpu), cfg.gpu_chunk_rows, CrossCheckPolicy{cfg.cross_check_sample},
+                [this](const std::string& reason) {
+                    // Runs once, in the worker that found the fault, after the counters moved.
+                    if (checked_ && checked_->counters().mismatches.load() > 0)
+                        ctx_.metrics.gpu_crosscheck_mismatches.fetch_add(1, std::memory_order_relaxed);
+                    else
+                        ctx_.metrics.gpu_errors.fetch_add(1, std::memory_order_relaxed);
+                    ctx_.log->error("GPU switched off, verifying on the CPU from now on: {}", reason);
+                });
+            checked_ = checked.get();
+            backend_ = std::move(checked);
+            cpu_fallback_ = std::make_unique<CpuBackend>(std::max(workers, cpu_threads));
+            log.info("backend gpu: {} worker(s), chunks of {} rows, cross-check: every invalid verdict and 1 in {} "
+                     "valid ones re-verified by libsecp256k1",
+                     workers, cfg.gpu_chunk_rows, cfg.cross_check_sample);
+            return true;
+        }
+        if (cfg.backend == BackendChoice::gpu) {
+            log.critical("--backend gpu: no usable GPU: {}", error);
+            notify_.status("no usable GPU: " + error);
+            return false;
+        }
+        log.info("backend auto: no usable GPU ({}), using the cpu", error);
+    }
+    try {
+        backend_ = std::make_unique<CpuBackend>(cfg.cpu_threads);
+    } catch (const std::exception& e) {
+        log.critical("cannot start the cpu backend: {}", e.what());
+        return false;
+    }
+    return true;
+}
+
 int Server::run() {
     auto& log = *ctx_.log;
     const Config& cfg = ctx_.config;
@@ -293,24 +343,14 @@ int Server::run() {
         have_group_ = true;
         group_gid_ = g.gr_gid;
     }
-    if (cfg.backend == BackendChoice::gpu) {
-        log.critical("--backend gpu: this build has no GPU backend; use --backend cpu or auto");
-        return 1;
-    }
-    if (cfg.backend == BackendChoice::automatic) log.info("backend auto: no GPU backend in this build, using cpu");
-    try {
-        backend_ = std::make_unique<CpuBackend>(cfg.cpu_threads);
-    } catch (const std::exception& e) {
-        log.critical("cannot start the cpu backend: {}", e.what());
-        return 1;
-    }
+    if (!select_backend()) return 1;
     if (!backend_self_test(*backend_, self_test_)) {
         log.critical("backend {} failed its self-test: {}", backend_->name(), self_test_);
         notify_.status("backend " + backend_->name() + " failed its self-test: " + self_test_);
         return 1;
     }
     log.info("backend {} self-test {}", backend_->name(), self_test_);
-    scheduler_ = std::make_unique<Scheduler>(*backend_, nullptr, cfg.chunk_rows);
+    scheduler_ = std::make_unique<Scheduler>(*backend_, cpu_fallback_.get(), cfg.chunk_rows);
     scheduler_->set_metrics(&ctx_.metrics);
     ctx_.scheduler = scheduler_.get();
 
@@ -411,12 +451,29 @@ StatsSnapshot Server::snapshot() {
     s.refused = ctx_.refused.load();
     s.protocol_errors = ctx_.protocol_errors.load();
     s.stats_connections = stats_ ? stats_->connections() : 0;
-    if (backend_) {
+    if (checked_) {
+        for (const auto& r : gpu_reports_) {
+            BackendInfo b;
+            b.name = "gpu" + std::to_string(r.info.index);
+            b.kind = "gpu";
+            b.device = r.info.name;
+            b.memory_bytes = r.info.total_memory;
+            b.workers = r.usable ? checked_->concurrency() : 0;
+            b.self_test = r.usable ? (checked_->primary_enabled() ? "passed" : "passed; switched off: " +
+                                                                                  checked_->disable_reason())
+                                   : "failed: " + r.self_test;
+            b.crosscheck_mismatches = checked_->counters().mismatches.load();
+            b.errors = checked_->counters().primary_errors.load();
+            s.backends.push_back(std::move(b));
+        }
+    }
+    const Backend* cpu = checked_ ? cpu_fallback_.get() : backend_.get();
+    if (cpu) {
         BackendInfo b;
-        b.name = backend_->name();
+        b.name = checked_ ? "cpu-fallback" : cpu->name();
         b.kind = "cpu";
         b.device = "libsecp256k1";
-        b.workers = backend_->concurrency();
+        b.workers = cpu->concurrency();
         b.self_test = self_test_;
         s.backends.push_back(std::move(b));
     }

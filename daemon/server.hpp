@@ -14,6 +14,8 @@
 #include <spdlog/sinks/dist_sink.h>
 
 #include "daemon/backend.hpp"
+#include "daemon/checked_backend.hpp"
+#include "daemon/gpu_backend.hpp"
 #include "daemon/config.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/notify.hpp"
@@ -35,6 +37,7 @@ public:
     int run();
 
 private:
+    bool select_backend();
     bool setup_socket();
     void accept_one();
     void reap_sessions(bool all);
@@ -45,6 +48,9 @@ private:
     DaemonContext ctx_;
     std::shared_ptr<spdlog::sinks::dist_sink_mt> dist_;
     std::unique_ptr<Backend> backend_;
+    std::unique_ptr<Backend> cpu_fallback_;      // with the GPU: re-runs chunks the GPU failed
+    CheckedBackend* checked_ = nullptr;         // backend_ when it is the cross-checked GPU
+    std::vector<GpuDeviceReport> gpu_reports_;  // every GPU tried at start-up
     std::unique_ptr<Scheduler> scheduler_;
     std::string socket_path_;
     int listen_fd_ = -1;
