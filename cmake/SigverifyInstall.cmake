@@ -1,0 +1,73 @@
+# Install and packaging: the unit files, sysusers/tmpfiles snippets, default
+# config, operations guide, the public headers' shm_protocol includes, a
+# pkg-config file and a CMake package (find_package(sigverify) ->
+# sigverify::client). The binaries and libraries are installed by their own
+# directories (daemon/, client/, client/cli/).
+include(CMakePackageConfigHelpers)
+
+set(SIGVERIFY_SYSTEMD_UNITDIR "lib/systemd/system" CACHE STRING "systemd unit directory (relative to the prefix, or absolute)")
+set(SIGVERIFY_SYSUSERSDIR "lib/sysusers.d" CACHE STRING "sysusers.d directory (relative to the prefix, or absolute)")
+set(SIGVERIFY_TMPFILESDIR "lib/tmpfiles.d" CACHE STRING "tmpfiles.d directory (relative to the prefix, or absolute)")
+
+# --- systemd ------------------------------------------------------------------
+configure_file(${PROJECT_SOURCE_DIR}/systemd/sigverifyd.service.in ${PROJECT_BINARY_DIR}/systemd/sigverifyd.service @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/systemd/sigverifyd.service DESTINATION ${SIGVERIFY_SYSTEMD_UNITDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/systemd/sigverifyd.sysusers DESTINATION ${SIGVERIFY_SYSUSERSDIR}
+  RENAME sigverifyd.conf)
+install(FILES ${PROJECT_SOURCE_DIR}/systemd/sigverifyd.tmpfiles DESTINATION ${SIGVERIFY_TMPFILESDIR}
+  RENAME sigverifyd.conf)
+install(FILES ${PROJECT_SOURCE_DIR}/systemd/sigverifyd.conf DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/sigverifyd)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# --- headers ------------------------------------------------------------------
+# client.hpp includes "shm_protocol/segment_layout.hpp" and "shm_protocol/wire_format.hpp";
+# they go under include/sigverify/, which sigverify::wire (and sigverify.pc) add to the include path.
+install(FILES ${PROJECT_SOURCE_DIR}/shm_protocol/segment_layout.hpp ${PROJECT_SOURCE_DIR}/shm_protocol/wire_format.hpp
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sigverify/shm_protocol)
+
+# --- CMake package ------------------------------------------------------------
+if(TARGET sigverify_client AND TARGET sigverify_client_static)
+  target_compile_features(sigverify_wire INTERFACE cxx_std_20)  # std::span in the public headers
+  set_target_properties(sigverify_wire PROPERTIES EXPORT_NAME wire)
+  set_target_properties(sigverify_reference PROPERTIES EXPORT_NAME reference)
+  set_target_properties(sigverify_client PROPERTIES EXPORT_NAME client)
+  set_target_properties(sigverify_client_static PROPERTIES EXPORT_NAME client_static)
+  # The static client's link-only dependency (the local fallback verifier) ships with it.
+  install(TARGETS sigverify_wire sigverify_reference EXPORT sigverifyTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  set(SIGVERIFY_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/sigverify)
+  install(EXPORT sigverifyTargets NAMESPACE sigverify:: DESTINATION ${SIGVERIFY_CMAKEDIR})
+  configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/sigverifyConfig.cmake.in
+    ${PROJECT_BINARY_DIR}/cmake/sigverifyConfig.cmake INSTALL_DESTINATION ${SIGVERIFY_CMAKEDIR})
+  write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/sigverifyConfigVersion.cmake
+    VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+  install(FILES ${PROJECT_BINARY_DIR}/cmake/sigverifyConfig.cmake ${PROJECT_BINARY_DIR}/cmake/sigverifyConfigVersion.cmake
+    DESTINATION ${SIGVERIFY_CMAKEDIR})
+endif()
+
+# --- pkg-config ---------------------------------------------------------------
+# Relocatable: prefix is found from the .pc file's own place (${pcfiledir}),
+# so `cmake --install --prefix DIR` gives a correct file for any DIR.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(SIGVERIFY_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  set(SIGVERIFY_PC_PREFIX "\${pcfiledir}")
+  string(REPLACE "/" ";" _sv_parts "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+  foreach(_sv_part IN LISTS _sv_parts)
+    if(NOT _sv_part STREQUAL "" AND NOT _sv_part STREQUAL ".")
+      string(APPEND SIGVERIFY_PC_PREFIX "/..")
+    endif()
+  endforeach()
+endif()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(SIGVERIFY_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
+else()
+  set(SIGVERIFY_PC_LIBDIR "\${exec_prefix}/${CMAKE_INSTALL_LIBDIR}")
+endif()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(SIGVERIFY_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
+else()
+  set(SIGVERIFY_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/sigverify.pc.in ${PROJECT_BINARY_DIR}/cmake/sigverify.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/sigverify.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# cmake --install into a temporary prefix, then a node-side project builds
+# against the installed tree through find_package(sigverify) (shared, static,
+# C ABI) and through pkg-config (shared C++ and C, static C++), and every one
+# of them verifies the same rows through the installed sigverifyd. The daemon's
+# stats must count exactly those rows.
+# usage: test_install.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+BUILD=$1 SRC=$2
+T=$(mktemp -d /tmp/sigverify-install-XXXXXX)
+DPID=
+cleanup() {
+  if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then kill -TERM "$DPID"; wait "$DPID" || true; fi
+  rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$T/daemon.log" ] && tail -20 "$T/daemon.log" >&2; exit 1; }
+
+P=$T/prefix
+cmake --install "$BUILD" --prefix "$P" > "$T/install.log" || { cat "$T/install.log"; fail "cmake --install"; }
+for f in sbin/sigverifyd bin/sigverify lib/libsigverify.so lib/libsigverify.a \
+         include/sigverify/client.hpp include/sigverify/sigverify.h \
+         include/sigverify/shm_protocol/segment_layout.hpp include/sigverify/shm_protocol/wire_format.hpp \
+         lib/pkgconfig/sigverify.pc lib/cmake/sigverify/sigverifyConfig.cmake \
+         lib/cmake/sigverify/sigverifyConfigVersion.cmake lib/systemd/system/sigverifyd.service \
+         lib/sysusers.d/sigverifyd.conf lib/tmpfiles.d/sigverifyd.conf etc/sigverifyd/sigverifyd.conf \
+         share/doc/sigverify/operations.md; do
+  [ -e "$P/$f" ] || fail "not installed: $f"
+done
+echo "install layout: ok"
+
+# A live daemon from the installed tree.
+RUN=$T/run
+"$P/sbin/sigverifyd" --foreground --runtime-dir "$RUN" --log-file "$T/daemon.log" --cpu-threads 2 &
+DPID=$!
+for _ in $(seq 200); do [ -S "$RUN/stats.sock" ] && break; sleep 0.05; done
+[ -S "$RUN/stats.sock" ] || fail "installed sigverifyd did not come up"
+
+"$P/bin/sigverify" gen --table ecdsa --count 400 --invalid-rate 0.25 --seed 11 --threads 2 --out "$T/e.rows" >/dev/null
+local_line=$("$P/bin/sigverify" verify --local --threads 2 --table ecdsa --in "$T/e.rows")
+V=$(sed -n 's/.* valid=\([0-9]*\) .*/\1/p' <<<"$local_line")
+I=$(sed -n 's/.* invalid=\([0-9]*\) .*/\1/p' <<<"$local_line")
+[ -n "$V" ] && [ -n "$I" ] && [ "$I" -gt 0 ] || fail "cannot read the reference counts: $local_line"
+want="valid=$V invalid=$I"
+
+# find_package(sigverify)
+cmake -S "$SRC/tests/ops/consumer" -B "$T/cbuild" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$P" \
+  > "$T/cmake.log" 2>&1 || { cat "$T/cmake.log"; fail "consumer: find_package(sigverify) configure"; }
+cmake --build "$T/cbuild" -j2 > "$T/cbuild.log" 2>&1 || { cat "$T/cbuild.log"; fail "consumer: CMake build"; }
+ldd "$T/cbuild/consumer_shared" | grep -q "$P/lib/libsigverify.so" || fail "consumer_shared does not use the installed libsigverify.so"
+! ldd "$T/cbuild/consumer_static" | grep -q libsigverify || fail "consumer_static links libsigverify dynamically"
+runs=0
+for exe in consumer_shared consumer_static consumer_c; do
+  got=$("$T/cbuild/$exe" "$RUN" "$T/e.rows") || fail "$exe failed"
+  [ "$got" = "$want" ] || fail "$exe: '$got', expected '$want'"
+  runs=$((runs + 1))
+done
+echo "find_package consumers: ok"
+
+# pkg-config
+export PKG_CONFIG_PATH=$P/lib/pkgconfig
+[ "$(pkg-config --modversion sigverify)" = "$(sed -n 's/^Version: //p' "$P/lib/pkgconfig/sigverify.pc")" ] || fail "pkg-config"
+CXX=${CXX:-c++} CC=${CC:-cc}
+# shellcheck disable=SC2046
+$CXX -std=c++20 -O1 "$SRC/tests/ops/consumer/consumer.cpp" -o "$T/pc_cpp" $(pkg-config --cflags --libs sigverify) ||
+  fail "pkg-config C++ build"
+# shellcheck disable=SC2046
+$CC -O1 "$SRC/tests/ops/consumer/consumer_c.c" -o "$T/pc_c" $(pkg-config --cflags --libs sigverify) || fail "pkg-config C build"
+static_libs=$(pkg-config --static --libs sigverify)
+static_libs=${static_libs/-lsigverify /-l:libsigverify.a }
+# shellcheck disable=SC2046,SC2086
+$CXX -std=c++20 -O1 "$SRC/tests/ops/consumer/consumer.cpp" -o "$T/pc_static" $(pkg-config --cflags sigverify) $static_libs ||
+  fail "pkg-config static C++ build"
+for exe in pc_cpp pc_c pc_static; do
+  got=$(LD_LIBRARY_PATH="$P/lib" "$T/$exe" "$RUN" "$T/e.rows") || fail "$exe failed"
+  [ "$got" = "$want" ] || fail "$exe: '$got', expected '$want'"
+  runs=$((runs + 1))
+done
+echo "pkg-config consumers: ok"
+
+# The installed CLI reads the installed daemon's stats: exactly these rows.
+stats=$("$P/bin/sigverify" stats --runtime-dir "$RUN")
+grep -qx "sigverifyd_rows_verified_total{table=\"unspecified\",verdict=\"valid\"} $((runs * V))" <<<"$stats" ||
+  fail "stats: valid rows $(grep 'unspecified",verdict="valid"' <<<"$stats"), expected $((runs * V))"
+grep -qx "sigverifyd_rows_verified_total{table=\"unspecified\",verdict=\"invalid\"} $((runs * I))" <<<"$stats" ||
+  fail "stats: invalid rows, expected $((runs * I))"
+grep -qx "sigverifyd_connections_accepted_total $runs" <<<"$stats" || fail "stats: connections, expected $runs"
+
+kill -TERM "$DPID"
+wait "$DPID" || fail "sigverifyd exited with $?"
+DPID=
+echo "PASS ($runs consumers, $V valid + $I invalid rows each)"
