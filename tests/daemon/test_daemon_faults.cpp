@@ -145,7 +145,7 @@ TEST_CASE("daemon SIGKILLed while clients wait: error or fallback within 1 s, re
         t_strict = Clock::now().time_since_epoch().count();
     });
     std::thread b([&] { r_tolerant = tolerant->verify_ecdsa(rows.data(), n, 3, got_tolerant.data()); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));  // ~2 s of work in total: mid-batch
     const auto t_kill = Clock::now();
     REQUIRE(kill(d.pid(), SIGKILL) == 0);
     a.join();
