@@ -248,4 +248,8 @@ TEST_CASE("the shipped sigverifyd.conf uses the daemon's own option names", "[op
     CHECK(std::to_string(cfg->chunk_rows) == values.at("chunk-rows"));
     CHECK(cfg->metrics_textfile == values.at("metrics-textfile"));
     CHECK(std::to_string(cfg->metrics_interval) == values.at("metrics-interval"));
+    if (values.count("gpus")) CHECK(cfg->gpus == values.at("gpus"));
+    if (values.count("cross-check-sample"))
+        CHECK(std::to_string(cfg->cross_check_sample) == values.at("cross-check-sample"));
+    if (values.count("gpu-chunk-rows")) CHECK(std::to_string(cfg->gpu_chunk_rows) == values.at("gpu-chunk-rows"));
 }
