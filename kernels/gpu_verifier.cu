@@ -26,10 +26,15 @@ namespace sigverify::gpu {
 namespace k = sigverify::kernels;
 
 constexpr int kMaxThreadsPerBlock = 256;
+// Minimum resident blocks of kMaxThreadsPerBlock per SM asked of ptxas
+// (caps registers at 65536 / (256 * this)); a tuning knob for the GPU check.
+#ifndef SV_MIN_BLOCKS_PER_SM
+#define SV_MIN_BLOCKS_PER_SM 1
+#endif
 
 // Thread t verifies rows t, t + T, ..., t + (K-1) T (T = threads in the
 // grid, K = kVerifyBatch) as one batch sharing an inversion, then strides on.
-__global__ void __launch_bounds__(kMaxThreadsPerBlock)
+__global__ void __launch_bounds__(kMaxThreadsPerBlock, SV_MIN_BLOCKS_PER_SM)
     verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
                   int schnorr, int compact, const k::GeStorage* __restrict__ table,
                   std::uint8_t* __restrict__ verdicts) {

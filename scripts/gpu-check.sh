@@ -18,8 +18,9 @@
 # Needs there: nvcc (CUDA 12+; PATH or /usr/local/cuda/bin), g++ with C++20,
 # nvidia driver. Not needed: CMake, Catch2, spdlog, Boost, libsecp256k1-dev
 # (the build is plain nvcc/g++ over the few sources gpu_check uses).
-# Files in $OUT: summary.txt, env.txt, build.log, ptxas.txt, gpu_check.txt,
-# gpu_check_inline.txt, gpu_check_tpb256.txt.
+# Files in $OUT: summary.txt, env.txt, build.log, ptxas.txt, gpu_check.txt
+# (main run), gpu_check_tpb256.txt, gpu_check_{inline,regcap,batch8}.txt
+# (kernel variants at EXTRA_ROWS; skipped past VARIANT_DEADLINE, default 420 s).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -113,13 +114,6 @@ done
 compile gpu_verifier.o "$NVCC" "${NVFLAGS[@]}" -c "$ROOT/kernels/gpu_verifier.cu" -o "$BUILD/gpu_verifier.o"
 fail=0
 for p in "${pids[@]}"; do wait "$p" || fail=1; done
-# the fully inlined variant compiles (slowly) while the main run goes
-inline_pid=""
-if [[ $fail -eq 0 ]]; then
-    "$NVCC" "${NVFLAGS[@]}" -DSV_GPU_INLINE_ALL -c "$ROOT/kernels/gpu_verifier.cu" -o "$BUILD/gpu_verifier_inline.o" \
-        >"$BUILD/inline.log" 2>&1 &
-    inline_pid=$!
-fi
 cat "$BUILD"/*.o.log >"$OUT/build.log"
 grep -E "Compiling entry|Used [0-9]+ registers|stack frame" "$BUILD/gpu_verifier.o.log" >"$OUT/ptxas.txt" 2>/dev/null
 if [[ $fail -ne 0 ]]; then
@@ -132,12 +126,29 @@ for s in "${REF_SRCS[@]}"; do HOST_OBJS+=("$BUILD/$(basename "$s" .cpp).o"); don
 LINK=(-L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -pthread)
 "$CXX" -o "$BUILD/gpu_check" "${HOST_OBJS[@]}" "$BUILD/gpu_verifier.o" "${REF_LIBS[@]}" "${LINK[@]}" >>"$OUT/build.log" 2>&1
 if [[ $? -ne 0 ]]; then
-    [[ -n "$inline_pid" ]] && kill "$inline_pid" 2>/dev/null
+    for v in "${!VPIDS[@]}"; do kill "${VPIDS[$v]}" 2>/dev/null; done
     say "FAIL: link (see build.log)"
     tail -20 "$OUT/build.log" | tee -a "$OUT/summary.txt"
     exit 2
 fi
 say "built in $(($(date +%s) - t0))s; registers: $(grep -h -o 'Used [0-9]* registers' "$OUT/ptxas.txt" | tr '\n' ' ')"
+
+# Kernel variants, compiled in parallel after the main run (so that its CPU
+# figures have the whole machine):
+#   inline  -DSV_GPU_INLINE_ALL        everything inlined into the kernel
+#   regcap  -DSV_MIN_BLOCKS_PER_SM=2   registers capped at 128
+#   batch8  -DSV_VERIFY_BATCH=8        8 rows per thread share an inversion
+VARIANTS=(inline regcap batch8)
+declare -A VDEFS=([inline]="-DSV_GPU_INLINE_ALL" [regcap]="-DSV_MIN_BLOCKS_PER_SM=2" [batch8]="-DSV_VERIFY_BATCH=8")
+declare -A VPIDS=()
+start_variants() {
+    for v in "${VARIANTS[@]}"; do
+        # the batch size is also used by host code (kernel_math.cpp): only the kernel changes here
+        "$NVCC" "${NVFLAGS[@]}" ${VDEFS[$v]} -c "$ROOT/kernels/gpu_verifier.cu" -o "$BUILD/gpu_verifier_$v.o" \
+            >"$BUILD/variant_$v.log" 2>&1 &
+        VPIDS[$v]=$!
+    done
+}
 
 # --- runs
 rc_main=0
@@ -155,24 +166,39 @@ run() {  # name, timeout, args...
 run gpu_check 300 "$BUILD/gpu_check" --rows "$ROWS"
 rc_main=$?
 grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$OUT/gpu_check.txt" | tee -a "$OUT/summary.txt"
-if [[ $rc_main -eq 0 ]] && ! grep -q "no GPU" "$OUT/gpu_check.txt" && [[ $SECONDS -lt ${VARIANT_DEADLINE:-400} ]]; then
+if [[ $rc_main -eq 0 ]] && ! grep -q "no GPU" "$OUT/gpu_check.txt"; then
+    start_variants
+    say "variant runs below share the CPU with the variant compiles: compare their GPU columns only"
     run gpu_check_tpb256 90 "$BUILD/gpu_check" --rows "$EXTRA_ROWS" --tpb 256
     grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$OUT/gpu_check_tpb256.txt" | sed 's/^/tpb256 /' | tee -a "$OUT/summary.txt"
-    # wait for the inline variant, but not past the deadline
-    while kill -0 "$inline_pid" 2>/dev/null && [[ $SECONDS -lt ${VARIANT_DEADLINE:-400} ]]; do sleep 2; done
-    if kill -0 "$inline_pid" 2>/dev/null; then
-        kill "$inline_pid" 2>/dev/null
-        say "inline variant still compiling at ${SECONDS}s: skipped"
-    elif wait "$inline_pid" &&
-        "$CXX" -o "$BUILD/gpu_check_inline" "${HOST_OBJS[@]}" "$BUILD/gpu_verifier_inline.o" "${REF_LIBS[@]}" "${LINK[@]}" >>"$BUILD/inline.log" 2>&1; then
-        { echo "--- inline variant"; grep -E "Compiling entry|Used [0-9]+ registers|stack frame" "$BUILD/inline.log"; } >>"$OUT/ptxas.txt"
-        run gpu_check_inline 90 "$BUILD/gpu_check_inline" --rows "$EXTRA_ROWS"
-        grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$OUT/gpu_check_inline.txt" | sed 's/^/inline /' | tee -a "$OUT/summary.txt"
-    else
-        say "inline variant failed to build (build.log)"
-    fi
-    cat "$BUILD/inline.log" >>"$OUT/build.log"
+    for v in "${VARIANTS[@]}"; do
+        pid=${VPIDS[$v]:-}
+        [[ -z "$pid" ]] && continue
+        # wait for the compile, but not past the deadline
+        while kill -0 "$pid" 2>/dev/null && [[ $SECONDS -lt ${VARIANT_DEADLINE:-420} ]]; do sleep 2; done
+        if kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null
+            say "variant $v still compiling at ${SECONDS}s: skipped"
+            continue
+        fi
+        if [[ $SECONDS -ge ${VARIANT_DEADLINE:-420} ]]; then
+            say "variant $v: past the deadline, skipped"
+            continue
+        fi
+        if wait "$pid" &&
+            "$CXX" -o "$BUILD/gpu_check_$v" "${HOST_OBJS[@]}" "$BUILD/gpu_verifier_$v.o" "${REF_LIBS[@]}" "${LINK[@]}" >>"$BUILD/variant_$v.log" 2>&1; then
+            { echo "--- variant $v (${VDEFS[$v]})"; grep -E "Compiling entry|Used [0-9]+ registers|stack frame" "$BUILD/variant_$v.log" | head -3; } >>"$OUT/ptxas.txt"
+            run "gpu_check_$v" 90 "$BUILD/gpu_check_$v" --rows "$EXTRA_ROWS"
+            grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$OUT/gpu_check_$v.txt" | sed "s/^/$v /" | tee -a "$OUT/summary.txt"
+        else
+            say "variant $v failed to build (build.log)"
+        fi
+    done
 fi
-if [[ -n "$inline_pid" ]] && kill -0 "$inline_pid" 2>/dev/null; then kill "$inline_pid" 2>/dev/null; fi
+for v in "${VARIANTS[@]}"; do
+    pid=${VPIDS[$v]:-}
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null; fi
+    cat "$BUILD/variant_$v.log" >>"$OUT/build.log" 2>/dev/null
+done
 say "done after ${SECONDS}s: gpu_check exit $rc_main"
 exit $rc_main
