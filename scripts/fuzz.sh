@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz) with clang, ASan + UBSan, and runs
+# each for a bounded time, starting from the committed seeds.
+#
+#   scripts/fuzz.sh [seconds]      total fuzzing time (default 60), split between
+#                                  fuzz_session (2/3) and fuzz_segment_checks (1/3)
+#
+# Environment: SIGVERIFY_FUZZ_DIR (build directory, default $ROOT/build-fuzz),
+# FUZZ_JOBS (build parallelism, default nproc). The working corpus lives in the
+# build directory (seeds + what this run found); tests/fuzz/corpus is never
+# modified. Crash inputs are written to $SIGVERIFY_FUZZ_DIR/artifacts/.
+# Exit status: 0 clean, 1 a finding (crash, failed invariant, leak, timeout), 2 usage,
+# 3 no clang/libFuzzer.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SECS=${1:-60}
+[[ "$SECS" =~ ^[0-9]+$ ]] && [ "$SECS" -ge 3 ] || { echo "usage: $0 [seconds >= 3]" >&2; exit 2; }
+FUZZ_DIR=${SIGVERIFY_FUZZ_DIR:-$ROOT/build-fuzz}
+JOBS=${FUZZ_JOBS:-$(nproc)}
+
+CC=$(command -v clang-14 || command -v clang || true)
+CXX=$(command -v clang++-14 || command -v clang++ || true)
+if [ -z "$CC" ] || [ -z "$CXX" ]; then
+  echo "fuzz.sh: clang not found" >&2
+  exit 3
+fi
+if ! echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' |
+  "$CXX" -x c++ -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then
+  echo "fuzz.sh: $CXX cannot link -fsanitize=fuzzer (libFuzzer runtime missing)" >&2
+  exit 3
+fi
+
+install_packages
+FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g"
+echo "==> configuring $FUZZ_DIR ($CXX)"
+cmake -S "$ROOT/tests/fuzz" -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" \
+  -DCMAKE_C_FLAGS="$FLAGS" -DCMAKE_CXX_FLAGS="$FLAGS" >/dev/null
+echo "==> building fuzz targets"
+cmake --build "$FUZZ_DIR" -j "$JOBS" --target fuzz_session fuzz_segment_checks
+
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:handle_sigbus=0
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+mkdir -p "$FUZZ_DIR/artifacts"
+rc=0
+# run TARGET SECONDS
+run() {
+  local target=$1 secs=$2
+  local corpus=$FUZZ_DIR/corpus/$target seeds=$ROOT/tests/fuzz/corpus/${target#fuzz_}
+  mkdir -p "$corpus"
+  cp -n "$seeds"/* "$corpus"/ 2>/dev/null || true
+  local before
+  before=$(find "$corpus" -type f | wc -l)
+  echo "==> $target for ${secs}s (corpus: $before inputs)"
+  # -handle_bus=0: the daemon's own SIGBUS guard (daemon/mapping_guard.cpp) stays installed.
+  # -timeout: an input running longer than this is a hang (the harness bounds every wait by 5 s).
+  if ! "$FUZZ_DIR/$target" -max_total_time="$secs" -timeout=30 -rss_limit_mb=4096 -handle_bus=0 \
+    -print_final_stats=1 -artifact_prefix="$FUZZ_DIR/artifacts/$target-" "$corpus" >"$FUZZ_DIR/$target.log" 2>&1; then
+    echo "==> $target: FINDING (log: $FUZZ_DIR/$target.log)" >&2
+    tail -n 60 "$FUZZ_DIR/$target.log" >&2
+    rc=1
+  fi
+  local after execs cov ft
+  after=$(find "$corpus" -type f | wc -l)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$FUZZ_DIR/$target.log")
+  cov=$(grep -o 'cov: [0-9]*' "$FUZZ_DIR/$target.log" | tail -1 | cut -d' ' -f2)
+  ft=$(grep -o 'ft: [0-9]*' "$FUZZ_DIR/$target.log" | tail -1 | cut -d' ' -f2)
+  echo "    $target: ${execs:-?} execs in ${secs}s ($(( ${execs:-0} / secs ))/s), coverage ${cov:-?} edges, ${ft:-?} features, corpus $before -> $after inputs"
+}
+run fuzz_session $((SECS * 2 / 3))
+run fuzz_segment_checks $((SECS - SECS * 2 / 3))
+exit $rc

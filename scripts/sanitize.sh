@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Sanitizer builds and runs (CPU only, CUDA off), in build directories of their own.
+#
+#   scripts/sanitize.sh [asan|tsan|all]     (default: all)
+#
+# asan: ASan + UBSan (gcc), runs the ctest tests labelled unit or integration
+#       (not long/differential/bench/gpu) — real sigverifyd and client processes,
+#       all instrumented. Any report fails the run (abort_on_error, halt_on_error).
+# tsan: ThreadSanitizer, runs the ring and scheduler tests: the ring ABI tests and
+#       the raw/hostile clients against an instrumented daemon (test_daemon_ring),
+#       the scheduler under concurrent client processes (test_daemon_e2e), the
+#       cross-checking backend, and the reference verifier's thread pool.
+#
+# Only the targets the selected tests need are built. Environment:
+#   SANITIZE_ASAN_DIR, SANITIZE_TSAN_DIR   build directories (default $ROOT/build-asan, $ROOT/build-tsan)
+#   SANITIZE_ASAN_LABELS                   ctest -L regex (default "unit|integration")
+#   SANITIZE_ASAN_EXCLUDE                  ctest -LE regex (default "long|differential|bench|gpu")
+#   SANITIZE_JOBS                          build and ctest parallelism (default nproc)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+what=${1:-all}
+case "$what" in asan | tsan | all) ;; *)
+  echo "usage: $0 [asan|tsan|all]" >&2
+  exit 2
+  ;;
+esac
+JOBS=${SANITIZE_JOBS:-$(nproc)}
+ASAN_DIR=${SANITIZE_ASAN_DIR:-$ROOT/build-asan}
+TSAN_DIR=${SANITIZE_TSAN_DIR:-$ROOT/build-tsan}
+
+install_packages
+
+# configure DIR FLAGS
+configure() {
+  local dir=$1 flags=$2
+  echo "==> configuring $dir ($flags)"
+  cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DSIGVERIFY_CUDA=OFF -DSIGVERIFY_BUILD_TESTS=ON \
+    -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
+    -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" >/dev/null
+}
+
+# Test names of a ctest selection (sigverify_add_test: test name = target name).
+selected_tests() {
+  local dir=$1
+  shift
+  (cd "$dir" && ctest -N "$@" | sed -n 's/^ *Test *#[0-9]*: *//p')
+}
+
+# build DIR TARGETS...: only what the tests need (sigverifyd for the real-process tests).
+build_targets() {
+  local dir=$1
+  shift
+  local args=()
+  for t in "$@"; do args+=(--target "$t"); done
+  echo "==> building in $dir: $*"
+  cmake --build "$dir" -j "$JOBS" "${args[@]}"
+}
+
+run_asan() {
+  local start=$SECONDS
+  configure "$ASAN_DIR" "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g"
+  local labels=${SANITIZE_ASAN_LABELS:-unit|integration}
+  local exclude=${SANITIZE_ASAN_EXCLUDE:-long|differential|bench|gpu}
+  mapfile -t tests < <(selected_tests "$ASAN_DIR" -L "$labels" -LE "$exclude")
+  [ ${#tests[@]} -gt 0 ] || { echo "no tests selected" >&2; return 1; }
+  build_targets "$ASAN_DIR" sigverifyd "${tests[@]}"
+  echo "==> ASan+UBSan: running ${tests[*]}"
+  # Every process (tests, forked clients, spawned daemons) inherits these.
+  # detect_leaks: LeakSanitizer runs at exit of every process that exits normally.
+  export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=0:strict_string_checks=1:check_initialization_order=1
+  export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+  (cd "$ASAN_DIR" && ctest --output-on-failure -j "$JOBS" -L "$labels" -LE "$exclude")
+  echo "==> ASan+UBSan: clean ($((SECONDS - start)) s)"
+}
+
+run_tsan() {
+  local start=$SECONDS
+  configure "$TSAN_DIR" "-fsanitize=thread -O1 -g"
+  build_targets "$TSAN_DIR" sigverifyd test_daemon_ring test_daemon_e2e test_checked_backend \
+    test_reference_differential test_columns
+  echo "==> TSan: ring, scheduler and pool tests"
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0
+  local b=$TSAN_DIR/tests
+  local rc=0
+  run1() {
+    echo "--- $*"
+    "$@" || rc=1
+  }
+  run1 "$b/daemon/test_daemon_ring"
+  run1 "$b/daemon/test_daemon_e2e"
+  run1 "$b/backend/test_checked_backend"
+  run1 "$b/test_reference_differential" "thread count does not change verdicts; results are zeroed first"
+  run1 "$b/columns/test_columns" "[pool]"
+  [ $rc -eq 0 ] || { echo "==> TSan: FAILED" >&2; return 1; }
+  echo "==> TSan: clean ($((SECONDS - start)) s)"
+}
+
+case "$what" in
+asan) run_asan ;;
+tsan) run_tsan ;;
+all)
+  run_asan
+  run_tsan
+  ;;
+esac

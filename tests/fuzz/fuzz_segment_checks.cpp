@@ -1,0 +1,196 @@
+// libFuzzer target: the daemon's validation of everything a client controls in
+// its segment, checked against an independent oracle written with 128-bit
+// arithmetic (no shared code with shm_protocol/segment_layout.hpp):
+//   - check_submission(): accepted entries lie inside the arena, results do not
+//     overlap rows, enums and reserved fields are honoured; and every entry the
+//     oracle finds in range with valid fields is accepted (no false refusals)
+//   - check_header() (the client's check of a daemon segment): an accepted
+//     header describes rings and an arena inside the mapping, in order
+//   - ring_count_ok() on hostile indices, read_text() on unterminated text
+// Input: tag byte, then raw bytes for the structure chosen by the tag.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "shm_protocol/segment_layout.hpp"
+
+using namespace sigverify;
+using u128 = unsigned __int128;
+
+#define FUZZ_CHECK(cond)                                                  \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            __builtin_printf("check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
+            std::abort();                                                 \
+        }                                                                 \
+    } while (0)
+
+namespace {
+
+void fuzz_submission(const std::uint8_t* data, std::size_t size) {
+    shm::SubmissionEntry e{};
+    std::uint64_t arena = 0;
+    if (size < sizeof e + 1) return;
+    std::memcpy(&e, data, sizeof e);
+    // Arena: the bounds the daemon really uses, or anything.
+    const std::uint8_t sel = data[sizeof e];
+    std::uint64_t raw = 0;
+    std::memcpy(&raw, data + sizeof e + 1, std::min<std::size_t>(8, size - sizeof e - 1));
+    switch (sel % 4) {
+    case 0: arena = shm::kMinArenaSize; break;
+    case 1: arena = shm::align_up(shm::kMinArenaSize + raw % (shm::kMaxArenaSize - shm::kMinArenaSize), 4096); break;
+    case 2: arena = shm::kMaxArenaSize; break;
+    default: arena = raw; break;
+    }
+    // Steer half the inputs towards structurally valid entries so that the
+    // range arithmetic is what gets explored.
+    if (sel & 0x80) {
+        e.flags = 0;
+        std::memset(e.reserved, 0, sizeof e.reserved);
+        e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify);
+        e.record_kind &= 1;
+        e.encoding = e.record_kind == 1 ? 0 : (e.encoding & 1);
+        e.mode &= 1;
+        if (e.mode == 1 && (sel & 0x40)) e.results_offset = 0;
+        e.table = shm::kTableUnspecified;
+    }
+
+    shm::CheckedSubmission c;
+    const shm::Status st = shm::check_submission(e, arena, c);
+
+    // Oracle.
+    bool fields_ok = e.flags == 0;
+    for (std::uint32_t r : e.reserved) fields_ok = fields_ok && r == 0;
+    const bool is_nop = e.opcode == 2, is_verify = e.opcode == 1;
+    fields_ok = fields_ok && (is_nop || is_verify);
+    if (is_nop) fields_ok = fields_ok && e.row_count == 0 && e.rows_offset == 0 && e.results_offset == 0;
+    if (is_verify) {
+        fields_ok = fields_ok && e.record_kind <= 1 && e.encoding <= 1 && !(e.record_kind == 1 && e.encoding != 0) &&
+                    e.mode <= 1;
+        if (e.table != 0xFF) {
+            const bool schnorr_table = e.table == 2 || e.table == 3;
+            fields_ok = fields_ok && e.table <= 3 && (schnorr_table == (e.record_kind == 1));
+        }
+        if (e.mode == 1) fields_ok = fields_ok && e.results_offset == 0;
+    }
+    if (!fields_ok) {
+        FUZZ_CHECK(st == shm::Status::bad_entry || st == shm::Status::bad_range);
+        return;
+    }
+    if (is_nop) {
+        FUZZ_CHECK(st == shm::Status::ok);
+        FUZZ_CHECK(c.opcode == shm::Opcode::nop);
+        return;
+    }
+    const u128 stride = (e.record_kind == 0 ? 129 : 128) + u128(e.key_size);
+    const u128 rows0 = e.rows_offset, rows1 = rows0 + u128(e.row_count) * stride;
+    bool in_range = rows1 <= arena;
+    if (e.mode == 0) {
+        const u128 r0 = e.results_offset, r1 = r0 + e.row_count;
+        in_range = in_range && r1 <= arena;
+        if (e.row_count != 0) in_range = in_range && !(r0 < rows1 && rows0 < r1);
+    }
+    if (in_range) {
+        FUZZ_CHECK(st == shm::Status::ok);
+        FUZZ_CHECK(c.opcode == shm::Opcode::verify);
+        FUZZ_CHECK(c.stride == stride);
+        FUZZ_CHECK(c.rows_bytes == rows1 - rows0);
+        FUZZ_CHECK(c.row_count == e.row_count && c.rows_offset == e.rows_offset);
+        FUZZ_CHECK(static_cast<std::uint8_t>(c.mode) == e.mode);
+        FUZZ_CHECK(c.mode != wire::Mode::results || c.results_offset == e.results_offset);
+    } else {
+        FUZZ_CHECK(st == shm::Status::bad_range);
+    }
+}
+
+void fuzz_header(const std::uint8_t* data, std::size_t size) {
+    shm::SegmentHeader h{};
+    if (size < 128 + 8) return;
+    std::memcpy(&h, data, 128);  // identity and layout lines
+    std::uint64_t seg_bytes = 0;
+    std::memcpy(&seg_bytes, data + 128, 8);
+    if (size > 136 && (data[136] & 1)) {
+        // Start from a real layout and let the rest of the input perturb it.
+        shm::Layout l;
+        const std::uint32_t sq = 1u << (1 + data[136] % 12), cq = sq << (data[136] >> 7);
+        if (shm::compute_layout(sq, cq, shm::kMinArenaSize << (data[136] >> 4 & 7), l)) {
+            h.magic = shm::kSegmentMagic;
+            h.abi_major = shm::kAbiMajor;
+            h.header_size = shm::kHeaderSize;
+            h.sqe_size = sizeof(shm::SubmissionEntry);
+            h.cqe_size = sizeof(shm::CompletionEntry);
+            h.sq_entries = l.sq_entries;
+            h.cq_entries = l.cq_entries;
+            h.sq_mask = l.sq_entries - 1;
+            h.cq_mask = l.cq_entries - 1;
+            h.sq_entries_offset = l.sq_entries_offset;
+            h.cq_entries_offset = l.cq_entries_offset;
+            h.arena_offset = l.arena_offset;
+            h.arena_size = l.arena_size;
+            h.segment_size = l.segment_size;
+            if (data[136] & 2) seg_bytes = l.segment_size + (seg_bytes & 0xFFFF);
+        }
+    }
+    const char* why = shm::check_header(h, seg_bytes);
+    if (why != nullptr) return;
+    // Accepted: the rings and the arena are inside the mapping, in order, and
+    // the masks make every slot index land inside its ring.
+    FUZZ_CHECK(h.magic == shm::kSegmentMagic && h.abi_major == shm::kAbiMajor);
+    FUZZ_CHECK(h.sq_entries >= shm::kMinRingEntries && h.sq_entries <= shm::kMaxRingEntries);
+    FUZZ_CHECK((h.sq_entries & (h.sq_entries - 1)) == 0 && (h.cq_entries & (h.cq_entries - 1)) == 0);
+    FUZZ_CHECK(h.cq_entries >= h.sq_entries && h.cq_entries <= shm::kMaxRingEntries);
+    FUZZ_CHECK(h.sq_mask < h.sq_entries && h.cq_mask < h.cq_entries);
+    const u128 sq_end = u128(h.sq_entries_offset) + u128(h.sq_entries) * 64;
+    const u128 cq_end = u128(h.cq_entries_offset) + u128(h.cq_entries) * 64;
+    FUZZ_CHECK(h.sq_entries_offset >= shm::kHeaderSize);
+    FUZZ_CHECK(sq_end <= h.cq_entries_offset);
+    FUZZ_CHECK(cq_end <= h.arena_offset);
+    FUZZ_CHECK(u128(h.arena_offset) + h.arena_size == h.segment_size);
+    FUZZ_CHECK(h.segment_size <= seg_bytes);
+    FUZZ_CHECK(h.arena_size >= shm::kMinArenaSize && h.arena_size <= shm::kMaxArenaSize);
+    FUZZ_CHECK(h.arena_offset % shm::kPageSize == 0 && h.arena_size % shm::kPageSize == 0);
+}
+
+void fuzz_indices(const std::uint8_t* data, std::size_t size) {
+    if (size < 12) return;
+    std::uint32_t head, tail, entries;
+    std::memcpy(&head, data, 4);
+    std::memcpy(&tail, data + 4, 4);
+    std::memcpy(&entries, data + 8, 4);
+    entries = 1u << (entries % 13);
+    const bool ok = shm::ring_count_ok(head, tail, entries);
+    // Oracle: the producer is at most `entries` ahead, modulo 2^32.
+    const std::uint64_t ahead = (std::uint64_t(tail) + (std::uint64_t(1) << 32) - head) & 0xFFFFFFFFull;
+    FUZZ_CHECK(ok == (ahead <= entries));
+    if (ok) {
+        // Every consumed slot index is inside the ring.
+        for (std::uint32_t i = head, n = 0; i != tail && n < 8; ++i, ++n) FUZZ_CHECK((i & (entries - 1)) < entries);
+    }
+}
+
+void fuzz_text(const std::uint8_t* data, std::size_t size) {
+    char name[shm::kClientNameSize];
+    std::memset(name, 'A', sizeof name);
+    std::memcpy(name, data, std::min(size, sizeof name));
+    const std::string_view v = shm::read_text(name);
+    FUZZ_CHECK(v.size() <= sizeof name);
+    FUZZ_CHECK(v.find('\0') == std::string_view::npos);
+    char copy[shm::kErrorTextSize];
+    shm::copy_text(copy, v);
+    FUZZ_CHECK(shm::read_text(copy) == v.substr(0, sizeof copy - 1));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size < 1) return 0;
+    switch (data[0] % 4) {
+    case 0: fuzz_submission(data + 1, size - 1); break;
+    case 1: fuzz_header(data + 1, size - 1); break;
+    case 2: fuzz_indices(data + 1, size - 1); break;
+    default: fuzz_text(data + 1, size - 1); break;
+    }
+    return 0;
+}

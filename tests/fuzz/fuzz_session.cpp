@@ -1,0 +1,550 @@
+// libFuzzer target: one client session of the real daemon code, end to end.
+//
+// Per input, a daemon::Session (daemon/session.cpp) runs on one end of a
+// socketpair, on its own thread, with the real Scheduler and CpuBackend
+// (libsecp256k1) behind it; the harness is the client on the other end and the
+// input is what that client does:
+//   1. the handshake: a structured HelloRequest with fuzzed fields, raw bytes
+//      of any length, descriptors passed with it, or an early close; then the
+//      MappedAck (valid, refusing, garbage, missing)
+//   2. a sequence of operations on the segment it received: submissions (raw
+//      64-byte entries or plausible verify entries with fuzzed offsets, counts,
+//      key sizes, modes), arena writes (fuzz bytes or real signed rows of the
+//      four tables), hostile ring indices, scribbles over the header and the
+//      completion ring, doorbells, reaping completions, disconnecting
+// Invariants checked (abort = finding):
+//   - the daemon's segment header passes the client's check_header()
+//   - a refused handshake sends no descriptor; an accepted one maps exactly
+//   - every completion carries the daemon's epoch and a tag that was submitted
+//     and not yet answered, with the status check_submission() gives for the
+//     entry as written; a verify completion counts exactly row_count rows
+//   - an honest client (no hostile index or header writes) gets every answer
+//     within the bound, and a hostile one ends its own session, never a hang
+//   - the daemon never writes a byte of the arena outside the result ranges and
+//     row tails (collect) of the entries it accepted
+//   - after the session ends: the session thread exits, the scheduler is idle,
+//     every descriptor it opened is closed, nothing is left in /dev/shm
+#include <dirent.h>
+#include <fuzzer/FuzzedDataProvider.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "daemon/backend.hpp"
+#include "daemon/mapping_guard.hpp"
+#include "daemon/scheduler.hpp"
+#include "daemon/session.hpp"
+#include "reference/row_generator.hpp"
+#include "shm_protocol/doorbell.hpp"
+#include "shm_protocol/segment_layout.hpp"
+
+using namespace sigverify;
+using Clock = std::chrono::steady_clock;
+
+#define FUZZ_CHECK(cond)                                                                      \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            std::fprintf(stderr, "check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);     \
+            std::abort();                                                                     \
+        }                                                                                     \
+    } while (0)
+
+namespace {
+
+constexpr std::uint64_t kArena = 64 * 1024;  // the daemon's --arena-size here (the minimum)
+constexpr std::uint32_t kRing = 8;           // the daemon's --ring-entries here
+constexpr auto kAnswerBound = std::chrono::seconds(5);
+
+struct World {
+    std::unique_ptr<daemon::CpuBackend> backend;
+    std::unique_ptr<daemon::Scheduler> scheduler;
+    std::unique_ptr<daemon::DaemonContext> ctx;
+    std::vector<std::uint8_t> pool[4];  // real signed rows (25% invalid) per table
+    std::size_t baseline_fds = 0;
+    std::uint64_t next_id = 1;
+};
+World* world = nullptr;
+
+std::size_t count_fds() {
+    std::size_t n = 0;
+    if (DIR* d = opendir("/proc/self/fd")) {
+        while (dirent* e = readdir(d))
+            if (e->d_name[0] != '.') ++n;
+        closedir(d);
+    }
+    return n - 1;  // the directory stream itself
+}
+
+bool leftover_segments() {
+    bool any = false;
+    if (DIR* d = opendir("/dev/shm")) {
+        const std::string mine = "sigverifyd." + std::to_string(getpid()) + ".";
+        while (dirent* e = readdir(d))
+            if (std::strncmp(e->d_name, mine.c_str(), mine.size()) == 0) any = true;
+        closedir(d);
+    }
+    return any;
+}
+
+void init_world() {
+    world = new World;
+    daemon::guard::install();
+    world->ctx = std::make_unique<daemon::DaemonContext>();
+    auto& ctx = *world->ctx;
+    ctx.config.arena_size = kArena;
+    ctx.config.ring_entries = kRing;
+    ctx.epoch = 0x5EED5EED12345678ull;
+    ctx.log = std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
+    ctx.log->set_level(spdlog::level::trace);  // format every log line the paths produce
+    world->backend = std::make_unique<daemon::CpuBackend>(1);
+    world->scheduler = std::make_unique<daemon::Scheduler>(*world->backend, nullptr, 7);  // small chunks
+    world->scheduler->set_metrics(&ctx.metrics);
+    world->scheduler->start();
+    ctx.scheduler = world->scheduler.get();
+    for (int t = 0; t < 4; ++t) {
+        reference::GenOptions g;
+        g.table = static_cast<wire::Table>(t);
+        g.count = 32;
+        g.encoding = t == 1 ? wire::SigEncoding::compact : wire::SigEncoding::opaque;
+        g.invalid_rate = 0.25;
+        g.high_s_rate = t < 2 ? 0.3 : 0.0;
+        g.seed = 77 + t;
+        g.threads = 1;
+        world->pool[t] = reference::generate_rows(g);
+    }
+    world->baseline_fds = count_fds();
+}
+
+bool send_packet(int fd, const void* p, std::size_t n, int pass_fd = -1) {
+    iovec iov{const_cast<void*>(p), n};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    if (pass_fd >= 0) {
+        std::memset(control, 0, sizeof control);
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+    }
+    return sendmsg(fd, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
+}
+
+// Receives the HelloReply and the descriptor passed with it (-1 when none).
+ssize_t recv_reply(int fd, shm::HelloReply& reply, int& seg_fd) {
+    seg_fd = -1;
+    alignas(8) std::uint8_t buf[512];
+    iovec iov{buf, sizeof buf};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n;
+    do {
+        n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    int passed = 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (std::size_t i = 0; i < count; ++i) {
+                int f;
+                std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+                if (seg_fd < 0) seg_fd = f;
+                else close(f);
+                ++passed;
+            }
+        }
+    }
+    FUZZ_CHECK(passed <= 1);  // the daemon passes at most the segment
+    if (n == static_cast<ssize_t>(sizeof reply)) std::memcpy(&reply, buf, sizeof reply);
+    return n;
+}
+
+bool peer_closed(int fd, int ms) {
+    pollfd p{fd, POLLIN | POLLRDHUP, 0};
+    if (poll(&p, 1, ms) <= 0) return false;
+    if (p.revents & (POLLHUP | POLLRDHUP)) return true;
+    char b[512];
+    return recv(fd, b, sizeof b, MSG_DONTWAIT) == 0;
+}
+
+struct Expect {
+    shm::Status status;
+    std::uint64_t rows;
+    bool verify;
+};
+
+// The client side of one session, driven by the input.
+class Client {
+public:
+    Client(FuzzedDataProvider& in, int sock) : in_(in), sock_(sock) {}
+    ~Client() {
+        if (base_ != nullptr) munmap(base_, size_);
+        if (seg_fd_ >= 0) close(seg_fd_);
+    }
+
+    // Returns true when a session was established.
+    bool handshake() {
+        const std::uint8_t how = in_.ConsumeIntegral<std::uint8_t>();
+        switch (how % 8) {
+        case 0: {  // raw bytes of any length (including the right one)
+            const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(0, 200));
+            if (!send_packet(sock_, bytes.data(), bytes.size())) return false;
+            break;
+        }
+        case 1:  // no hello at all: the peer closes
+            shutdown(sock_, SHUT_WR);
+            break;
+        default: {
+            shm::HelloRequest h{};
+            h.magic = (how & 0x10) ? in_.ConsumeIntegral<std::uint32_t>() : shm::kHelloMagic;
+            h.protocol_version = (how & 0x20) ? in_.ConsumeIntegral<std::uint32_t>() : shm::kProtocolVersion;
+            switch (in_.ConsumeIntegralInRange<int>(0, 3)) {
+            case 0: h.requested_arena_size = 0; break;
+            case 1: h.requested_arena_size = in_.ConsumeIntegralInRange<std::uint64_t>(0, 1 << 20); break;
+            default: h.requested_arena_size = in_.ConsumeIntegral<std::uint64_t>(); break;
+            }
+            const std::uint32_t rings[] = {0, 1, 2, 3, 4, 8, 16, 1u << 31};
+            h.requested_ring_entries = (how & 0x40) ? in_.ConsumeIntegral<std::uint32_t>()
+                                                    : rings[in_.ConsumeIntegralInRange<int>(0, 7)];
+            h.flags = (how & 0x80) ? in_.ConsumeIntegral<std::uint32_t>() : 0;
+            const auto name = in_.ConsumeBytes<char>(sizeof h.client_name);
+            std::memcpy(h.client_name, name.data(), name.size());
+            const int pass = (how % 8) == 2 ? sock_ : -1;  // a hostile peer passing a descriptor
+            if (!send_packet(sock_, &h, sizeof h, pass)) return false;
+            break;
+        }
+        }
+        shm::HelloReply reply{};
+        const ssize_t n = recv_reply(sock_, reply, seg_fd_);
+        if (n <= 0) {
+            FUZZ_CHECK(seg_fd_ < 0);
+            return false;
+        }
+        FUZZ_CHECK(n == static_cast<ssize_t>(sizeof reply));
+        FUZZ_CHECK(reply.magic == shm::kReplyMagic);
+        FUZZ_CHECK(reply.epoch == world->ctx->epoch);
+        FUZZ_CHECK(shm::read_text(reply.error).size() < sizeof reply.error);
+        if (reply.status != static_cast<std::uint32_t>(shm::Status::ok)) {
+            FUZZ_CHECK(seg_fd_ < 0);  // a refusal never hands out a segment
+            FUZZ_CHECK(!shm::read_text(reply.error).empty());
+            FUZZ_CHECK(peer_closed(sock_, 3000));
+            return false;
+        }
+        FUZZ_CHECK(seg_fd_ >= 0);
+        struct stat st{};
+        FUZZ_CHECK(fstat(seg_fd_, &st) == 0);
+        FUZZ_CHECK(static_cast<std::uint64_t>(st.st_size) == reply.segment_size);
+        FUZZ_CHECK((st.st_mode & 0777) == 0600);
+        size_ = reply.segment_size;
+        void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, seg_fd_, 0);
+        FUZZ_CHECK(m != MAP_FAILED);
+        base_ = static_cast<std::uint8_t*>(m);
+        h_ = reinterpret_cast<shm::SegmentHeader*>(base_);
+        FUZZ_CHECK(shm::word(h_->state).load(std::memory_order_acquire) ==
+                   static_cast<std::uint32_t>(shm::SegmentState::ready));
+        shm::SegmentHeader copy;
+        std::memcpy(&copy, h_, sizeof copy);
+        FUZZ_CHECK(shm::check_header(copy, size_) == nullptr);
+        FUZZ_CHECK(copy.epoch == reply.epoch && copy.session_id == reply.session_id);
+        FUZZ_CHECK(copy.arena_size <= kArena && copy.sq_entries <= kRing);
+        arena_size_ = copy.arena_size;
+        sq_entries_ = copy.sq_entries;
+        cq_entries_ = copy.cq_entries;
+        arena_ = base_ + copy.arena_offset;
+        sqes_ = reinterpret_cast<shm::SubmissionEntry*>(base_ + copy.sq_entries_offset);
+        cqes_ = reinterpret_cast<shm::CompletionEntry*>(base_ + copy.cq_entries_offset);
+        shadow_.assign(arena_, arena_ + arena_size_);
+        writable_.assign(arena_size_, 0);
+
+        const std::uint8_t ack_how = in_.ConsumeIntegral<std::uint8_t>() % 8;
+        if (ack_how == 0) {
+            shm::MappedAck ack{shm::kAckMagic, static_cast<std::uint32_t>(shm::Status::bad_segment)};
+            send_packet(sock_, &ack, sizeof ack);
+            FUZZ_CHECK(peer_closed(sock_, 3000));
+            return false;
+        }
+        if (ack_how == 1) {
+            const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(0, 16));
+            send_packet(sock_, bytes.data(), bytes.size());
+            if (bytes.size() == sizeof(shm::MappedAck) && std::memcmp(bytes.data(), "SVAK\0\0\0\0", 8) == 0)
+                return true;
+            FUZZ_CHECK(peer_closed(sock_, 3000));
+            return false;
+        }
+        shm::MappedAck ack{shm::kAckMagic, 0};
+        FUZZ_CHECK(send_packet(sock_, &ack, sizeof ack));
+        return true;
+    }
+
+    void operations() {
+        int ops = 0;
+        while (in_.remaining_bytes() > 0 && ops++ < 48 && !closed_) {
+            switch (in_.ConsumeIntegralInRange<int>(0, 11)) {
+            case 0:
+            case 1:
+            case 2: submit_plausible(); break;
+            case 3: submit_raw(); break;
+            case 4: write_rows(); break;
+            case 5: write_bytes(); break;
+            case 6: reap(true); break;
+            case 7:  // hostile submission tail
+                hostile_ = true;
+                shm::word(h_->sq_tail).store(in_.ConsumeIntegral<std::uint32_t>(), std::memory_order_release);
+                shm::ring(h_->daemon_bell);
+                break;
+            case 8:  // hostile completion head
+                hostile_ = true;
+                shm::word(h_->cq_head).store(in_.ConsumeIntegral<std::uint32_t>(), std::memory_order_release);
+                shm::ring(h_->daemon_bell);
+                break;
+            case 9: scribble_header(); break;
+            case 10: {  // a stray packet on the control socket after the handshake
+                const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(1, 32));
+                send_packet(sock_, bytes.data(), bytes.size());
+                break;
+            }
+            default:
+                shm::ring(h_->daemon_bell);
+                break;
+            }
+        }
+        if (!closed_ && in_.ConsumeBool()) reap(true);
+    }
+
+    // Bytes of the arena the daemon wrote outside what it was allowed to.
+    void check_arena() const {
+        if (base_ == nullptr) return;
+        for (std::uint64_t i = 0; i < arena_size_; ++i) {
+            if (writable_[i] || arena_[i] == shadow_[i]) continue;
+            std::fprintf(stderr, "daemon wrote arena byte %llu: %02x -> %02x\n", static_cast<unsigned long long>(i),
+                         shadow_[i], arena_[i]);
+            std::abort();
+        }
+    }
+
+private:
+    std::uint32_t outstanding() const { return sq_tail_ - reaped_; }
+
+    void push(const shm::SubmissionEntry& e) {
+        if (outstanding() >= sq_entries_) reap(false);
+        if (closed_ || outstanding() >= sq_entries_) return;
+        shm::SubmissionEntry copy = e;
+        copy.user_tag = next_tag_++;
+        shm::CheckedSubmission c;
+        const shm::Status st = shm::check_submission(copy, arena_size_, c);
+        if (st == shm::Status::ok && c.opcode == shm::Opcode::verify) {
+            // What the daemon may write: results bytes, or the tails of rows (collect).
+            if (c.mode == wire::Mode::results) {
+                for (std::uint64_t i = 0; i < c.row_count; ++i) writable_[c.results_offset + i] = 1;
+            } else {
+                const std::size_t rec = wire::record_size(c.kind);
+                for (std::uint64_t r = 0; r < c.row_count; ++r)
+                    for (std::size_t k = 0; k < c.key_size; ++k) writable_[c.rows_offset + r * c.stride + rec + k] = 1;
+            }
+        }
+        expect_[copy.user_tag] = Expect{st, c.row_count, st == shm::Status::ok && c.opcode == shm::Opcode::verify};
+        std::memcpy(&sqes_[sq_tail_ & (sq_entries_ - 1)], &copy, sizeof copy);
+        ++sq_tail_;
+        if (!hostile_) shm::word(h_->sq_tail).store(sq_tail_, std::memory_order_release);
+        if (in_.ConsumeBool()) shm::ring(h_->daemon_bell);
+    }
+
+    void submit_plausible() {
+        shm::SubmissionEntry e{};
+        const std::uint8_t f = in_.ConsumeIntegral<std::uint8_t>();
+        e.opcode = (f & 7) == 0 ? static_cast<std::uint8_t>(shm::Opcode::nop) : static_cast<std::uint8_t>(shm::Opcode::verify);
+        e.record_kind = (f >> 3) & 1;
+        e.encoding = e.record_kind == 0 ? ((f >> 4) & 1) : 0;
+        e.mode = (f >> 5) & 1;
+        e.table = (f & 0x40) ? static_cast<std::uint8_t>(e.record_kind == 0 ? (f >> 7) : 2 + (f >> 7))
+                             : shm::kTableUnspecified;
+        e.key_size = in_.ConsumeBool() ? static_cast<std::uint8_t>(e.record_kind == 0 ? 3 + 3 * (f >> 7) : 3 + 3 * (f >> 7))
+                                       : in_.ConsumeIntegral<std::uint8_t>();
+        if (e.opcode == static_cast<std::uint8_t>(shm::Opcode::nop)) {
+            push(e);
+            return;
+        }
+        e.row_count = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, 40) : in_.ConsumeIntegral<std::uint64_t>();
+        e.rows_offset = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ + 8)
+                                          : in_.ConsumeIntegral<std::uint64_t>();
+        if (e.mode == 0)
+            e.results_offset = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ + 8)
+                                                 : in_.ConsumeIntegral<std::uint64_t>();
+        push(e);
+    }
+
+    void submit_raw() {
+        shm::SubmissionEntry e{};
+        const auto bytes = in_.ConsumeBytes<std::uint8_t>(sizeof e);
+        std::memcpy(&e, bytes.data(), bytes.size());
+        push(e);
+    }
+
+    void write_arena(std::uint64_t off, const std::uint8_t* p, std::size_t n) {
+        if (off >= arena_size_) return;
+        n = std::min<std::uint64_t>(n, arena_size_ - off);
+        std::memcpy(arena_ + off, p, n);
+        std::memcpy(shadow_.data() + off, p, n);
+    }
+
+    void write_rows() {
+        const int t = in_.ConsumeIntegralInRange<int>(0, 3);
+        const std::size_t stride = wire::stride(wire::record_kind(static_cast<wire::Table>(t)),
+                                                wire::canonical_key_size(static_cast<wire::Table>(t)));
+        const std::size_t first = in_.ConsumeIntegralInRange<std::size_t>(0, 31);
+        const std::size_t count = in_.ConsumeIntegralInRange<std::size_t>(1, 32 - first);
+        const std::uint64_t off = in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ - 1);
+        write_arena(off, world->pool[t].data() + first * stride, count * stride);
+    }
+
+    void write_bytes() {
+        const std::uint64_t off = in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ - 1);
+        const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(1, 256));
+        write_arena(off, bytes.data(), bytes.size());
+    }
+
+    void scribble_header() {
+        // Anything in the header page, the daemon's own words included: it must
+        // never read back what it owns or trust what the client owns.
+        const std::size_t off = in_.ConsumeIntegralInRange<std::size_t>(0, shm::kHeaderSize - 1);
+        const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(1, 16));
+        const std::size_t n = std::min(bytes.size(), shm::kHeaderSize - off);
+        std::memcpy(base_ + off, bytes.data(), n);
+        // Our own bookkeeping relies on the ring index words; past them we are hostile.
+        if (off < 448 && off + n > offsetof(shm::SegmentHeader, sq_head)) hostile_ = true;
+    }
+
+    // Reaps completions until every outstanding entry is answered (honest
+    // client: must happen within the bound) or the session closed.
+    void reap(bool all) {
+        if (hostile_) {
+            // Indices are no longer ours to trust: only wait for the session to
+            // end or stay up, never for progress.
+            closed_ = shm::word(h_->state).load(std::memory_order_acquire) ==
+                      static_cast<std::uint32_t>(shm::SegmentState::closed);
+            return;
+        }
+        shm::word(h_->sq_tail).store(sq_tail_, std::memory_order_release);
+        shm::ring(h_->daemon_bell);
+        const auto deadline = Clock::now() + kAnswerBound;
+        while (reaped_ != sq_tail_) {
+            const std::uint32_t tail = shm::word(h_->cq_tail).load(std::memory_order_acquire);
+            FUZZ_CHECK(std::uint32_t(tail - reaped_) <= cq_entries_);
+            while (reaped_ != tail) {
+                shm::CompletionEntry c;
+                std::memcpy(&c, &cqes_[reaped_ & (cq_entries_ - 1)], sizeof c);
+                check_completion(c);
+                ++reaped_;
+            }
+            shm::word(h_->cq_head).store(reaped_, std::memory_order_release);
+            shm::ring(h_->daemon_bell);
+            if (!all && outstanding() < sq_entries_) return;
+            if (reaped_ == sq_tail_) break;
+            if (shm::word(h_->state).load(std::memory_order_acquire) ==
+                static_cast<std::uint32_t>(shm::SegmentState::closed)) {
+                closed_ = true;
+                return;
+            }
+            if (Clock::now() > deadline) {
+                std::fprintf(stderr, "honest client: %u of %u entries unanswered after %lld s\n", sq_tail_ - reaped_,
+                             sq_tail_, static_cast<long long>(kAnswerBound.count()));
+                std::abort();
+            }
+            const std::uint32_t seq = shm::begin_wait(h_->client_bell);
+            if (shm::word(h_->cq_tail).load(std::memory_order_acquire) == tail)
+                shm::wait(h_->client_bell, seq, std::chrono::milliseconds(20));
+            shm::end_wait(h_->client_bell);
+        }
+    }
+
+    void check_completion(const shm::CompletionEntry& c) {
+        FUZZ_CHECK(c.epoch == world->ctx->epoch);
+        auto it = expect_.find(c.user_tag);
+        FUZZ_CHECK(it != expect_.end());  // submitted and not answered yet
+        const Expect e = it->second;
+        expect_.erase(it);
+        FUZZ_CHECK(c.status == static_cast<std::uint32_t>(e.status));
+        if (e.verify) FUZZ_CHECK(c.valid + c.invalid == e.rows);
+        else FUZZ_CHECK(c.valid == 0 && c.invalid == 0);
+        for (std::uint32_t r : c.reserved) FUZZ_CHECK(r == 0);
+    }
+
+    FuzzedDataProvider& in_;
+    int sock_;
+    int seg_fd_ = -1;
+    std::uint8_t* base_ = nullptr;
+    std::size_t size_ = 0;
+    shm::SegmentHeader* h_ = nullptr;
+    shm::SubmissionEntry* sqes_ = nullptr;
+    shm::CompletionEntry* cqes_ = nullptr;
+    std::uint8_t* arena_ = nullptr;
+    std::uint64_t arena_size_ = 0;
+    std::uint32_t sq_entries_ = 0, cq_entries_ = 0;
+    std::uint32_t sq_tail_ = 0, reaped_ = 0;
+    std::uint64_t next_tag_ = 1;
+    bool hostile_ = false, closed_ = false;
+    std::map<std::uint64_t, Expect> expect_;
+    std::vector<std::uint8_t> shadow_, writable_;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    init_world();
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (world == nullptr) init_world();
+    FuzzedDataProvider in(data, size);
+    int sv[2];
+    FUZZ_CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+    timeval tv{3, 0};
+    setsockopt(sv[1], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const ucred cred{getpid(), getuid(), getgid()};
+    auto& ctx = *world->ctx;
+    auto session = std::make_shared<daemon::Session>(ctx, sv[0], cred, world->next_id++);  // owns sv[0]
+    ctx.active_sessions.fetch_add(1);
+    std::thread t([session] { session->run(); });
+    {
+        Client client(in, sv[1]);
+        if (client.handshake()) client.operations();
+        // Disconnect (the kernel closes the socket when a client dies; here we do).
+        close(sv[1]);
+        if (in.ConsumeBool()) session->request_stop();  // otherwise the reader sees the hang-up itself
+        t.join();
+        FUZZ_CHECK(session->finished());
+        // Chunks still running hold the session; wait for the scheduler to let go.
+        const auto deadline = Clock::now() + std::chrono::seconds(10);
+        while (session.use_count() > 1 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        FUZZ_CHECK(session.use_count() == 1);
+        client.check_arena();
+    }
+    session.reset();  // unmaps, closes the daemon's end of the socket
+    FUZZ_CHECK(world->scheduler->idle());
+    FUZZ_CHECK(count_fds() == world->baseline_fds);
+    FUZZ_CHECK(!leftover_segments());
+    return 0;
+}
