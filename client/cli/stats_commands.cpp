@@ -185,7 +185,8 @@ std::string fmt_count(double v) {
     if (v >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", v / 1e9);
     else if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
     else if (v >= 1e4) std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
-    else std::snprintf(buf, sizeof buf, "%.0f", v);
+    else if (v >= 100 || v == 0) std::snprintf(buf, sizeof buf, "%.0f", v);
+    else std::snprintf(buf, sizeof buf, "%.1f", v);  // e.g. 0.5 batches/s
     return buf;
 }
 
