@@ -230,7 +230,7 @@ public:
                                                     : rings[in_.ConsumeIntegralInRange<int>(0, 7)];
             h.flags = (how & 0x80) ? in_.ConsumeIntegral<std::uint32_t>() : 0;
             const auto name = in_.ConsumeBytes<char>(sizeof h.client_name);
-            std::memcpy(h.client_name, name.data(), name.size());
+            if (!name.empty()) std::memcpy(h.client_name, name.data(), name.size());
             const int pass = (how % 8) == 2 ? sock_ : -1;  // a hostile peer passing a descriptor
             if (!send_packet(sock_, &h, sizeof h, pass)) return false;
             break;
@@ -398,12 +398,12 @@ private:
     void submit_raw() {
         shm::SubmissionEntry e{};
         const auto bytes = in_.ConsumeBytes<std::uint8_t>(sizeof e);
-        std::memcpy(&e, bytes.data(), bytes.size());
+        if (!bytes.empty()) std::memcpy(&e, bytes.data(), bytes.size());
         push(e);
     }
 
     void write_arena(std::uint64_t off, const std::uint8_t* p, std::size_t n) {
-        if (off >= arena_size_) return;
+        if (off >= arena_size_ || n == 0) return;
         n = std::min<std::uint64_t>(n, arena_size_ - off);
         std::memcpy(arena_ + off, p, n);
         std::memcpy(shadow_.data() + off, p, n);
@@ -431,6 +431,7 @@ private:
         const std::size_t off = in_.ConsumeIntegralInRange<std::size_t>(0, shm::kHeaderSize - 1);
         const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(1, 16));
         const std::size_t n = std::min(bytes.size(), shm::kHeaderSize - off);
+        if (n == 0) return;
         std::memcpy(base_ + off, bytes.data(), n);
         // Our own bookkeeping relies on the ring index words; past them we are hostile.
         if (off < 448 && off + n > offsetof(shm::SegmentHeader, sq_head)) hostile_ = true;
