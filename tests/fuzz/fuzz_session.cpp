@@ -74,7 +74,6 @@ struct World {
     std::unique_ptr<daemon::Scheduler> scheduler;
     std::unique_ptr<daemon::DaemonContext> ctx;
     std::vector<std::uint8_t> pool[4];  // real signed rows (25% invalid) per table
-    std::size_t baseline_fds = 0;
     std::uint64_t next_id = 1;
 };
 World* world = nullptr;
@@ -126,7 +125,6 @@ void init_world() {
         g.threads = 1;
         world->pool[t] = reference::generate_rows(g);
     }
-    world->baseline_fds = count_fds();
 }
 
 bool send_packet(int fd, const void* p, std::size_t n, int pass_fd = -1) {
@@ -520,6 +518,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (world == nullptr) init_world();
     FuzzedDataProvider in(data, size);
+    const std::size_t fds_before = count_fds();
     int sv[2];
     FUZZ_CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
     timeval tv{3, 0};
@@ -545,7 +544,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     session.reset();  // unmaps, closes the daemon's end of the socket
     FUZZ_CHECK(world->scheduler->idle());
-    FUZZ_CHECK(count_fds() == world->baseline_fds);
+    FUZZ_CHECK(count_fds() == fds_before);  // the session closed what it opened
     FUZZ_CHECK(!leftover_segments());
     return 0;
 }
