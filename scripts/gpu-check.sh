@@ -138,7 +138,8 @@ say "built in $(($(date +%s) - t0))s; registers: $(grep -h -o 'Used [0-9]* regis
 #   inline  -DSV_GPU_INLINE_ALL        everything inlined into the kernel
 #   regcap  -DSV_MIN_BLOCKS_PER_SM=2   registers capped at 128
 #   batch8  -DSV_VERIFY_BATCH=8        8 rows per thread share an inversion
-VARIANTS=(inline regcap batch8)
+# GPU_CHECK_VARIANTS picks them (space-separated; empty = none); fastest compile first.
+read -r -a VARIANTS <<<"${GPU_CHECK_VARIANTS-regcap batch8 inline}"
 declare -A VDEFS=([inline]="-DSV_GPU_INLINE_ALL" [regcap]="-DSV_MIN_BLOCKS_PER_SM=2" [batch8]="-DSV_VERIFY_BATCH=8")
 declare -A VPIDS=()
 start_variants() {
