@@ -184,6 +184,14 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
     w.header("sigverifyd_backend_workers", "gauge", "Worker threads of each backend.");
     for (const auto& b : s.backends)
         w.sample("sigverifyd_backend_workers", "backend=\"" + label_escape(b.name) + "\"", std::uint64_t{b.workers});
+    w.header("sigverifyd_backend_crosscheck_mismatches_total", "counter",
+             "Verdicts of each backend that differed from the libsecp256k1 cross-check.");
+    for (const auto& b : s.backends)
+        w.sample("sigverifyd_backend_crosscheck_mismatches_total", "backend=\"" + label_escape(b.name) + "\"",
+                 b.crosscheck_mismatches);
+    w.header("sigverifyd_backend_errors_total", "counter", "Failed chunks of each backend.");
+    for (const auto& b : s.backends)
+        w.sample("sigverifyd_backend_errors_total", "backend=\"" + label_escape(b.name) + "\"", b.errors);
     w.gauge("sigverifyd_stats_connections", "Open stats socket connections.", s.stats_connections);
     w.counter("sigverifyd_stats_requests_total", "Stats socket commands answered.", load(m.stats_requests));
     w.counter("sigverifyd_stats_refused_total", "Stats connections refused (permission denied, too many).",

@@ -9,7 +9,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -138,6 +141,45 @@ TEST_CASE("stats: counters are exact after known batches of every table", "[ops]
     CHECK(prom_line(prom, "sigverifyd_clients_connected") == "1");
     CHECK(prom.find("# TYPE sigverifyd_batch_latency_seconds histogram") != std::string::npos);
     CHECK(prom.find("sigverifyd_build_info{version=\"") != std::string::npos);
+    CHECK(prom_line(prom, "sigverifyd_backend_crosscheck_mismatches_total{backend=\"cpu\"}") == "0");
+    CHECK(prom_line(prom, "sigverifyd_backend_errors_total{backend=\"cpu\"}") == "0");
+    CHECK(prom_line(prom, "sigverifyd_backend_workers{backend=\"cpu\"}") != "<missing>");
+
+    // Exposition format: every sample line is `name{labels} value`, every
+    // family has HELP and TYPE before its samples, no series appears twice,
+    // counters end in _total.
+    {
+        const std::regex sample_re(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*",?)*\})? (-?[0-9.e+-]+|\+Inf)$)");
+        std::map<std::string, std::string> types;
+        std::set<std::string> series;
+        std::istringstream in(prom);
+        std::string line;
+        while (std::getline(in, line)) {
+            INFO(line);
+            if (line.rfind("# HELP ", 0) == 0) continue;
+            if (line.rfind("# TYPE ", 0) == 0) {
+                std::istringstream t(line.substr(7));
+                std::string name, type;
+                t >> name >> type;
+                CHECK(types.count(name) == 0);
+                types[name] = type;
+                CHECK(name.rfind("sigverifyd_", 0) == 0);
+                if (type == "counter") CHECK(name.size() > 6);
+                if (type == "counter") CHECK(name.substr(name.size() - 6) == "_total");
+                continue;
+            }
+            std::smatch m;
+            REQUIRE(std::regex_match(line, m, sample_re));
+            std::string family = m[1];
+            for (const char* suffix : {"_bucket", "_sum", "_count"})
+                if (!types.count(family) && family.size() > std::strlen(suffix) &&
+                    family.substr(family.size() - std::strlen(suffix)) == suffix)
+                    family = family.substr(0, family.size() - std::strlen(suffix));
+            CHECK(types.count(family) == 1);
+            CHECK(series.insert(m[1].str() + m[2].str()).second);
+        }
+        CHECK(types.size() >= 25);
+    }
 
     // Histogram buckets are cumulative and non-decreasing.
     std::uint64_t last = 0;
