@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -69,6 +70,16 @@ std::size_t count_lines(const std::string& path) {
 
 std::size_t daemon_fds(const DaemonProcess& d) { return count_entries("/proc/" + std::to_string(d.pid()) + "/fd"); }
 std::size_t daemon_maps(const DaemonProcess& d) { return count_lines("/proc/" + std::to_string(d.pid()) + "/maps"); }
+
+// Mappings of client segments in the daemon (the names are unlinked: "/dev/shm/sigverifyd.* (deleted)").
+std::size_t daemon_segment_maps(const DaemonProcess& d) {
+    std::ifstream f("/proc/" + std::to_string(d.pid()) + "/maps");
+    std::string line;
+    std::size_t n = 0;
+    while (std::getline(f, line))
+        if (line.find("/sigverifyd.") != std::string::npos) ++n;
+    return n;
+}
 
 // Waits until f() or the limit.
 template <class F>
@@ -180,6 +191,23 @@ struct Raw {
     }
 };
 
+constexpr std::int64_t kFailed = std::numeric_limits<std::int64_t>::min();
+
+// Reads exactly n bytes within the limit (a child that died early must not hang the test).
+bool read_within(int fd, void* buf, std::size_t n, std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    std::size_t got = 0;
+    while (got < n) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        pollfd p{fd, POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, static_cast<int>(left)) <= 0) return false;
+        const ssize_t r = read(fd, static_cast<char*>(buf) + got, n - got);
+        if (r <= 0) return false;
+        got += static_cast<std::size_t>(r);
+    }
+    return true;
+}
+
 // Tells the parent (over fd) that the child reached its point.
 void signal_point(int fd) { (void)!write(fd, "p", 1); }
 
@@ -270,31 +298,36 @@ TEST_CASE("daemon SIGKILLed under load from several client processes: error or f
             }
             auto c = Client::connect(o);
             const std::uint64_t epoch0 = c->epoch();
-            const std::size_t n = 3000;
+            // Batches larger than the 256K arena (split in pieces); small enough that a
+            // fallback client's local verification of the rest stays well inside 1 s.
+            const std::size_t n = 2500;
             auto rows = make_rows(table, n, wire::SigEncoding::opaque, 300 + k);
             std::vector<std::uint8_t> expected(n), got(n);
             auto span = span_of(table, wire::SigEncoding::opaque, rows, n);
             reference::Verifier ref(1);
             ref.verify(span, expected.data());
-            // Phase 1: batches until the daemon dies under them.
+            // Phase 1: batches until the daemon dies under them. The child always
+            // reports (a time, or kFailed), so the parent never waits for a dead child.
             (void)!write(to_parent[1], "r", 1);
+            std::int64_t t = kFailed;
             for (;;) {
                 std::fill(got.begin(), got.end(), 0xAA);
                 const BatchResult r = c->run(span, wire::Mode::results, got.data());
                 const auto t_done = Clock::now();
-                if (r.ok()) {
-                    if (got != expected) return false;  // a verdict must be right, whoever made it
-                    if (r.local_rows == 0) continue;     // the daemon did it all: keep going
-                } else if (r.status != Status::disconnected && r.status != Status::unreachable) {
-                    return false;
-                } else if (!std::all_of(got.begin(), got.end(), [](std::uint8_t v) { return v == 0; })) {
-                    return false;  // a failed batch reads as invalid (fail closed)
+                bool good = true;
+                for (std::size_t i = 0; i < n; ++i) {
+                    // A verdict that is there must be right, whoever made it (no stale or
+                    // garbage verdict); a failed call leaves zeros for unfinished pieces.
+                    if (r.ok() ? got[i] != expected[i] : (got[i] != 0 && got[i] != expected[i])) good = false;
                 }
-                // Report the time of the error/fallback to the parent.
-                const std::int64_t t = t_done.time_since_epoch().count();
-                (void)!write(to_parent[1], &t, sizeof t);
+                if (!good) break;
+                if (r.ok() && r.local_rows == 0) continue;  // the daemon did it all: keep going
+                if (!r.ok() && r.status != Status::disconnected && r.status != Status::unreachable) break;
+                t = t_done.time_since_epoch().count();  // error or fallback: report when
                 break;
             }
+            (void)!write(to_parent[1], &t, sizeof t);
+            if (t == kFailed) return false;
             // Phase 2: wait for the restart, then the same rows through the new daemon.
             char go;
             if (read(to_child[k][0], &go, 1) != 1) return false;
@@ -315,14 +348,16 @@ TEST_CASE("daemon SIGKILLed under load from several client processes: error or f
     }
     close(to_parent[1]);
     char ready;
-    for (int k = 0; k < kClients; ++k) REQUIRE(read(to_parent[0], &ready, 1) == 1);
+    for (int k = 0; k < kClients; ++k) REQUIRE(read_within(to_parent[0], &ready, 1, std::chrono::seconds(60)));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));  // every client has a batch in flight
     const auto t_kill = Clock::now();
     REQUIRE(kill(d.pid(), SIGKILL) == 0);
     double worst = 0;
     for (int k = 0; k < kClients; ++k) {
         std::int64_t t = 0;
-        REQUIRE(read(to_parent[0], &t, sizeof t) == static_cast<ssize_t>(sizeof t));
+        REQUIRE(read_within(to_parent[0], &t, sizeof t, std::chrono::seconds(30)));
+        CHECK(t != kFailed);
+        if (t == kFailed) continue;
         const double after = std::chrono::duration<double>(Clock::duration(t) - t_kill.time_since_epoch()).count();
         worst = std::max(worst, after);
     }
@@ -348,6 +383,7 @@ TEST_CASE("clients SIGKILLed at every protocol point, repeatedly: daemon alive, 
     {  // settle the daemon's own descriptors and mappings (stats, first session)
         auto warm = Client::connect(options_for(d, "warm"));
         REQUIRE(warm->ping() == Status::ok);
+        CHECK(daemon_segment_maps(d) == 1);  // what the reclaim check below counts is really there
     }
     REQUIRE(eventually([&] { return d.log().find("'warm'") != std::string::npos &&
                                     d.log().find("session ended") != std::string::npos; },
@@ -378,6 +414,7 @@ TEST_CASE("clients SIGKILLed at every protocol point, repeatedly: daemon alive, 
     // rows reserved in the arena; 3 batch submitted, client waiting; 4 big batch being
     // verified and written by the daemon; 5 raw client with a full ring it never reaps.
     constexpr int kPoints = 6;
+    const auto victim_rows = make_rows(wire::Table::ecdsa, 1500, wire::SigEncoding::opaque, 1000);  // inherited
     unsigned per_point[kPoints] = {};
     const auto t0 = Clock::now();
     for (unsigned i = 0; i < kills; ++i) {
@@ -407,8 +444,7 @@ TEST_CASE("clients SIGKILLed at every protocol point, repeatedly: daemon alive, 
             const std::size_t n = point == 4 ? 1500 : 200;
             Batch b;
             if (c->reserve(wire::RecordKind::ecdsa, 3, n, b) != Status::ok) return false;
-            auto rows = make_rows(wire::Table::ecdsa, n, wire::SigEncoding::opaque, 1000 + i);
-            std::memcpy(b.rows, rows.data(), rows.size());
+            std::memcpy(b.rows, victim_rows.data(), n * 132);
             if (point == 2) {
                 signal_point(fds[1]);
                 pause();
@@ -421,7 +457,7 @@ TEST_CASE("clients SIGKILLed at every protocol point, repeatedly: daemon alive, 
         });
         close(fds[1]);
         char x;
-        const bool reached = read(fds[0], &x, 1) == 1;
+        const bool reached = read_within(fds[0], &x, 1, std::chrono::seconds(30));
         close(fds[0]);
         // Point 4: let the daemon get into the batch (it is writing verdicts now).
         if (point == 4) std::this_thread::sleep_for(std::chrono::milliseconds(5 + i % 20));
@@ -438,14 +474,19 @@ TEST_CASE("clients SIGKILLed at every protocol point, repeatedly: daemon alive, 
     CHECK(kill(d.pid(), 0) == 0);
     // Every victim's session ends; its descriptors and mappings are reclaimed.
     const bool fds_back = eventually([&] { return daemon_fds(d) <= fds0; }, std::chrono::seconds(5));
-    const bool maps_back = eventually([&] { return daemon_maps(d) <= maps0 + 2; }, std::chrono::seconds(5));
+    const bool segments_unmapped = eventually([&] { return daemon_segment_maps(d) == 0; }, std::chrono::seconds(5));
+    // Other mappings may grow a little and stay (glibc's thread-stack cache, malloc
+    // arenas of new session threads); they must not grow with the number of kills.
+    const bool maps_bounded = daemon_maps(d) <= maps0 + 48;
     const long rss1 = rss_kib(d.pid());
     std::printf("client kills: %u SIGKILLs in %.1f s (points: no hello %u, no ack %u, reserved %u, waiting %u, "
-                "daemon writing %u, full ring %u); daemon fds %zu -> %zu, maps %zu -> %zu, VmRSS %ld -> %ld KiB\n",
+                "daemon writing %u, full ring %u); daemon fds %zu -> %zu, maps %zu -> %zu (segment mappings %zu), "
+                "VmRSS %ld -> %ld KiB\n",
                 kills, kill_secs, per_point[0], per_point[1], per_point[2], per_point[3], per_point[4], per_point[5],
-                fds0, daemon_fds(d), maps0, daemon_maps(d), rss0, rss1);
+                fds0, daemon_fds(d), maps0, daemon_maps(d), daemon_segment_maps(d), rss0, rss1);
     CHECK(fds_back);
-    CHECK(maps_back);
+    CHECK(segments_unmapped);
+    CHECK(maps_bounded);
     CHECK(rss1 - rss0 < 32 * 1024);
     CHECK(leftover_segments().empty());
     auto after = Client::connect(options_for(d, "after"));
