@@ -205,13 +205,14 @@ public:
     // Returns true when a session was established.
     bool handshake() {
         const std::uint8_t how = in_.ConsumeIntegral<std::uint8_t>();
+        // (An exhausted input reads as zeros: zero is the well-formed path.)
         switch (how % 8) {
-        case 0: {  // raw bytes of any length (including the right one)
+        case 5: {  // raw bytes of any length (including the right one)
             const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(0, 200));
             if (!send_packet(sock_, bytes.data(), bytes.size())) return false;
             break;
         }
-        case 1:  // no hello at all: the peer closes
+        case 6:  // no hello at all: the peer closes
             shutdown(sock_, SHUT_WR);
             break;
         default: {
@@ -229,7 +230,7 @@ public:
             h.flags = (how & 0x80) ? in_.ConsumeIntegral<std::uint32_t>() : 0;
             const auto name = in_.ConsumeBytes<char>(sizeof h.client_name);
             if (!name.empty()) std::memcpy(h.client_name, name.data(), name.size());
-            const int pass = (how % 8) == 2 ? sock_ : -1;  // a hostile peer passing a descriptor
+            const int pass = (how % 8) == 7 ? sock_ : -1;  // a hostile peer passing a descriptor
             if (!send_packet(sock_, &h, sizeof h, pass)) return false;
             break;
         }
@@ -244,6 +245,8 @@ public:
         FUZZ_CHECK(reply.magic == shm::kReplyMagic);
         FUZZ_CHECK(reply.epoch == world->ctx->epoch);
         FUZZ_CHECK(shm::read_text(reply.error).size() < sizeof reply.error);
+        if (std::getenv("SIGVERIFY_FUZZ_DEBUG") != nullptr)
+            std::fprintf(stderr, "hello reply: status %u '%s'\n", reply.status, std::string(shm::read_text(reply.error)).c_str());
         if (reply.status != static_cast<std::uint32_t>(shm::Status::ok)) {
             FUZZ_CHECK(seg_fd_ < 0);  // a refusal never hands out a segment
             FUZZ_CHECK(!shm::read_text(reply.error).empty());
@@ -277,13 +280,13 @@ public:
         writable_.assign(arena_size_, 0);
 
         const std::uint8_t ack_how = in_.ConsumeIntegral<std::uint8_t>() % 8;
-        if (ack_how == 0) {
+        if (ack_how == 6) {
             shm::MappedAck ack{shm::kAckMagic, static_cast<std::uint32_t>(shm::Status::bad_segment)};
             send_packet(sock_, &ack, sizeof ack);
             FUZZ_CHECK(peer_closed(sock_, 3000));
             return false;
         }
-        if (ack_how == 1) {
+        if (ack_how == 7) {
             const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(0, 16));
             send_packet(sock_, bytes.data(), bytes.size());
             if (bytes.size() == sizeof(shm::MappedAck) && std::memcmp(bytes.data(), "SVAK\0\0\0\0", 8) == 0)
@@ -328,7 +331,7 @@ public:
                 break;
             }
         }
-        if (!closed_ && in_.ConsumeBool()) reap(true);
+        if (!closed_ && !in_.ConsumeBool()) reap(true);  // by default, collect every answer
     }
 
     // Bytes of the arena the daemon wrote outside what it was allowed to.
@@ -366,7 +369,7 @@ private:
         std::memcpy(&sqes_[sq_tail_ & (sq_entries_ - 1)], &copy, sizeof copy);
         ++sq_tail_;
         if (!hostile_) shm::word(h_->sq_tail).store(sq_tail_, std::memory_order_release);
-        if (in_.ConsumeBool()) shm::ring(h_->daemon_bell);
+        if (!in_.ConsumeBool()) shm::ring(h_->daemon_bell);
     }
 
     void submit_plausible() {
@@ -535,7 +538,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         close(sv[1]);
         // Mostly stop the session at once; now and then let the reader find the
         // hang-up itself (its socket check runs every 20 ms: slow, so rarely).
-        if (in.ConsumeIntegral<std::uint8_t>() % 8 != 0) session->request_stop();
+        if (in.ConsumeIntegral<std::uint8_t>() % 8 != 7) session->request_stop();
         t.join();
         FUZZ_CHECK(session->finished());
         // Chunks still running hold the session; wait for the scheduler to let go.
