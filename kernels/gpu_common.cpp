@@ -1,5 +1,5 @@
 // Parts of the GPU host API that need no CUDA: shared by the CUDA build and
-// the stub.
+// the build without CUDA (gpu_verifier_without_cuda.cpp).
 #include <charconv>
 
 #include "kernels/gpu_verifier.hpp"

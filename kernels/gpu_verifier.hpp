@@ -2,7 +2,7 @@
 //
 // Needs no CUDA header: the device state lives behind a pimpl. The same
 // header is served by gpu_verifier.cu (built when SIGVERIFY_HAVE_CUDA is ON)
-// and by gpu_verifier_stub.cpp (built otherwise), whose discovery reports "no
+// and by gpu_verifier_without_cuda.cpp (built otherwise), whose discovery reports "no
 // GPU (built without CUDA)", so callers compile and link either way.
 //
 // Failure model: every CUDA call is checked; any error becomes a Status the

@@ -1,5 +1,5 @@
 // The GPU host API without a GPU: device selection parsing, and that
-// discovery/open fail cleanly (stub build: "built without CUDA"; CUDA build on
+// discovery/open fail cleanly (build without CUDA: "built without CUDA"; CUDA build on
 // a machine without a device: no device) so callers can fall back to the CPU.
 #include <catch2/catch.hpp>
 
