@@ -45,7 +45,7 @@ namespace sigverify::shm {
 // ---------------------------------------------------------------------------
 constexpr std::uint32_t kSegmentMagic = 0x47535653;  // "SVSG" little-endian
 constexpr std::uint16_t kAbiMajor = 1;                // incompatible layout change
-constexpr std::uint16_t kAbiMinor = 0;                // compatible addition
+constexpr std::uint16_t kAbiMinor = 1;                // compatible addition (1: Opcode::verify_columns)
 constexpr std::uint32_t kProtocolVersion = 1;         // handshake version
 
 constexpr std::size_t kCacheLine = 64;
@@ -127,7 +127,13 @@ enum class Opcode : std::uint8_t {
     invalid = 0,  // never valid: a zeroed slot is not a request
     verify = 1,   // verify row_count rows (mode results or collect)
     nop = 2,      // completes immediately with ok and zero counts (ping, latency)
+    verify_columns = 3,  // ABI 1.1: verify row_count rows given as column tables
 };
+
+// The first ABI minor version whose daemon accepts Opcode::verify_columns; an
+// older daemon answers such an entry with bad_entry, so clients check
+// SegmentHeader::abi_minor before submitting one.
+constexpr std::uint16_t kAbiMinorColumns = 1;
 
 // Optional statistics label of a submission (the daemon never trusts it for
 // anything but counting). 0xFF = unspecified.
@@ -136,19 +142,45 @@ constexpr std::uint8_t kTableUnspecified = 0xFF;
 // One request. Written by the client into sq slot (tail & mask), then the tail
 // is published with release. The daemon copies the whole entry out of shared
 // memory before looking at any field.
+//
+// Opcode::verify_columns (ABI 1.1) gives the rows as column tables in the arena
+// and reuses the fields as follows (every offset arena-relative):
+//   rows_offset     the message column, row_count x 32 bytes
+//   key_size        tail_size: correlate bytes per row (0 = no correlate column)
+//   columns.key_offset        the key column, row_count x 33 (ECDSA) / 32 (Schnorr)
+//   columns.signature_offset  the signature column, row_count x 64
+//   columns.correlate_offset  the correlate column, row_count x tail_size
+//                             (must be 0 when tail_size is 0)
+// Every other field means what it means for Opcode::verify.
+struct ColumnOffsets {
+    std::uint64_t key_offset;
+    std::uint64_t signature_offset;
+    std::uint64_t correlate_offset;
+};
+static_assert(sizeof(ColumnOffsets) == 24);
+static_assert(offsetof(ColumnOffsets, key_offset) == 0);
+static_assert(offsetof(ColumnOffsets, signature_offset) == 8);
+static_assert(offsetof(ColumnOffsets, correlate_offset) == 16);
+
 struct SubmissionEntry {
     std::uint64_t user_tag;        // returned verbatim in the completion
-    std::uint64_t rows_offset;     // arena-relative byte offset of row 0
+    std::uint64_t rows_offset;     // arena-relative byte offset of row 0 (verify_columns: message column)
     std::uint64_t results_offset;  // arena-relative; results mode only (else 0)
     std::uint64_t row_count;       // rows; stride = record_size(kind) + key_size
     std::uint8_t opcode;           // Opcode
     std::uint8_t record_kind;      // wire::RecordKind
-    std::uint8_t key_size;         // 0..255 tail bytes per row
+    std::uint8_t key_size;         // 0..255 tail bytes per row (verify_columns: tail_size)
     std::uint8_t encoding;         // wire::SigEncoding (ECDSA); must be 0 for Schnorr
     std::uint8_t mode;             // wire::Mode
     std::uint8_t table;            // wire::Table or kTableUnspecified (stats label)
     std::uint16_t flags;           // must be 0
-    std::uint32_t reserved[6];     // must be 0
+    // The last 24 bytes: zero for verify and nop; the column offsets for
+    // verify_columns. Both sides copy entries with memcpy and read these bytes
+    // with column_offsets() / reserved_words_zero(), never by punning.
+    union {
+        std::uint32_t reserved[6];  // verify, nop: must be 0
+        ColumnOffsets columns;      // verify_columns
+    };
 };
 static_assert(sizeof(SubmissionEntry) == 64);
 static_assert(offsetof(SubmissionEntry, user_tag) == 0);
@@ -163,6 +195,30 @@ static_assert(offsetof(SubmissionEntry, mode) == 36);
 static_assert(offsetof(SubmissionEntry, table) == 37);
 static_assert(offsetof(SubmissionEntry, flags) == 38);
 static_assert(offsetof(SubmissionEntry, reserved) == 40);
+static_assert(offsetof(SubmissionEntry, columns) == 40);
+static_assert(offsetof(SubmissionEntry, columns) + offsetof(ColumnOffsets, key_offset) == 40);
+static_assert(offsetof(SubmissionEntry, columns) + offsetof(ColumnOffsets, signature_offset) == 48);
+static_assert(offsetof(SubmissionEntry, columns) + offsetof(ColumnOffsets, correlate_offset) == 56);
+static_assert(std::is_standard_layout_v<SubmissionEntry>);
+static_assert(std::is_trivially_copyable_v<SubmissionEntry>);
+
+// The column offsets of an entry (bytes 40..63), read bytewise.
+inline ColumnOffsets column_offsets(const SubmissionEntry& e) {
+    ColumnOffsets o;
+    std::memcpy(&o, reinterpret_cast<const std::uint8_t*>(&e) + offsetof(SubmissionEntry, columns), sizeof o);
+    return o;
+}
+inline void set_column_offsets(SubmissionEntry& e, const ColumnOffsets& o) {
+    std::memcpy(reinterpret_cast<std::uint8_t*>(&e) + offsetof(SubmissionEntry, columns), &o, sizeof o);
+}
+// True when bytes 40..63 are all zero (what verify and nop require).
+inline bool reserved_words_zero(const SubmissionEntry& e) {
+    std::uint8_t bytes[sizeof(ColumnOffsets)];
+    std::memcpy(bytes, reinterpret_cast<const std::uint8_t*>(&e) + offsetof(SubmissionEntry, columns), sizeof bytes);
+    for (std::uint8_t b : bytes)
+        if (b != 0) return false;
+    return true;
+}
 
 // One answer. Written by the daemon into cq slot (tail & mask), then the tail
 // is published with release. Exactly one completion per consumed submission
@@ -348,28 +404,67 @@ struct CheckedSubmission {
     wire::SigEncoding encoding = wire::SigEncoding::opaque;
     wire::Mode mode = wire::Mode::results;
     std::uint8_t table = kTableUnspecified;
-    std::size_t key_size = 0;
-    std::uint64_t rows_offset = 0;
+    std::size_t key_size = 0;        // verify: row tail bytes; verify_columns: tail_size
+    std::uint64_t rows_offset = 0;   // verify: row 0; verify_columns: the message column
     std::uint64_t results_offset = 0;
     std::uint64_t row_count = 0;
-    std::uint64_t stride = 0;
-    std::uint64_t rows_bytes = 0;
+    std::uint64_t stride = 0;        // record + key_size (verify_columns: bytes per row over all columns)
+    std::uint64_t rows_bytes = 0;    // row_count * stride
+    // verify_columns only.
+    std::uint64_t key_offset = 0;
+    std::uint64_t signature_offset = 0;
+    std::uint64_t correlate_offset = 0;  // 0 when key_size (tail_size) is 0
 };
 
-inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_size,
-                               CheckedSubmission& out) {
+// Which part of a rejected verify_columns entry was out of range or
+// overlapping: CompletionEntry::detail of its bad_range completion (0 for every
+// other rejection).
+enum class ColumnDetail : std::uint32_t {
+    none = 0,
+    row_count = 1,   // row_count > arena_size / (record + tail_size)
+    message = 2,     // the column is not inside the arena
+    key = 3,
+    signature = 4,
+    correlate = 5,
+    results = 6,
+    overlap = 7,     // the written range (results, or the correlate in collect mode) overlaps a column read
+};
+
+// Column widths of verify_columns (bytes per row).
+constexpr std::uint64_t kColumnMessageWidth = 32;
+constexpr std::uint64_t kColumnSignatureWidth = 64;
+constexpr std::uint64_t column_key_width(wire::RecordKind kind) { return kind == wire::RecordKind::ecdsa ? 33 : 32; }
+
+namespace detail {
+// [offset, offset + count * width) inside [0, arena_size), without overflow;
+// count * width must be known not to overflow (count <= arena_size / width).
+constexpr bool range_in_arena(std::uint64_t offset, std::uint64_t count, std::uint64_t width,
+                              std::uint64_t arena_size) {
+    const std::uint64_t bytes = count * width;
+    return offset <= arena_size && bytes <= arena_size - offset;
+}
+// Two ranges already known to lie inside the arena (so the ends do not
+// overflow) overlap; empty ranges overlap nothing.
+constexpr bool ranges_overlap(std::uint64_t a, std::uint64_t a_bytes, std::uint64_t b, std::uint64_t b_bytes) {
+    return a_bytes != 0 && b_bytes != 0 && a < b + b_bytes && b < a + a_bytes;
+}
+}  // namespace detail
+
+inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_size, CheckedSubmission& out,
+                               std::uint32_t* detail_out = nullptr) {
     CheckedSubmission c;
+    if (detail_out != nullptr) *detail_out = 0;
     if (e.flags != 0) return Status::bad_entry;
-    for (std::uint32_t r : e.reserved)
-        if (r != 0) return Status::bad_entry;
+    const bool columns = e.opcode == static_cast<std::uint8_t>(Opcode::verify_columns);
+    if (!columns && !reserved_words_zero(e)) return Status::bad_entry;
     if (e.opcode == static_cast<std::uint8_t>(Opcode::nop)) {
         if (e.row_count != 0 || e.rows_offset != 0 || e.results_offset != 0) return Status::bad_entry;
         c.opcode = Opcode::nop;
         out = c;
         return Status::ok;
     }
-    if (e.opcode != static_cast<std::uint8_t>(Opcode::verify)) return Status::bad_entry;
-    c.opcode = Opcode::verify;
+    if (e.opcode != static_cast<std::uint8_t>(Opcode::verify) && !columns) return Status::bad_entry;
+    c.opcode = columns ? Opcode::verify_columns : Opcode::verify;
     if (e.record_kind > static_cast<std::uint8_t>(wire::RecordKind::schnorr)) return Status::bad_entry;
     c.kind = static_cast<wire::RecordKind>(e.record_kind);
     if (e.encoding > static_cast<std::uint8_t>(wire::SigEncoding::compact)) return Status::bad_entry;
@@ -388,6 +483,54 @@ inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_siz
     c.row_count = e.row_count;
     c.rows_offset = e.rows_offset;
     c.results_offset = e.results_offset;
+    if (columns) {
+        if (c.mode == wire::Mode::collect && c.results_offset != 0) return Status::bad_entry;
+        const ColumnOffsets o = column_offsets(e);
+        c.key_offset = o.key_offset;
+        c.signature_offset = o.signature_offset;
+        c.correlate_offset = o.correlate_offset;
+        const std::uint64_t tail = c.key_size;
+        if (tail == 0 && c.correlate_offset != 0) return Status::bad_entry;
+        auto range_error = [&](ColumnDetail d) {
+            if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(d);
+            return Status::bad_range;
+        };
+        // The bound also keeps every count * width below (see range_in_arena):
+        // each width is at most record + tail_size = stride.
+        if (c.row_count > arena_size / c.stride) return range_error(ColumnDetail::row_count);
+        c.rows_bytes = c.row_count * c.stride;
+        const std::uint64_t n = c.row_count;
+        const std::uint64_t key_width = column_key_width(c.kind);
+        if (!detail::range_in_arena(c.rows_offset, n, kColumnMessageWidth, arena_size))
+            return range_error(ColumnDetail::message);
+        if (!detail::range_in_arena(c.key_offset, n, key_width, arena_size)) return range_error(ColumnDetail::key);
+        if (!detail::range_in_arena(c.signature_offset, n, kColumnSignatureWidth, arena_size))
+            return range_error(ColumnDetail::signature);
+        if (tail != 0 && !detail::range_in_arena(c.correlate_offset, n, tail, arena_size))
+            return range_error(ColumnDetail::correlate);
+        struct Range {
+            std::uint64_t offset, bytes;
+        };
+        const Range read[3] = {{c.rows_offset, n * kColumnMessageWidth},
+                               {c.key_offset, n * key_width},
+                               {c.signature_offset, n * kColumnSignatureWidth}};
+        const Range correlate{c.correlate_offset, n * tail};
+        if (c.mode == wire::Mode::results) {
+            if (!detail::range_in_arena(c.results_offset, n, 1, arena_size)) return range_error(ColumnDetail::results);
+            const Range results{c.results_offset, n};
+            for (const Range& r : read)
+                if (detail::ranges_overlap(results.offset, results.bytes, r.offset, r.bytes))
+                    return range_error(ColumnDetail::overlap);
+            if (detail::ranges_overlap(results.offset, results.bytes, correlate.offset, correlate.bytes))
+                return range_error(ColumnDetail::overlap);
+        } else {
+            for (const Range& r : read)
+                if (detail::ranges_overlap(correlate.offset, correlate.bytes, r.offset, r.bytes))
+                    return range_error(ColumnDetail::overlap);
+        }
+        out = c;
+        return Status::ok;
+    }
     // rows: [rows_offset, rows_offset + row_count * stride) inside the arena
     if (c.row_count > arena_size / c.stride) return Status::bad_range;
     c.rows_bytes = c.row_count * c.stride;  // <= arena_size, no overflow
