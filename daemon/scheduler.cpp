@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "daemon/metrics.hpp"
 #include "daemon/session.hpp"
@@ -22,6 +23,7 @@ void Scheduler::start() {
     std::lock_guard lock(mutex_);
     if (!workers_.empty()) return;
     stopping_ = false;
+    staging_.assign(backend_.concurrency(), Staging{});
     for (unsigned w = 0; w < backend_.concurrency(); ++w) workers_.emplace_back([this, w] { worker_loop(w); });
 }
 
@@ -94,6 +96,52 @@ void Scheduler::stop() {
     runnable_count_.store(0, std::memory_order_release);
 }
 
+ChunkResult Scheduler::run_row_chunk(unsigned worker, const wire::RowSpan& rows, std::size_t begin,
+                                     std::size_t end, wire::Mode mode, std::uint8_t* results) {
+    ChunkResult r = backend_.verify(worker, rows, begin, end, mode, results);
+    if (r.status != shm::Status::ok && cpu_fallback_ != nullptr) {
+        if (metrics_ != nullptr) {
+            metrics_->cpu_fallback_chunks.fetch_add(1, std::memory_order_relaxed);
+            metrics_->cpu_fallback_rows.fetch_add(end - begin, std::memory_order_relaxed);
+        }
+        r = cpu_fallback_->verify(worker, rows, begin, end, mode, results);
+    }
+    return r;
+}
+
+ChunkResult Scheduler::run_column_chunk(unsigned worker, const reference::ColumnBatch& columns, std::size_t begin,
+                                        std::size_t end, wire::Mode mode, std::uint8_t* results) {
+    ChunkResult failed;
+    failed.status = shm::Status::backend_error;
+    if (worker >= staging_.size() || begin > end || end > columns.count ||
+        (mode == wire::Mode::results && results == nullptr && end > begin))
+        return failed;
+    const std::size_t n = end - begin;
+    const std::size_t record = wire::record_size(columns.kind);
+    Staging& st = staging_[worker];
+    try {
+        if (st.rows.size() < n * record) st.rows.resize(n * record);
+        if (st.verdicts.size() < n) st.verdicts.resize(n);
+    } catch (...) {
+        return failed;  // out of memory: the job fails with backend_error, the daemon lives on
+    }
+    // Copy out of shared memory first: from here on the client cannot change
+    // what gets verified.
+    for (std::size_t i = 0; i < n; ++i) reference::assemble_record(columns, begin + i, st.rows.data() + i * record);
+    const wire::RowSpan staged{columns.kind, 0, columns.encoding, st.rows.data(), n};
+    // Always results mode into private verdicts: collect mode needs the
+    // per-row verdicts to know which correlate entries to zero.
+    const ChunkResult r = run_row_chunk(worker, staged, 0, n, wire::Mode::results, st.verdicts.data());
+    if (r.status != shm::Status::ok) return r;
+    if (mode == wire::Mode::results) {
+        for (std::size_t i = 0; i < n; ++i) results[begin + i] = st.verdicts[i] != 0 ? 1 : 0;
+    } else if (columns.tail_size != 0) {
+        for (std::size_t i = 0; i < n; ++i)
+            if (st.verdicts[i] != 0) std::memset(columns.correlate_at(begin + i), 0, columns.tail_size);
+    }
+    return r;
+}
+
 void Scheduler::worker_loop(unsigned worker) {
     std::unique_lock lock(mutex_);
     for (;;) {
@@ -132,18 +180,14 @@ void Scheduler::worker_loop(unsigned worker) {
         }
         runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
         const wire::RowSpan rows = j.rows;
+        const bool is_columns = j.is_columns;
+        const reference::ColumnBatch columns = j.columns;
         const wire::Mode mode = j.mode;
         std::uint8_t* const results = j.results;
         lock.unlock();
 
-        ChunkResult r = backend_.verify(worker, rows, begin, end, mode, results);
-        if (r.status != shm::Status::ok && cpu_fallback_ != nullptr) {
-            if (metrics_ != nullptr) {
-                metrics_->cpu_fallback_chunks.fetch_add(1, std::memory_order_relaxed);
-                metrics_->cpu_fallback_rows.fetch_add(end - begin, std::memory_order_relaxed);
-            }
-            r = cpu_fallback_->verify(worker, rows, begin, end, mode, results);
-        }
+        const ChunkResult r = is_columns ? run_column_chunk(worker, columns, begin, end, mode, results)
+                                         : run_row_chunk(worker, rows, begin, end, mode, results);
         if (metrics_ != nullptr) metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
 
         lock.lock();

@@ -11,6 +11,15 @@
 // Memory is bounded: a session has at most cq_entries jobs (its job table is
 // allocated once, at handshake), and the set of runnable sessions is bounded by
 // --max-clients.
+//
+// Column jobs (Opcode::verify_columns) are chunked the same way. A worker
+// gathers the chunk's message, key and signature columns into its private
+// staging rows (a copy out of shared memory, so a client scribbling on its
+// arena cannot change a row between its check and its verification), runs the
+// backend on them in results mode, and then publishes: the verdict bytes
+// (results mode) or zeroed correlate entries of the valid rows (collect mode).
+// The backend interface, the CheckedBackend and the CPU fallback are the row
+// path's, unchanged.
 #pragma once
 
 #include <chrono>
@@ -24,6 +33,7 @@
 #include <vector>
 
 #include "daemon/backend.hpp"
+#include "reference/columns.hpp"
 
 namespace sigverify::daemon {
 
@@ -58,6 +68,23 @@ public:
 
 private:
     void worker_loop(unsigned worker);
+    // Runs rows [begin, end) on the backend, re-running a failed chunk on the
+    // CPU fallback when there is one.
+    ChunkResult run_row_chunk(unsigned worker, const wire::RowSpan& rows, std::size_t begin, std::size_t end,
+                              wire::Mode mode, std::uint8_t* results);
+    // Runs rows [begin, end) of a column job through the staging rows of this
+    // worker. On failure nothing is published (results stay zero: fail closed;
+    // correlates stay as they were).
+    ChunkResult run_column_chunk(unsigned worker, const reference::ColumnBatch& columns, std::size_t begin,
+                                 std::size_t end, wire::Mode mode, std::uint8_t* results);
+
+    // Private to one worker: packed records (no tail) and their verdicts.
+    // Grown on a worker's first column chunk, to at most chunk_rows_ rows.
+    struct Staging {
+        std::vector<std::uint8_t> rows;
+        std::vector<std::uint8_t> verdicts;
+    };
+    std::vector<Staging> staging_;  // one per worker, sized by start()
 
     Backend& backend_;
     Backend* cpu_fallback_;  // re-runs chunks the primary backend failed (null: none)

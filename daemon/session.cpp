@@ -364,16 +364,18 @@ void Session::finish_job(std::uint32_t index, shm::Status status, const referenc
 void Session::accept_entry(const shm::SubmissionEntry& e) {
     // Caller reserved a completion slot (in_flight_ already counts this entry).
     shm::CheckedSubmission c;
-    shm::Status st = shm::check_submission(e, arena_size_, c);
-    auto complete_now = [&](shm::Status s) {
+    std::uint32_t detail = 0;  // which column a rejected verify_columns entry got wrong
+    shm::Status st = shm::check_submission(e, arena_size_, c, &detail);
+    auto complete_now = [&](shm::Status s, std::uint32_t d = 0) {
         std::lock_guard lock(cq_mutex_);
-        post_completion(e.user_tag, s, 0, 0, 0);
+        post_completion(e.user_tag, s, 0, 0, d);
     };
     if (st != shm::Status::ok) {
         ++ctx_.protocol_errors;
         shm::word(header_->dropped).fetch_add(1, std::memory_order_relaxed);
-        ctx_.log->debug("client {} '{}': rejected submission tag {}: {}", id_, name_, e.user_tag, shm::to_string(st));
-        complete_now(st);
+        ctx_.log->debug("client {} '{}': rejected submission tag {} (opcode {}): {} (detail {})", id_, name_,
+                        e.user_tag, e.opcode, shm::to_string(st), detail);
+        complete_now(st, detail);
         return;
     }
     if (closing_.load() || ctx_.stopping.load()) {
@@ -393,10 +395,26 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     Job& j = jobs[index];
     j.user_tag = e.user_tag;
     j.rows.kind = c.kind;
-    j.rows.key_size = c.key_size;
     j.rows.encoding = c.encoding;
-    j.rows.data = arena_ + c.rows_offset;
     j.rows.count = static_cast<std::size_t>(c.row_count);
+    j.is_columns = c.opcode == shm::Opcode::verify_columns;
+    if (j.is_columns) {
+        // Every range was checked inside the arena by check_submission.
+        j.rows.key_size = 0;
+        j.rows.data = nullptr;
+        j.columns = reference::ColumnBatch{};
+        j.columns.kind = c.kind;
+        j.columns.encoding = c.encoding;
+        j.columns.count = static_cast<std::size_t>(c.row_count);
+        j.columns.tail_size = c.key_size;
+        j.columns.message = arena_ + c.rows_offset;
+        j.columns.key = arena_ + c.key_offset;
+        j.columns.signature = arena_ + c.signature_offset;
+        j.columns.correlate = c.key_size != 0 ? arena_ + c.correlate_offset : nullptr;
+    } else {
+        j.rows.key_size = c.key_size;
+        j.rows.data = arena_ + c.rows_offset;
+    }
     j.mode = c.mode;
     j.table = c.table;
     j.results = c.mode == wire::Mode::results ? arena_ + c.results_offset : nullptr;
@@ -408,7 +426,7 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     ++batches_;
     rows_ += c.row_count;
     j.submitted = std::chrono::steady_clock::now();
-    ctx_.metrics.bytes[table_index(c.table)].fetch_add(c.row_count * j.rows.row_stride(), std::memory_order_relaxed);
+    ctx_.metrics.bytes[table_index(c.table)].fetch_add(c.rows_bytes, std::memory_order_relaxed);
     ctx_.scheduler->submit(shared_from_this(), index);
 }
 

@@ -22,6 +22,7 @@
 
 #include "daemon/config.hpp"
 #include "daemon/metrics.hpp"
+#include "reference/columns.hpp"
 #include "reference/reference_verifier.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
@@ -50,7 +51,15 @@ struct DaemonContext {
 // One accepted submission.
 struct Job {
     std::uint64_t user_tag = 0;
-    wire::RowSpan rows;           // points into this session's arena
+    // Opcode::verify: the rows, in this session's arena. Opcode::verify_columns:
+    // only rows.count (and kind/encoding) are set, so the scheduler chunks the
+    // job by row range exactly like rows; rows.data is null.
+    wire::RowSpan rows;
+    // Opcode::verify_columns: the checked columns, in this session's arena
+    // (columns.count == rows.count). The workers copy a chunk's columns out of
+    // shared memory before verifying it (Scheduler::run_column_chunk).
+    bool is_columns = false;
+    reference::ColumnBatch columns;
     std::uint8_t* results = nullptr;
     wire::Mode mode = wire::Mode::results;
     std::uint8_t table = shm::kTableUnspecified;
