@@ -19,6 +19,7 @@
 #include <mutex>
 #include <vector>
 
+#include "reference/columns.hpp"
 #include "reference/reference_verifier.hpp"
 #include "shm_protocol/doorbell.hpp"
 
@@ -64,6 +65,7 @@ struct Conn {
     std::uint64_t arena_size = 0;
     std::uint32_t sq_entries = 0, cq_entries = 0;
     std::uint64_t epoch = 0;
+    std::uint16_t abi_minor = 0;  // the daemon's; >= kAbiMinorColumns: it accepts verify_columns
     std::uint32_t sq_tail = 0;  // private copies of the indices this side owns
     std::uint32_t cq_head = 0;
 
@@ -190,6 +192,7 @@ Status open_conn(const ClientOptions& opt, Conn& out, std::string& err) {
     c.sq_entries = copy.sq_entries;
     c.cq_entries = copy.cq_entries;
     c.epoch = copy.epoch;
+    c.abi_minor = copy.abi_minor;
     c.sq_tail = shm::word(h->sq_tail).load(std::memory_order_acquire);
     c.cq_head = shm::word(h->cq_head).load(std::memory_order_acquire);
     shm::MappedAck ack{shm::kAckMagic, 0};
@@ -209,6 +212,9 @@ struct Client::Impl {
         std::uint32_t generation = 0;
         std::uint64_t begin = 0, end = 0;  // virtual arena positions (end-begin includes padding)
         std::uint64_t rows_offset = 0, results_offset = 0;
+        // Column batches: rows_offset is the message column.
+        bool columns = false;
+        std::uint64_t key_offset = 0, signature_offset = 0, correlate_offset = 0;
         std::size_t count = 0;
         wire::RecordKind kind = wire::RecordKind::ecdsa;
         std::size_t key_size = 0;
@@ -223,6 +229,10 @@ struct Client::Impl {
     bool live = false;          // conn usable (daemon alive as far as we know)
     std::string last_error;
     std::unique_ptr<reference::Verifier> local;
+    // The local fallback for column batches, created on first use (its own
+    // thread pool; most clients never need it).
+    std::once_flag local_columns_once;
+    std::unique_ptr<reference::ColumnVerifier> local_columns;
 
     std::vector<Slot> slots;
     std::vector<std::uint32_t> free_slots;
@@ -389,10 +399,10 @@ struct Client::Impl {
         if (order_count == 0) arena_head = arena_tail = 0;
     }
 
-    // Tries to take a slot and `bytes` contiguous arena bytes.
-    bool try_alloc_locked(std::uint64_t rows_bytes, std::uint64_t results_bytes, std::uint32_t& index) {
+    // Tries to take a slot and `bytes` contiguous arena bytes (a multiple of
+    // kAlign); the slot's rows_offset is where they start.
+    bool try_alloc_locked(std::uint64_t bytes, std::uint32_t& index) {
         if (free_slots.empty()) return false;
-        const std::uint64_t bytes = align_up(rows_bytes) + align_up(results_bytes);
         const std::uint64_t a = conn.arena_size;
         std::uint64_t start = arena_tail;
         const std::uint64_t off = start % a;
@@ -408,7 +418,9 @@ struct Client::Impl {
         s.begin = arena_tail;
         s.end = start + bytes;
         s.rows_offset = start % a;
-        s.results_offset = s.rows_offset + align_up(rows_bytes);
+        s.results_offset = 0;
+        s.columns = false;
+        s.key_offset = s.signature_offset = s.correlate_offset = 0;
         arena_tail = s.end;
         order[(order_head + order_count) % order.size()] = index;
         ++order_count;
@@ -435,21 +447,96 @@ struct Client::Impl {
             const std::uint32_t seq = bell_seq();
             reap_locked();
             if (!live) return Status::disconnected;
-            if (try_alloc_locked(rows_bytes, count, index)) break;
+            if (try_alloc_locked(align_up(rows_bytes) + align_up(count), index)) break;
             if (!wait) return Status::ring_full;
             if (!alive_locked()) return Status::disconnected;
             if (Clock::now() >= deadline) return Status::timeout;
             sleep_locked(lk, seq, deadline);
         }
         Slot& s = slots[index];
+        s.results_offset = s.rows_offset + align_up(rows_bytes);
         s.count = count;
         s.kind = kind;
         s.key_size = key_size;
+        b = Batch{};
         b.rows = conn.arena + s.rows_offset;
         b.results = conn.arena + s.results_offset;
         b.count = count;
         b.kind = kind;
         b.key_size = key_size;
+        b.slot = index;
+        b.generation = s.generation;
+        return Status::ok;
+    }
+
+    // Where the parts of a column batch go, relative to its start: message,
+    // key, signature, correlate (when tail_size > 0) and results, each
+    // kAlign-aligned. Overflow-free for count <= max_alloc_column_rows().
+    struct ColumnPlacement {
+        std::uint64_t key = 0, signature = 0, correlate = 0, results = 0, total = 0;
+    };
+    static ColumnPlacement place_columns(wire::RecordKind kind, std::size_t tail_size, std::uint64_t count) {
+        ColumnPlacement p;
+        p.key = align_up(count * shm::kColumnMessageWidth);
+        p.signature = p.key + align_up(count * shm::column_key_width(kind));
+        p.correlate = p.signature + align_up(count * shm::kColumnSignatureWidth);
+        p.results = p.correlate + align_up(count * tail_size);
+        p.total = p.results + align_up(count);
+        return p;
+    }
+
+    std::uint64_t max_alloc_column_rows(wire::RecordKind kind, std::size_t tail_size) const {
+        // Five parts, each padded by less than kAlign.
+        const std::uint64_t per_row = wire::stride(kind, tail_size) + 1;
+        if (conn.arena_size <= 5 * kAlign) return 0;
+        return (conn.arena_size - 5 * kAlign) / per_row;
+    }
+
+    Status reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, Batch& b, bool wait) {
+        std::unique_lock lk(mu);
+        maybe_reconnect_locked();
+        if (!live) return conn.h == nullptr && slots.empty() ? Status::unreachable : Status::disconnected;
+        if (conn.abi_minor < shm::kAbiMinorColumns) {
+            last_error = "sigverifyd speaks ring ABI " + std::to_string(shm::kAbiMajor) + "." +
+                         std::to_string(conn.abi_minor) + "; column batches need " + std::to_string(shm::kAbiMajor) +
+                         "." + std::to_string(shm::kAbiMinorColumns);
+            return Status::bad_entry;
+        }
+        if (count > max_alloc_column_rows(kind, tail_size)) return Status::too_large;
+        const ColumnPlacement p = place_columns(kind, tail_size, count);
+        const Clock::time_point deadline =
+            opt.batch_timeout.count() > 0 ? Clock::now() + opt.batch_timeout : Clock::time_point::max();
+        std::uint32_t index = 0;
+        for (;;) {
+            const std::uint32_t seq = bell_seq();
+            reap_locked();
+            if (!live) return Status::disconnected;
+            if (try_alloc_locked(p.total, index)) break;
+            if (!wait) return Status::ring_full;
+            if (!alive_locked()) return Status::disconnected;
+            if (Clock::now() >= deadline) return Status::timeout;
+            sleep_locked(lk, seq, deadline);
+        }
+        Slot& s = slots[index];
+        const std::uint64_t base = s.rows_offset;
+        s.columns = true;
+        s.key_offset = base + p.key;
+        s.signature_offset = base + p.signature;
+        s.correlate_offset = tail_size != 0 ? base + p.correlate : 0;
+        s.results_offset = base + p.results;
+        s.count = count;
+        s.kind = kind;
+        s.key_size = tail_size;
+        b = Batch{};
+        b.columns = true;
+        b.rows = conn.arena + base;
+        b.key = conn.arena + s.key_offset;
+        b.signature = conn.arena + s.signature_offset;
+        b.correlate = tail_size != 0 ? conn.arena + s.correlate_offset : nullptr;
+        b.results = conn.arena + s.results_offset;
+        b.count = count;
+        b.kind = kind;
+        b.key_size = tail_size;
         b.slot = index;
         b.generation = s.generation;
         return Status::ok;
@@ -497,8 +584,11 @@ struct Client::Impl {
         }
         shm::SubmissionEntry e{};
         e.user_tag = (std::uint64_t(s->generation) << 32) | b.slot;
+        if (opcode == shm::Opcode::verify && s->columns) opcode = shm::Opcode::verify_columns;
         e.opcode = static_cast<std::uint8_t>(opcode);
-        if (opcode == shm::Opcode::verify) {
+        if (opcode == shm::Opcode::verify_columns)
+            shm::set_column_offsets(e, shm::ColumnOffsets{s->key_offset, s->signature_offset, s->correlate_offset});
+        if (opcode == shm::Opcode::verify || opcode == shm::Opcode::verify_columns) {
             e.rows_offset = s->rows_offset;
             e.results_offset = mode == wire::Mode::results ? s->results_offset : 0;
             e.row_count = s->count;
@@ -551,6 +641,36 @@ struct Client::Impl {
         return r;
     }
 
+    reference::ColumnVerifier* local_column_verifier() {
+        if (opt.fallback != Fallback::local) return nullptr;
+        try {
+            std::call_once(local_columns_once, [&] {
+                local_columns = std::make_unique<reference::ColumnVerifier>(opt.local_threads);
+            });
+        } catch (...) {
+            return nullptr;  // the next call tries again
+        }
+        return local_columns.get();
+    }
+
+    BatchResult local_run_columns(const reference::ColumnBatch& columns, wire::Mode mode, std::uint8_t* results) {
+        BatchResult r;
+        reference::ColumnVerifier* v = local_column_verifier();
+        if (v == nullptr) {
+            r.status = Status::unreachable;
+            return r;
+        }
+        try {
+            const reference::Tally t = v->run(columns, mode, results);
+            r.valid = t.valid;
+            r.invalid = t.invalid;
+            r.local_rows = columns.count;
+        } catch (const std::exception&) {
+            r.status = Status::invalid_argument;  // columns the caller's checks should have refused
+        }
+        return r;
+    }
+
     BatchResult wait(Batch& b, bool block) {
         BatchResult r = wait_raw(b, block);
         if (r.ok() || !is_daemon_failure(r.status) || opt.fallback != Fallback::local) return r;
@@ -559,6 +679,8 @@ struct Client::Impl {
         // until release(): verify it in place.
         Slot* s;
         wire::RowSpan span;
+        reference::ColumnBatch columns;
+        bool is_columns;
         std::uint8_t* results;
         wire::Mode mode;
         {
@@ -566,10 +688,21 @@ struct Client::Impl {
             s = slot_of(b);
             if (s == nullptr) return BatchResult{Status::invalid_argument, 0, 0, 0};
             span = wire::RowSpan{s->kind, s->key_size, s->encoding, b.rows, s->count};
+            is_columns = s->columns;
+            columns.kind = s->kind;
+            columns.encoding = s->encoding;
+            columns.count = s->count;
+            columns.tail_size = s->key_size;
+            columns.message = b.rows;
+            columns.key = b.key;
+            columns.signature = b.signature;
+            columns.correlate = b.correlate;
             results = b.results;
             mode = s->mode;
         }
-        BatchResult lr = local_run(span, mode, mode == wire::Mode::results ? results : nullptr);
+        BatchResult lr = is_columns
+                             ? local_run_columns(columns, mode, mode == wire::Mode::results ? results : nullptr)
+                             : local_run(span, mode, mode == wire::Mode::results ? results : nullptr);
         std::lock_guard lk(mu);
         if ((s = slot_of(b)) != nullptr) s->result = lr;
         return lr;
@@ -669,6 +802,127 @@ struct Client::Impl {
                         fail = st;
                     }
                     next = rows.count;
+                    continue;
+                }
+            }
+            if (qn > 0) finish_front();
+        }
+        if (fail != Status::ok) total.status = fail;
+        return total;
+    }
+
+    // Column copy API over the zero-copy column path, pipelined like run().
+    // Results mode sends no correlate (the daemon never reads it there).
+    BatchResult run_columns(const Columns& cols, wire::Mode mode, std::uint8_t* results, std::uint8_t table) {
+        BatchResult total;
+        const std::size_t n = cols.count;
+        const std::size_t tail = mode == wire::Mode::collect ? cols.tail_size : 0;
+        const bool bad_enums = static_cast<std::uint8_t>(cols.kind) > 1 || static_cast<std::uint8_t>(mode) > 1 ||
+                               (cols.kind == wire::RecordKind::ecdsa && cols.encoding != wire::SigEncoding::opaque &&
+                                cols.encoding != wire::SigEncoding::compact);
+        const bool missing = n != 0 && (cols.message == nullptr || cols.key == nullptr || cols.signature == nullptr ||
+                                        (mode == wire::Mode::results && results == nullptr) ||
+                                        (tail != 0 && cols.correlate == nullptr));
+        if (bad_enums || missing || cols.tail_size > wire::kMaxKeySize ||
+            n > std::numeric_limits<std::size_t>::max() / (wire::stride(cols.kind, cols.tail_size) + 1)) {
+            total.status = Status::invalid_argument;
+            return total;
+        }
+        if (mode == wire::Mode::results && n != 0) std::memset(results, 0, n);  // fail closed
+        if (n == 0) return total;
+        const wire::SigEncoding enc =
+            cols.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : cols.encoding;
+        const std::size_t key_width = shm::column_key_width(cols.kind);
+        std::size_t chunk;
+        {
+            std::lock_guard lk(mu);
+            maybe_reconnect_locked();
+            const std::uint64_t per_row = wire::stride(cols.kind, tail) + 1;
+            const std::uint64_t arena_quarter_rows =
+                live ? (conn.arena_size / 4 > 5 * kAlign ? (conn.arena_size / 4 - 5 * kAlign) / per_row : 0) : 0;
+            chunk = std::max<std::uint64_t>(1, std::min<std::uint64_t>(arena_quarter_rows, kMaxChunkRows));
+            if (live && chunk > max_alloc_column_rows(cols.kind, tail))
+                chunk = max_alloc_column_rows(cols.kind, tail);
+        }
+        // Rows [begin, begin + count) of the caller's columns.
+        auto sub_batch = [&](std::size_t begin, std::size_t count) {
+            reference::ColumnBatch c;
+            c.kind = cols.kind;
+            c.encoding = enc;
+            c.count = count;
+            c.tail_size = tail;
+            c.message = cols.message + begin * shm::kColumnMessageWidth;
+            c.key = cols.key + begin * key_width;
+            c.signature = cols.signature + begin * shm::kColumnSignatureWidth;
+            c.correlate = tail != 0 ? cols.correlate + begin * tail : nullptr;
+            return c;
+        };
+        struct InFlight {
+            Batch batch;
+            std::size_t begin = 0, count = 0;
+        };
+        InFlight q[kPipelineDepth];
+        std::size_t qh = 0, qn = 0, next = 0;
+        Status fail = Status::ok;
+        auto run_locally = [&](std::size_t begin, std::size_t count) {
+            // ColumnVerifier indexes results from row 0 of the sub-batch.
+            const BatchResult lr = local_run_columns(sub_batch(begin, count), mode,
+                                                     mode == wire::Mode::results ? results + begin : nullptr);
+            if (lr.status != Status::ok && fail == Status::ok) fail = lr.status;
+            total.valid += lr.valid;
+            total.invalid += lr.invalid;
+            total.local_rows += lr.local_rows;
+        };
+        auto finish_front = [&] {
+            InFlight& f = q[qh];
+            const BatchResult r = wait_raw(f.batch, true);
+            if (r.ok()) {
+                if (mode == wire::Mode::results)
+                    std::memcpy(results + f.begin, f.batch.results, f.count);
+                else if (tail != 0)
+                    std::memcpy(cols.correlate + f.begin * tail, f.batch.correlate, f.count * tail);
+                total.valid += r.valid;
+                total.invalid += r.invalid;
+            } else if (r.status == Status::timeout) {
+                if (fail == Status::ok) fail = r.status;
+            } else if (opt.fallback == Fallback::local && is_daemon_failure(r.status)) {
+                run_locally(f.begin, f.count);
+            } else if (fail == Status::ok) {
+                fail = r.status;
+            }
+            release(f.batch);
+            qh = (qh + 1) % kPipelineDepth;
+            --qn;
+        };
+        while ((next < n && fail == Status::ok) || qn > 0) {
+            if (next < n && qn < kPipelineDepth && fail == Status::ok) {
+                const std::size_t count = std::min(chunk, n - next);
+                InFlight& f = q[(qh + qn) % kPipelineDepth];
+                const Status st = reserve_columns(cols.kind, tail, count, f.batch, qn == 0);
+                if (st == Status::ok) {
+                    std::memcpy(f.batch.rows, cols.message + next * shm::kColumnMessageWidth,
+                                count * shm::kColumnMessageWidth);
+                    std::memcpy(f.batch.key, cols.key + next * key_width, count * key_width);
+                    std::memcpy(f.batch.signature, cols.signature + next * shm::kColumnSignatureWidth,
+                                count * shm::kColumnSignatureWidth);
+                    if (tail != 0) std::memcpy(f.batch.correlate, cols.correlate + next * tail, count * tail);
+                    f.begin = next;
+                    f.count = count;
+                    submit(f.batch, shm::Opcode::verify, mode, enc, table);
+                    // A failed submit marked the slot done with its status: wait_raw() sees it.
+                    ++qn;
+                    next += count;
+                    continue;
+                }
+                if (st != Status::ring_full) {
+                    // An old daemon (bad_entry) is covered by the fallback as an absent one is.
+                    if (opt.fallback == Fallback::local &&
+                        (is_daemon_failure(st) || st == Status::too_large || st == Status::bad_entry)) {
+                        run_locally(next, n - next);
+                    } else if (fail == Status::ok) {
+                        fail = st;
+                    }
+                    next = n;
                     continue;
                 }
             }
@@ -802,6 +1056,62 @@ BatchResult Client::collect_threshold(std::span<wire::ThresholdRow> rows) {
                static_cast<std::uint8_t>(wire::Table::threshold));
 }
 
+BatchResult Client::run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table) {
+    return impl_->run_columns(columns, mode, results, table);
+}
+
+namespace {
+Columns make_columns(wire::RecordKind kind, wire::SigEncoding encoding, const std::uint8_t* message,
+                     const std::uint8_t* key, const std::uint8_t* signature, std::uint8_t* correlate, std::size_t n,
+                     std::size_t tail_size) {
+    Columns c;
+    c.kind = kind;
+    c.encoding = encoding;
+    c.count = n;
+    c.tail_size = tail_size;
+    c.message = message;
+    c.key = key;
+    c.signature = signature;
+    c.correlate = correlate;
+    return c;
+}
+}  // namespace
+
+BatchResult Client::verify_ecdsa_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                         const std::uint8_t* signature, std::size_t n, std::uint8_t* results,
+                                         wire::SigEncoding encoding) {
+    return run_columns(make_columns(wire::RecordKind::ecdsa, encoding, message, key, signature, nullptr, n, 0),
+                       wire::Mode::results, results);
+}
+
+BatchResult Client::verify_schnorr_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                           const std::uint8_t* signature, std::size_t n, std::uint8_t* results) {
+    return run_columns(
+        make_columns(wire::RecordKind::schnorr, wire::SigEncoding::opaque, message, key, signature, nullptr, n, 0),
+        wire::Mode::results, results);
+}
+
+BatchResult Client::collect_ecdsa_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                          const std::uint8_t* signature, std::uint8_t* correlate, std::size_t n,
+                                          std::size_t tail_size, wire::SigEncoding encoding) {
+    return run_columns(make_columns(wire::RecordKind::ecdsa, encoding, message, key, signature, correlate, n, tail_size),
+                       wire::Mode::collect, nullptr);
+}
+
+BatchResult Client::collect_schnorr_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                            const std::uint8_t* signature, std::uint8_t* correlate, std::size_t n,
+                                            std::size_t tail_size) {
+    return run_columns(make_columns(wire::RecordKind::schnorr, wire::SigEncoding::opaque, message, key, signature,
+                                    correlate, n, tail_size),
+                       wire::Mode::collect, nullptr);
+}
+
+Status Client::reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, Batch& batch,
+                               bool wait) {
+    if (tail_size > wire::kMaxKeySize || static_cast<std::uint8_t>(kind) > 1) return Status::invalid_argument;
+    return impl_->reserve_columns(kind, tail_size, count, batch, wait);
+}
+
 Status Client::reserve(wire::RecordKind kind, std::size_t key_size, std::size_t count, Batch& batch, bool wait) {
     if (key_size > wire::kMaxKeySize || static_cast<std::uint8_t>(kind) > 1) return Status::invalid_argument;
     return impl_->reserve(kind, key_size, count, batch, wait);
@@ -821,6 +1131,13 @@ void Client::release(Batch& batch) { impl_->release(batch); }
 std::size_t Client::max_batch_rows(wire::RecordKind kind, std::size_t key_size) const {
     std::lock_guard lk(impl_->mu);
     return impl_->live ? impl_->max_alloc_rows(kind, key_size) : 0;
+}
+
+std::size_t Client::max_column_batch_rows(wire::RecordKind kind, std::size_t tail_size) const {
+    std::lock_guard lk(impl_->mu);
+    return impl_->live && impl_->conn.abi_minor >= shm::kAbiMinorColumns
+               ? impl_->max_alloc_column_rows(kind, tail_size)
+               : 0;
 }
 
 Status Client::ping(std::uint64_t* rtt_ns) {

@@ -75,17 +75,41 @@ private:
 };
 
 // A zero-copy batch: rows (and result bytes) inside the shared arena.
+// A column batch (reserve_columns) has its four columns there instead: rows is
+// then the message column and key_size the correlate bytes per row (tail_size).
 struct Batch {
-    std::uint8_t* rows = nullptr;     // count * stride bytes, write rows here
+    std::uint8_t* rows = nullptr;     // count * stride bytes, write rows here (columns: message, count * 32)
     std::uint8_t* results = nullptr;  // count bytes, verdicts after wait() (results mode)
     std::size_t count = 0;
     wire::RecordKind kind = wire::RecordKind::ecdsa;
-    std::size_t key_size = 0;
+    std::size_t key_size = 0;         // row tail bytes (columns: tail_size)
     wire::SigEncoding encoding = wire::SigEncoding::opaque;  // set by submit()
+    bool columns = false;             // reserved with reserve_columns
+    std::uint8_t* key = nullptr;        // columns: count * 33 (ECDSA) / 32 (Schnorr)
+    std::uint8_t* signature = nullptr;  // columns: count * 64
+    std::uint8_t* correlate = nullptr;  // columns: count * key_size (null when key_size is 0)
     std::uint32_t slot = 0;           // internal
     std::uint32_t generation = 0;     // internal (0 = not reserved)
 
     wire::RowSpan span() const { return wire::RowSpan{kind, key_size, encoding, rows, count}; }
+};
+
+// A batch given as column tables (libbitcoin's layout since mid-2026), in
+// caller memory: message[count][32], key[count][33] (ECDSA, compressed) or
+// [count][32] (Schnorr, x-only), signature[count][64] (ECDSA opaque or compact;
+// Schnorr BIP-340), and an optional correlate[count][tail_size] (0..255 bytes
+// per row; null when tail_size is 0) that verification never interprets.
+// Row i is verified as message[i] || key[i] || signature[i]: the same verdicts
+// as the row path on the same data. See docs/columns.md.
+struct Columns {
+    wire::RecordKind kind = wire::RecordKind::ecdsa;
+    wire::SigEncoding encoding = wire::SigEncoding::opaque;  // ignored for Schnorr
+    std::size_t count = 0;
+    std::size_t tail_size = 0;
+    const std::uint8_t* message = nullptr;
+    const std::uint8_t* key = nullptr;
+    const std::uint8_t* signature = nullptr;
+    std::uint8_t* correlate = nullptr;
 };
 
 class Client {
@@ -126,6 +150,27 @@ public:
     BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
                     std::uint8_t table = shm::kTableUnspecified);
 
+    // --- column API (copy; batches of any size, split over the arena) --------
+    // Same contract as the row calls: results (n bytes) zeroed first, 1 =
+    // valid; collect zeroes the correlate entry (tail_size bytes) of every
+    // valid row in place and leaves invalid rows' entries untouched. The
+    // message, key and signature columns are never written. Needs a daemon of
+    // ABI 1.1 or later (an older one: Status::bad_entry, or the local fallback).
+    BatchResult verify_ecdsa_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                     const std::uint8_t* signature, std::size_t n, std::uint8_t* results,
+                                     wire::SigEncoding encoding = wire::SigEncoding::opaque);
+    BatchResult verify_schnorr_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                       const std::uint8_t* signature, std::size_t n, std::uint8_t* results);
+    BatchResult collect_ecdsa_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                      const std::uint8_t* signature, std::uint8_t* correlate, std::size_t n,
+                                      std::size_t tail_size, wire::SigEncoding encoding = wire::SigEncoding::opaque);
+    BatchResult collect_schnorr_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                        const std::uint8_t* signature, std::uint8_t* correlate, std::size_t n,
+                                        std::size_t tail_size);
+    // Generic form (results mode ignores columns.correlate).
+    BatchResult run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results,
+                            std::uint8_t table = shm::kTableUnspecified);
+
     // --- zero-copy API ------------------------------------------------------
     // Reserves count rows (and count result bytes) in the arena. Waits for
     // space when wait is true (at most batch_timeout when one is set, then
@@ -133,6 +178,13 @@ public:
     // batch can never fit (see max_batch_rows); unreachable/disconnected when
     // there is no daemon session.
     Status reserve(wire::RecordKind kind, std::size_t key_size, std::size_t count, Batch& batch, bool wait = true);
+    // Reserves a column batch of count rows: the message (batch.rows), key,
+    // signature and, when tail_size > 0, correlate columns, plus count result
+    // bytes, each 64-byte aligned in the arena. Write the columns in place,
+    // then submit/wait/release as for rows. Same statuses as reserve(), and
+    // bad_entry when the daemon is older than ABI 1.1.
+    Status reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, Batch& batch,
+                           bool wait = true);
     Status submit(Batch& batch, wire::Mode mode, wire::SigEncoding encoding = wire::SigEncoding::opaque,
                   std::uint8_t table = shm::kTableUnspecified);
     // Blocks until the batch completes (or the daemon is gone / batch_timeout).
@@ -145,6 +197,8 @@ public:
     void release(Batch& batch);
     // Largest batch reserve() can ever satisfy.
     std::size_t max_batch_rows(wire::RecordKind kind, std::size_t key_size) const;
+    // Largest batch reserve_columns() can ever satisfy.
+    std::size_t max_column_batch_rows(wire::RecordKind kind, std::size_t tail_size) const;
 
     // --- session ---------------------------------------------------------------
     // Round trip of a no-op submission through the rings; rtt_ns is optional.
