@@ -1,205 +1,292 @@
 #!/usr/bin/env bash
-# GPU check for sigverifyd's CUDA kernels: build for sm_90 on the GPU machine,
-# run the self-test, the GPU-vs-oracle differential on every table and the
-# 4-table benchmark, and write everything to $OUT. See docs/kernels.md.
+# GPU check for sigverifyd: the CUDA kernels against libsecp256k1, the daemon
+# end to end on the GPU, and the benchmarks, in ONE run on the GPU machine.
+# See docs/kernels.md ("Running on a GPU").
 #
-#   scripts/gpu-check.sh stage   (on the machine WITHOUT a GPU, before the run)
-#       Copies libsecp256k1's headers and static library into
-#       build-gpu-deps/secp256k1/ (ignored by git). Pass `carry:
-#       ["build-gpu-deps"]` to the device run so the check compares the GPU
-#       against libsecp256k1 itself. Without it the script still runs, with
-#       the host-compiled kernel math as the oracle, and says so.
+#   scripts/gpu-check.sh prepare   (here, on the machine WITHOUT a GPU; minutes)
+#       Builds everything for sm_90 with this machine's nvcc (CMake, Release,
+#       SIGVERIFY_CUDA=ON): sigverifyd, sigverify, gpu_check and the kernel
+#       variants' gpu_check, and copies them with the shared libraries they
+#       need (spdlog, fmt, libsecp256k1, libsystemd, ...) into build-gpu-carry/
+#       (ignored by git). Also stages libsecp256k1 for a source build there.
+#       Carry it: run(command="OUT=$OUT scripts/gpu-check.sh",
+#                     carry=["build-gpu-carry"], timeout_s=540)
 #
-#   scripts/gpu-check.sh         (on the GPU machine)
-#       Env: OUT (log folder, default ./gpu-check-out), ROWS (rows per table,
-#       default 1000000), EXTRA_ROWS (rows per table of the variant runs,
-#       default 300000), ARCH (default sm_90), JOBS (default nproc).
+#   scripts/gpu-check.sh stage     Only the libsecp256k1 staging (for a
+#       source build of gpu_check on the GPU machine; carry build-gpu-carry).
 #
-# Needs there: nvcc (CUDA 12+; PATH or /usr/local/cuda/bin), g++ with C++20,
-# nvidia driver. Not needed: CMake, Catch2, spdlog, Boost, libsecp256k1-dev
-# (the build is plain nvcc/g++ over the few sources gpu_check uses).
-# Files in $OUT: summary.txt, env.txt, build.log, ptxas.txt, gpu_check.txt
-# (main run), gpu_check_tpb256.txt, gpu_check_{inline,regcap,batch8}.txt
-# (kernel variants at EXTRA_ROWS; skipped past VARIANT_DEADLINE, default 420 s).
+#   scripts/gpu-check.sh           (on the GPU machine)
+#       Prebuilt binaries when carried and loadable there; otherwise builds
+#       gpu_check from source with nvcc/g++ (the daemon phase then needs the
+#       carried binaries and is skipped without them). Phases, each bounded:
+#         1. gpu_check --rows ROWS: self-test, GPU vs libsecp256k1 on every
+#            row of all four tables (results and collect, both encodings),
+#            end-to-end and kernel-only rows/s next to libsecp256k1 on all cores;
+#         2. sigverifyd --backend gpu: start-up self-test, `sigverify verify`
+#            through it byte-identical to --local (results and collect, all
+#            tables), `sigverify bench` at 4096/65536/1M rows (5% invalid:
+#            every invalid verdict is re-verified on the CPU) and at 1M rows
+#            with no invalid rows, `sigverify stats` after it;
+#            then the last figure again with DAEMON_ALT's flags (default
+#            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
+#         3. kernel variants (threads/block 256, register cap, batch 8,
+#            inlined) at EXTRA_ROWS while time is left (DEADLINE).
+#       Env: OUT (default ./gpu-check-out), ROWS (1000000), EXTRA_ROWS
+#       (300000), DEADLINE (seconds after which nothing new starts, 400).
+#       $OUT gets at most 8 files: summary.txt (read this first),
+#       gpu_check.txt, bench.txt, bench_valid.txt, daemon.txt, logs.tar.gz.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-DEPS="$ROOT/build-gpu-deps/secp256k1"
+CARRY="$ROOT/build-gpu-carry"
+DEPS="$CARRY/secp256k1"
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
+VARIANT_NAMES=(regcap batch8 inline)
+declare -A VDEFS=([inline]="-DSV_GPU_INLINE_ALL" [regcap]="-DSV_MIN_BLOCKS_PER_SM=2" [batch8]="-DSV_VERIFY_BATCH=8")
 
-if [[ "${1:-}" == "stage" ]]; then
-    inc=""
-    for d in /usr/include /usr/local/include; do
-        [[ -f "$d/secp256k1.h" ]] && inc="$d" && break
-    done
-    lib=""
+stage() {
+    local inc="" lib=""
+    for d in /usr/include /usr/local/include; do [[ -f "$d/secp256k1.h" ]] && inc="$d" && break; done
     for d in /usr/lib/x86_64-linux-gnu /usr/local/lib /usr/lib; do
         [[ -f "$d/libsecp256k1.a" ]] && lib="$d/libsecp256k1.a" && break
     done
     if [[ -z "$inc" || -z "$lib" ]]; then
         echo "stage: libsecp256k1 headers or static library not found here" >&2
-        exit 1
+        return 1
     fi
     mkdir -p "$DEPS/include" "$DEPS/lib"
     cp "$inc"/secp256k1*.h "$DEPS/include/"
     cp "$lib" "$DEPS/lib/"
-    echo "staged libsecp256k1 from $inc and $lib into ${DEPS#$ROOT/} ($(du -sh "$DEPS" | cut -f1)); carry build-gpu-deps"
-    exit 0
-fi
+    echo "staged libsecp256k1 from $inc and $lib into ${DEPS#$ROOT/}"
+}
 
+prepare() {
+    set -e
+    stage
+    local cfg=(-DCMAKE_BUILD_TYPE=Release -DSIGVERIFY_CUDA=ON -DSIGVERIFY_PTXAS_VERBOSE=ON)
+    mkdir -p "$CARRY/bin" "$CARRY/lib"
+    echo "prepare: building build-gpu (sigverifyd, sigverify, gpu_check) with $JOBS jobs"
+    cmake -S "$ROOT" -B "$ROOT/build-gpu" "${cfg[@]}" >/dev/null
+    cmake --build "$ROOT/build-gpu" -j"$JOBS" --target sigverifyd sigverify_cli gpu_check 2>&1 | tee "$CARRY/build.log" |
+        grep -E "error|warning|Built target" || true
+    cp "$ROOT/build-gpu/daemon/sigverifyd" "$ROOT/build-gpu/client/cli/sigverify" \
+        "$ROOT/build-gpu/tests/kernels/gpu_check" "$CARRY/bin/"
+    for v in "${VARIANT_NAMES[@]}"; do
+        echo "prepare: variant $v (${VDEFS[$v]}) in build-gpu-$v"
+        cmake -S "$ROOT" -B "$ROOT/build-gpu-$v" "${cfg[@]}" -DCMAKE_CUDA_FLAGS="${VDEFS[$v]}" >/dev/null
+        cmake --build "$ROOT/build-gpu-$v" -j"$JOBS" --target gpu_check >"$CARRY/build-$v.log" 2>&1 ||
+            { echo "variant $v failed to build (build-$v.log)"; continue; }
+        cp "$ROOT/build-gpu-$v/tests/kernels/gpu_check" "$CARRY/bin/gpu_check_$v"
+    done
+    # Shared libraries beyond glibc and the C++ runtime (the GPU machine's
+    # image may lack them; its libstdc++ is the same or newer than ours).
+    rm -f "$CARRY"/lib/*
+    ldd "$CARRY"/bin/* | awk '/=> \// {print $3}' | sort -u |
+        grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+        while read -r l; do cp -L "$l" "$CARRY/lib/"; done
+    git -C "$ROOT" rev-parse --short HEAD >"$CARRY/commit.txt"
+    git -C "$ROOT" status --short >>"$CARRY/commit.txt"
+    set +e
+    echo "prepare: $(du -sh "$CARRY" | cut -f1) in ${CARRY#$ROOT/}: $(ls "$CARRY/bin" | tr '\n' ' ')"
+    echo "next: run(command=\"OUT=\$OUT scripts/gpu-check.sh\", carry=[\"build-gpu-carry\"], timeout_s=540)"
+}
+
+case "${1:-}" in
+    stage) stage; exit $? ;;
+    prepare) prepare; exit $? ;;
+    "") ;;
+    *) echo "usage: scripts/gpu-check.sh [prepare|stage]" >&2; exit 2 ;;
+esac
+
+# ============================ on the GPU machine ============================
 OUT=${OUT:-$ROOT/gpu-check-out}
 ROWS=${ROWS:-1000000}
 EXTRA_ROWS=${EXTRA_ROWS:-300000}
+DEADLINE=${DEADLINE:-400}
+DAEMON_BACKEND=${DAEMON_BACKEND:-gpu}  # cpu: a dry run of phase 2 on a machine without a GPU
+DAEMON_ROWS=${DAEMON_ROWS:-200000}
+BENCH_SIZES=${BENCH_SIZES:-4096,65536,1048576}
+BENCH_BIG=${BENCH_BIG:-1048576}
 ARCH=${ARCH:-sm_90}
-JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-BUILD=$(mktemp -d /tmp/sigverify-gpu-check.XXXXXX)
-mkdir -p "$OUT"
+WORK=$(mktemp -d /tmp/sigverify-gpu-check.XXXXXX)
+LOGS="$WORK/logs"
+mkdir -p "$OUT" "$LOGS"
 : >"$OUT/summary.txt"
-say() { echo "[gpu-check] $*" | tee -a "$OUT/summary.txt"; }
+say() { echo "[gpu-check ${SECONDS}s] $*" | tee -a "$OUT/summary.txt"; }
+table_lines() { grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$1"; }
+finish() {
+    [[ -n "${DAEMON_PID:-}" ]] && kill "$DAEMON_PID" 2>/dev/null
+    cp "$CARRY/commit.txt" "$LOGS/" 2>/dev/null
+    tar -C "$WORK" -czf "$OUT/logs.tar.gz" logs 2>/dev/null
+    say "done after ${SECONDS}s"
+}
+trap finish EXIT
 
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-CXX=${CXX:-g++}
 {
     date -u
     uname -a
-    nvidia-smi 2>&1 || echo "nvidia-smi: not available"
-    "$NVCC" --version 2>&1 || echo "nvcc: not found at $NVCC"
-    "$CXX" --version 2>&1 | head -1 || echo "$CXX: not found"
+    grep -m1 "model name" /proc/cpuinfo
     echo "cores: $JOBS"
-} >"$OUT/env.txt" 2>&1
-say "repo $ROOT ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo 'no git')), build dir $BUILD"
-if [[ ! -x "$NVCC" ]]; then say "FAIL: nvcc not found (set NVCC=)"; exit 2; fi
-if ! command -v "$CXX" >/dev/null; then say "FAIL: host compiler $CXX not found (set CXX=)"; exit 2; fi
-CUDA_HOME=$(cd "$(dirname "$NVCC")/.." && pwd)
+    nvidia-smi 2>&1 || echo "nvidia-smi: not available"
+    (command -v nvcc || echo /usr/local/cuda/bin/nvcc) | xargs -I{} sh -c '{} --version 2>&1 | tail -2'
+    ldd --version 2>&1 | head -1
+} >"$LOGS/env.txt" 2>&1
+# Registers, stack frame and spills of each kernel build (cuobjdump is there, not here).
+for b in "$CARRY"/bin/gpu_check*; do
+    echo "--- $(basename "$b")"
+    "$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)" -res-usage "$b" 2>&1 | grep -A1 "verify_kernel" | head -4
+done >"$LOGS/resources.txt" 2>&1
+say "repo ${ROOT} ($(cat "$CARRY/commit.txt" 2>/dev/null | head -1 || echo '?')); $(grep -m1 -oE 'NVIDIA [A-Z0-9 ]+' "$LOGS/env.txt" || echo 'no nvidia-smi')"
 
-# --- oracle: libsecp256k1 if staged or installed, else the host kernel math
-REF_FLAGS=()
-REF_SRCS=()
-REF_LIBS=()
-if [[ -f "$DEPS/include/secp256k1.h" && -f "$DEPS/lib/libsecp256k1.a" ]]; then
-    REF_FLAGS=(-DSIGVERIFY_GPU_CHECK_WITH_REFERENCE=1 -I"$DEPS/include")
-    REF_LIBS=("$DEPS/lib/libsecp256k1.a")
-    say "oracle: libsecp256k1 (staged in build-gpu-deps)"
-elif [[ -f /usr/include/secp256k1.h ]] && ls /usr/lib/*/libsecp256k1.* /usr/lib/libsecp256k1.* >/dev/null 2>&1; then
-    REF_FLAGS=(-DSIGVERIFY_GPU_CHECK_WITH_REFERENCE=1)
-    REF_LIBS=(-lsecp256k1)
-    say "oracle: libsecp256k1 (system)"
+# --- binaries: carried, or gpu_check from source
+BIN="$CARRY/bin"
+export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+PREBUILT=0
+if [[ -x "$BIN/gpu_check" ]] && ! ldd "$BIN/gpu_check" "$BIN/sigverifyd" "$BIN/sigverify" 2>&1 | grep -q "not found" &&
+    "$BIN/sigverify" --version >/dev/null 2>&1; then
+    PREBUILT=1
+    say "using the carried binaries (build-gpu-carry/bin)"
 else
-    say "oracle: host-compiled kernel math (libsecp256k1 not found: run 'scripts/gpu-check.sh stage' on the build machine and carry build-gpu-deps for the stronger check)"
-fi
-if [[ ${#REF_FLAGS[@]} -gt 0 ]]; then
-    REF_SRCS=("$ROOT/reference/reference_verifier.cpp" "$ROOT/reference/row_generator.cpp")
-fi
-
-# --- build: host objects with g++, the kernel twice with nvcc (default: big
-# functions as device calls; inline: everything inlined), all in parallel
-CXXFLAGS=(-std=c++20 -O3 -DNDEBUG -I"$ROOT" -I"$CUDA_HOME/include" -pthread)
-NVFLAGS=(-std=c++17 -O3 -DNDEBUG -I"$ROOT" -gencode "arch=compute_${ARCH#sm_},code=$ARCH"
-    -gencode "arch=compute_${ARCH#sm_},code=compute_${ARCH#sm_}" -Xptxas -v)
-say "building for $ARCH with $NVCC ($("$NVCC" --version | grep -o 'release [0-9.]*'))"
-t0=$(date +%s)
-pids=()
-compile() {  # out, cmd...
-    local out=$1
-    shift
-    ( "$@" >"$BUILD/$out.log" 2>&1 || { echo "FAILED: $*" >>"$BUILD/$out.log"; exit 1; } ) &
+    [[ -x "$BIN/gpu_check" ]] && ldd "$BIN/gpu_check" "$BIN/sigverifyd" "$BIN/sigverify" >"$LOGS/ldd.txt" 2>&1
+    say "carried binaries missing or not loadable here: building gpu_check from source (daemon phase skipped)"
+    NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+    CUDA_HOME=$(cd "$(dirname "$NVCC")/.." && pwd)
+    REF_FLAGS=() REF_SRCS=() REF_LIBS=()
+    if [[ -f "$DEPS/include/secp256k1.h" ]]; then
+        REF_FLAGS=(-DSIGVERIFY_GPU_CHECK_WITH_REFERENCE=1 -I"$DEPS/include")
+        REF_LIBS=("$DEPS/lib/libsecp256k1.a")
+        REF_SRCS=("$ROOT/reference/reference_verifier.cpp" "$ROOT/reference/row_generator.cpp")
+        say "oracle: libsecp256k1 (staged)"
+    else
+        say "oracle: host-compiled kernel math (no staged libsecp256k1)"
+    fi
+    CXXFLAGS=(-std=c++20 -O3 -DNDEBUG -I"$ROOT" -I"$CUDA_HOME/include" -pthread)
+    NVFLAGS=(-std=c++17 -O3 -DNDEBUG -I"$ROOT" -gencode "arch=compute_${ARCH#sm_},code=$ARCH" -Xptxas -v)
+    pids=()
+    for s in kernels/kernel_math.cpp kernels/gpu_common.cpp tests/kernels/gpu_check.cpp "${REF_SRCS[@]#$ROOT/}"; do
+        g++ "${CXXFLAGS[@]}" "${REF_FLAGS[@]}" -c "$ROOT/$s" -o "$WORK/$(basename "$s" .cpp).o" >>"$LOGS/build.log" 2>&1 &
+        pids+=($!)
+    done
+    "$NVCC" "${NVFLAGS[@]}" -c "$ROOT/kernels/gpu_verifier.cu" -o "$WORK/gpu_verifier.o" >>"$LOGS/build.log" 2>&1 &
     pids+=($!)
-}
-compile kernel_math.o "$CXX" "${CXXFLAGS[@]}" -c "$ROOT/kernels/kernel_math.cpp" -o "$BUILD/kernel_math.o"
-compile gpu_common.o "$CXX" "${CXXFLAGS[@]}" -c "$ROOT/kernels/gpu_common.cpp" -o "$BUILD/gpu_common.o"
-compile gpu_check.o "$CXX" "${CXXFLAGS[@]}" "${REF_FLAGS[@]}" -c "$ROOT/tests/kernels/gpu_check.cpp" -o "$BUILD/gpu_check.o"
-for s in "${REF_SRCS[@]}"; do
-    b=$(basename "$s" .cpp)
-    compile "$b.o" "$CXX" "${CXXFLAGS[@]}" "${REF_FLAGS[@]}" -c "$s" -o "$BUILD/$b.o"
-done
-compile gpu_verifier.o "$NVCC" "${NVFLAGS[@]}" -c "$ROOT/kernels/gpu_verifier.cu" -o "$BUILD/gpu_verifier.o"
-fail=0
-for p in "${pids[@]}"; do wait "$p" || fail=1; done
-cat "$BUILD"/*.o.log >"$OUT/build.log"
-grep -E "Compiling entry|Used [0-9]+ registers|stack frame" "$BUILD/gpu_verifier.o.log" >"$OUT/ptxas.txt" 2>/dev/null
-if [[ $fail -ne 0 ]]; then
-    say "FAIL: build (see build.log)"
-    grep -B2 -A8 -E "error|FAILED" "$OUT/build.log" | head -40 | tee -a "$OUT/summary.txt"
-    exit 2
+    fail=0
+    for p in "${pids[@]}"; do wait "$p" || fail=1; done
+    mkdir -p "$WORK/bin"
+    BIN="$WORK/bin"
+    if [[ $fail -ne 0 ]] || ! g++ -o "$BIN/gpu_check" "$WORK"/*.o "${REF_LIBS[@]}" -L"$CUDA_HOME/lib64" -lcudart_static \
+        -ldl -lrt -pthread >>"$LOGS/build.log" 2>&1; then
+        say "FAIL: build"
+        grep -B2 -A6 -E "error" "$LOGS/build.log" | head -30 | tee -a "$OUT/summary.txt"
+        exit 2
+    fi
+    say "built gpu_check from source"
 fi
-HOST_OBJS=("$BUILD/kernel_math.o" "$BUILD/gpu_common.o" "$BUILD/gpu_check.o")
-for s in "${REF_SRCS[@]}"; do HOST_OBJS+=("$BUILD/$(basename "$s" .cpp).o"); done
-LINK=(-L"$CUDA_HOME/lib64" -lcudart_static -ldl -lrt -pthread)
-"$CXX" -o "$BUILD/gpu_check" "${HOST_OBJS[@]}" "$BUILD/gpu_verifier.o" "${REF_LIBS[@]}" "${LINK[@]}" >>"$OUT/build.log" 2>&1
-if [[ $? -ne 0 ]]; then
-    for v in "${!VPIDS[@]}"; do kill "${VPIDS[$v]}" 2>/dev/null; done
-    say "FAIL: link (see build.log)"
-    tail -20 "$OUT/build.log" | tee -a "$OUT/summary.txt"
-    exit 2
-fi
-say "built in $(($(date +%s) - t0))s; registers: $(grep -h -o 'Used [0-9]* registers' "$OUT/ptxas.txt" | tr '\n' ' ')"
 
-# Kernel variants, compiled in parallel after the main run (so that its CPU
-# figures have the whole machine):
-#   inline  -DSV_GPU_INLINE_ALL        everything inlined into the kernel
-#   regcap  -DSV_MIN_BLOCKS_PER_SM=2   registers capped at 128
-#   batch8  -DSV_VERIFY_BATCH=8        8 rows per thread share an inversion
-# GPU_CHECK_VARIANTS picks them (space-separated; empty = none); fastest compile first.
-read -r -a VARIANTS <<<"${GPU_CHECK_VARIANTS-regcap batch8 inline}"
-declare -A VDEFS=([inline]="-DSV_GPU_INLINE_ALL" [regcap]="-DSV_MIN_BLOCKS_PER_SM=2" [batch8]="-DSV_VERIFY_BATCH=8")
-declare -A VPIDS=()
-start_variants() {
-    for v in "${VARIANTS[@]}"; do
-        # the batch size is also used by host code (kernel_math.cpp): only the kernel changes here
-        "$NVCC" "${NVFLAGS[@]}" ${VDEFS[$v]} -c "$ROOT/kernels/gpu_verifier.cu" -o "$BUILD/gpu_verifier_$v.o" \
-            >"$BUILD/variant_$v.log" 2>&1 &
-        VPIDS[$v]=$!
-    done
-}
+# --- phase 1: kernels vs libsecp256k1, 1M rows per table
+say "phase 1: gpu_check --rows $ROWS"
+timeout 240 "$BIN/gpu_check" --rows "$ROWS" >"$OUT/gpu_check.txt" 2>&1
+rc_check=$?
+say "gpu_check exit $rc_check: $(grep -E '^RESULT|^self-test|no GPU|^FAIL' "$OUT/gpu_check.txt" | tr '\n' ' ')"
+table_lines "$OUT/gpu_check.txt" | tee -a "$OUT/summary.txt"
+grep -E "mismatch" "$OUT/gpu_check.txt" | head -10 | tee -a "$OUT/summary.txt"
 
-# --- runs
-rc_main=0
-run() {  # name, timeout, args...
-    local name=$1 limit=$2
-    shift 2
-    say "run $name: $*"
-    local t=$(date +%s)
-    timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
-    local rc=$?
-    say "  $name exit $rc after $(($(date +%s) - t))s: $(grep -E '^RESULT|^self-test|no GPU' "$OUT/$name.txt" | tr '\n' ' ')"
-    return $rc
-}
-# Whole script budget: one device command may run 600 s; keep well inside it.
-run gpu_check 300 "$BUILD/gpu_check" --rows "$ROWS"
-rc_main=$?
-grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$OUT/gpu_check.txt" | tee -a "$OUT/summary.txt"
-if [[ $rc_main -eq 0 ]] && ! grep -q "no GPU" "$OUT/gpu_check.txt"; then
-    start_variants
-    say "variant runs below share the CPU with the variant compiles: compare their GPU columns only"
-    run gpu_check_tpb256 90 "$BUILD/gpu_check" --rows "$EXTRA_ROWS" --tpb 256
-    grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$OUT/gpu_check_tpb256.txt" | sed 's/^/tpb256 /' | tee -a "$OUT/summary.txt"
-    for v in "${VARIANTS[@]}"; do
-        pid=${VPIDS[$v]:-}
-        [[ -z "$pid" ]] && continue
-        # wait for the compile, but not past the deadline
-        while kill -0 "$pid" 2>/dev/null && [[ $SECONDS -lt ${VARIANT_DEADLINE:-420} ]]; do sleep 2; done
-        if kill -0 "$pid" 2>/dev/null; then
-            kill "$pid" 2>/dev/null
-            say "variant $v still compiling at ${SECONDS}s: skipped"
-            continue
+# --- phase 2: the daemon on the GPU
+rc_daemon=0
+if [[ $PREBUILT -eq 1 ]] && { [[ $DAEMON_BACKEND != gpu ]] || ! grep -q "no GPU" "$OUT/gpu_check.txt"; }; then
+    SV="$BIN/sigverify"
+    RT="$WORK/run"
+    mkdir -p "$RT"
+    start_daemon() {  # log file, extra flags...
+        local log=$1
+        shift
+        "$BIN/sigverifyd" --runtime-dir "$RT" --foreground --backend "$DAEMON_BACKEND" --arena-size 1G --log-level info \
+            "$@" >"$log" 2>&1 &
+        DAEMON_PID=$!
+        for _ in $(seq 1 300); do
+            "$SV" ping --runtime-dir "$RT" >/dev/null 2>&1 && break
+            kill -0 "$DAEMON_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+    }
+    stop_daemon() {
+        kill "$DAEMON_PID" 2>/dev/null
+        wait "$DAEMON_PID" 2>/dev/null
+        say "sigverifyd exit $? after SIGTERM"
+        DAEMON_PID=
+    }
+    say "phase 2: sigverifyd --backend $DAEMON_BACKEND"
+    start_daemon "$LOGS/sigverifyd.log"
+    {
+        echo "== daemon start-up log"
+        cat "$LOGS/sigverifyd.log"
+        echo "== ping"
+        "$SV" ping --runtime-dir "$RT" 2>&1
+    } >"$OUT/daemon.txt"
+    if ! "$SV" ping --runtime-dir "$RT" >/dev/null 2>&1; then
+        say "FAIL: sigverifyd --backend gpu did not come up (daemon.txt)"
+        rc_daemon=1
+    else
+        say "daemon up: $(grep -E 'self-test|backend gpu' "$LOGS/sigverifyd.log" | sed 's/.*\] //' | tr '\n' ' ' | cut -c1-300)"
+        # Byte-identical to --local, results and collect, every table and encoding.
+        diffs=0
+        for spec in ecdsa:opaque ecdsa:compact multisig:opaque schnorr:opaque threshold:opaque; do
+            t=${spec%%:*} f=${spec##*:} in="$WORK/$t-$f.rows"
+            "$SV" gen --table "$t" --count "$DAEMON_ROWS" --sig-format "$f" --invalid-rate 0.2 --seed 11 --out "$in" >/dev/null 2>&1
+            "$SV" verify --local --table "$t" --sig-format "$f" --in "$in" --out "$in.local" >/dev/null 2>&1
+            "$SV" verify --runtime-dir "$RT" --table "$t" --sig-format "$f" --in "$in" --out "$in.gpu" >>"$OUT/daemon.txt" 2>&1
+            "$SV" verify --local --collect --table "$t" --sig-format "$f" --in "$in" --out "$in.lc" >/dev/null 2>&1
+            "$SV" verify --collect --runtime-dir "$RT" --table "$t" --sig-format "$f" --in "$in" --out "$in.gc" >>"$OUT/daemon.txt" 2>&1
+            for m in "local gpu" "lc gc"; do
+                set -- $m
+                if cmp -s "$in.$1" "$in.$2" && [[ -s "$in.$1" ]]; then r=same; else r=DIFFERENT; diffs=$((diffs + 1)); fi
+                echo "verify $t $f ${1}/${2}: $r" >>"$OUT/daemon.txt"
+            done
+        done
+        say "daemon verify vs --local ($DAEMON_ROWS rows x 5 configs x 2 modes): $diffs different"
+        [[ $diffs -ne 0 ]] && rc_daemon=1
+        say "bench (5% invalid): sizes $BENCH_SIZES"
+        timeout 200 "$SV" bench --runtime-dir "$RT" --sizes "$BENCH_SIZES" --skip-single-thread --repeat 3 --budget 3 \
+            --clients 4 --latency-iterations 2000 --json "$LOGS/bench.json" >"$OUT/bench.txt" 2>"$LOGS/bench.err"
+        say "bench exit $?"
+        grep -E "sigverifyd|multi-client|differed" "$OUT/bench.txt" | tee -a "$OUT/summary.txt"
+        if [[ $SECONDS -lt $((DEADLINE - 60)) ]]; then
+            say "bench (all rows valid): $BENCH_BIG rows"
+            timeout 120 "$SV" bench --runtime-dir "$RT" --sizes "$BENCH_BIG" --skip-single-thread --repeat 3 --budget 3 \
+                --invalid-rate 0 --clients 0 --latency-iterations 10 >"$OUT/bench_valid.txt" 2>"$LOGS/bench_valid.err"
+            say "bench exit $?"
+            grep -E " $BENCH_BIG .*sigverifyd|differed" "$OUT/bench_valid.txt" | tee -a "$OUT/summary.txt"
         fi
-        if [[ $SECONDS -ge ${VARIANT_DEADLINE:-420} ]]; then
-            say "variant $v: past the deadline, skipped"
-            continue
-        fi
-        if wait "$pid" &&
-            "$CXX" -o "$BUILD/gpu_check_$v" "${HOST_OBJS[@]}" "$BUILD/gpu_verifier_$v.o" "${REF_LIBS[@]}" "${LINK[@]}" >>"$BUILD/variant_$v.log" 2>&1; then
-            { echo "--- variant $v (${VDEFS[$v]})"; grep -E "Compiling entry|Used [0-9]+ registers|stack frame" "$BUILD/variant_$v.log" | head -3; } >>"$OUT/ptxas.txt"
-            run "gpu_check_$v" 90 "$BUILD/gpu_check_$v" --rows "$EXTRA_ROWS"
-            grep -E "^(table|ecdsa|multisig|schnorr|threshold) " "$OUT/gpu_check_$v.txt" | sed "s/^/$v /" | tee -a "$OUT/summary.txt"
-        else
-            say "variant $v failed to build (build.log)"
-        fi
+        "$SV" stats --runtime-dir "$RT" >"$LOGS/stats.txt" 2>&1
+        "$SV" stats --runtime-dir "$RT" backends >>"$LOGS/stats.txt" 2>&1
+        grep -E "mismatch|gpu_errors|cpu_fallback|rechecked" "$LOGS/stats.txt" | grep -v "^#" | tee -a "$OUT/summary.txt"
+    fi
+    stop_daemon
+    echo "== full log" >>"$OUT/daemon.txt"
+    tail -50 "$LOGS/sigverifyd.log" >>"$OUT/daemon.txt"
+    # The same all-valid figure with other GPU chunking (DAEMON_ALT flags).
+    if [[ $rc_daemon -eq 0 && -n "${DAEMON_ALT-x}" && $SECONDS -lt $((DEADLINE - 90)) ]]; then
+        alt=${DAEMON_ALT:---gpu-chunk-rows 524288 --gpu-chunks-in-flight 2}
+        say "phase 2b: sigverifyd $alt"
+        start_daemon "$LOGS/sigverifyd_alt.log" $alt
+        timeout 100 "$SV" bench --runtime-dir "$RT" --sizes "$BENCH_BIG" --skip-single-thread --repeat 3 --budget 3 \
+            --invalid-rate 0 --clients 0 --latency-iterations 10 >"$LOGS/bench_alt.txt" 2>"$LOGS/bench_alt.err"
+        say "bench exit $?"
+        grep -E " $BENCH_BIG .*sigverifyd|differed" "$LOGS/bench_alt.txt" | sed "s/^/alt /" | tee -a "$OUT/summary.txt"
+        stop_daemon
+    fi
+fi
+
+# --- phase 3: kernel variants while time is left
+if [[ $rc_check -eq 0 ]]; then
+    runs=("tpb256:$BIN/gpu_check --tpb 256")
+    for v in "${VARIANT_NAMES[@]}"; do [[ -x "$BIN/gpu_check_$v" ]] && runs+=("$v:$BIN/gpu_check_$v"); done
+    for r in "${runs[@]}"; do
+        name=${r%%:*} cmd=${r#*:}
+        if [[ $SECONDS -ge $DEADLINE ]]; then say "variant $name: past the deadline, skipped"; continue; fi
+        timeout 90 $cmd --rows "$EXTRA_ROWS" >"$LOGS/gpu_check_$name.txt" 2>&1
+        say "variant $name exit $?: $(grep -E '^RESULT' "$LOGS/gpu_check_$name.txt")"
+        table_lines "$LOGS/gpu_check_$name.txt" | sed "s/^/$name /" | tee -a "$OUT/summary.txt"
     done
 fi
-for v in "${VARIANTS[@]}"; do
-    pid=${VPIDS[$v]:-}
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null; fi
-    cat "$BUILD/variant_$v.log" >>"$OUT/build.log" 2>/dev/null
-done
-say "done after ${SECONDS}s: gpu_check exit $rc_main"
-exit $rc_main
+say "exit codes: gpu_check $rc_check, daemon $rc_daemon"
+exit $((rc_check != 0 || rc_daemon != 0))
