@@ -83,6 +83,9 @@ std::optional<Config> parse_config(int argc, char** argv, int& exit_code) {
         ->check(CLI::Range(1u, 1u << 30))->capture_default_str();
     app.add_option("--gpu-chunk-rows", cfg.gpu_chunk_rows, "Rows per GPU chunk; device buffers are sized for it at start-up")
         ->check(CLI::Range(std::size_t(256), std::size_t(1) << 22))->capture_default_str();
+    app.add_option("--gpu-chunks-in-flight", cfg.gpu_chunks_in_flight,
+                   "Chunks a GPU runs at once, each with its own stream and buffers (one chunk rarely fills a GPU)")
+        ->check(CLI::Range(1u, 64u))->capture_default_str();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

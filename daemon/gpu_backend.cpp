@@ -5,7 +5,8 @@
 namespace sigverify::daemon {
 
 std::unique_ptr<GpuBackend> GpuBackend::open(const std::string& spec, unsigned workers, std::size_t chunk_rows,
-                                             std::vector<GpuDeviceReport>& reports, std::string& error) {
+                                             unsigned chunks_in_flight, std::vector<GpuDeviceReport>& reports,
+                                             std::string& error) {
     reports.clear();
     if (!gpu::built_with_cuda()) {
         error = "this build has no CUDA backend";
@@ -21,33 +22,44 @@ std::unique_ptr<GpuBackend> GpuBackend::open(const std::string& spec, unsigned w
 
     std::unique_ptr<GpuBackend> backend(new GpuBackend());
     backend->chunk_rows_ = std::max<std::size_t>(1, chunk_rows);
+    backend->slots_per_device_ = std::max(1u, chunks_in_flight);
     for (int index : chosen) {
         GpuDeviceReport report;
         for (const auto& d : found.devices)
             if (d.index == index) report.info = d;
         gpu::Options options;
         options.device = index;
-        // Staging sized for the largest chunk of the widest row the daemon hands over.
+        // A slot runs one chunk at a time, so one stream and staging sized for
+        // the largest chunk of the widest row the daemon hands over.
+        options.streams = 1;
         options.chunk_bytes = backend->chunk_rows_ * wire::stride(wire::RecordKind::ecdsa, wire::kMaxKeySize);
+        std::vector<std::unique_ptr<Slot>> slots;
         gpu::Status st;
-        auto verifier = gpu::DeviceVerifier::open(options, st);
-        if (verifier) st = verifier->self_test();
-        if (verifier && st.ok()) {
+        for (std::size_t s = 0; s < backend->slots_per_device_ && st.ok(); ++s) {
+            auto verifier = gpu::DeviceVerifier::open(options, st);
+            if (verifier) st = verifier->self_test();  // every slot: its own buffers and stream
+            if (verifier && st.ok()) {
+                auto slot = std::make_unique<Slot>();
+                slot->verifier = std::move(verifier);
+                slots.push_back(std::move(slot));
+            }
+        }
+        if (st.ok()) {
             report.usable = true;
             report.self_test = "passed";
-            auto device = std::make_unique<Device>();
-            device->verifier = std::move(verifier);
-            backend->devices_.push_back(std::move(device));
+            for (auto& slot : slots) backend->slots_.push_back(std::move(slot));
+            ++backend->devices_;
         } else {
             report.self_test = std::string(gpu::to_string(st.code)) + ": " + st.message;
         }
         reports.push_back(std::move(report));
     }
-    if (backend->devices_.empty()) {
+    if (backend->devices_ == 0) {
         error = "no selected GPU passed its self-test";
         return nullptr;
     }
-    backend->workers_ = std::max<unsigned>(workers, unsigned(2 * backend->devices_.size()));
+    // At least two workers per slot: one runs on the GPU while the other copies and cross-checks.
+    backend->workers_ = std::max<unsigned>(workers, unsigned(2 * backend->slots_.size()));
     return backend;
 }
 
@@ -62,7 +74,9 @@ ChunkResult GpuBackend::verify(unsigned worker, const wire::RowSpan& rows, std::
         return r;
     }
     try {
-        Device& d = *devices_[worker % devices_.size()];
+        const std::size_t device = worker % devices_;
+        const std::size_t slot = (worker / devices_) % slots_per_device_;
+        Slot& d = *slots_[device * slots_per_device_ + slot];
         const wire::RowSpan part{rows.kind, rows.key_size, rows.encoding, rows.row(begin), end - begin};
         gpu::Counts counts;
         std::lock_guard lock(d.mutex);

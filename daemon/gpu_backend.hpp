@@ -4,8 +4,11 @@
 // allocated once, here) and runs its known-answer self-test; a device that
 // fails is left out and reported. It is always wrapped in a CheckedBackend
 // before the scheduler sees it: its verdicts are never trusted unchecked.
-// Workers map onto devices round-robin; each device serves one chunk at a
-// time, and the workers waiting for it do their cross-checks meanwhile.
+// Each device has `chunks_in_flight` slots: a DeviceVerifier with its own
+// stream and buffers. Workers map onto slots round-robin (worker w: device
+// w % devices, slot (w / devices) % slots), so that many chunks run on one GPU
+// at once — one 100k-row chunk fills only part of a big GPU — while the
+// workers waiting for a slot do their cross-checks meanwhile.
 #pragma once
 
 #include <memory>
@@ -30,7 +33,8 @@ public:
     // error set when no selected device is usable; reports lists every device
     // tried and what became of it.
     static std::unique_ptr<GpuBackend> open(const std::string& spec, unsigned workers, std::size_t chunk_rows,
-                                            std::vector<GpuDeviceReport>& reports, std::string& error);
+                                            unsigned chunks_in_flight, std::vector<GpuDeviceReport>& reports,
+                                            std::string& error);
     ~GpuBackend() override;
 
     std::string name() const override { return "gpu"; }
@@ -40,13 +44,16 @@ public:
                        wire::Mode mode, std::uint8_t* results) noexcept override;
 
 private:
-    struct Device {
+    struct Slot {
         std::unique_ptr<gpu::DeviceVerifier> verifier;
-        std::mutex mutex;  // one chunk at a time per device
+        std::mutex mutex;  // one chunk at a time per slot
     };
     GpuBackend() = default;
 
-    std::vector<std::unique_ptr<Device>> devices_;
+    // slots_[d * slots_per_device_ + s]: slot s of usable device d
+    std::vector<std::unique_ptr<Slot>> slots_;
+    std::size_t devices_ = 0;
+    std::size_t slots_per_device_ = 1;
     unsigned workers_ = 1;
     std::size_t chunk_rows_ = 0;
 };

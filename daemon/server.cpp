@@ -289,7 +289,8 @@ bool Server::select_backend() {
     if (cfg.backend != BackendChoice::cpu) {
         const unsigned cpu_threads = cfg.cpu_threads ? cfg.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
         std::string error;
-        auto gpu = GpuBackend::open(cfg.gpus, cpu_threads, cfg.gpu_chunk_rows, gpu_reports_, error);
+        auto gpu = GpuBackend::open(cfg.gpus, cpu_threads, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight, gpu_reports_,
+                                    error);
         for (const auto& r : gpu_reports_)
             log.info("gpu {} {} ({} SMs, {} MiB): self-test {}", r.info.index, r.info.name, r.info.sm_count,
                      r.info.total_memory >> 20, r.self_test);
@@ -308,9 +309,9 @@ bool Server::select_backend() {
             checked_ = checked.get();
             backend_ = std::move(checked);
             cpu_fallback_ = std::make_unique<CpuBackend>(std::max(workers, cpu_threads));
-            log.info("backend gpu: {} worker(s), chunks of {} rows, cross-check: every invalid verdict and 1 in {} "
-                     "valid ones re-verified by libsecp256k1",
-                     workers, cfg.gpu_chunk_rows, cfg.cross_check_sample);
+            log.info("backend gpu: {} worker(s), chunks of {} rows, {} in flight per GPU, cross-check: every invalid "
+                     "verdict and 1 in {} valid ones re-verified by libsecp256k1",
+                     workers, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight, cfg.cross_check_sample);
             return true;
         }
         if (cfg.backend == BackendChoice::gpu) {
