@@ -135,6 +135,33 @@ int sigverify_collect_schnorr(sigverify_client* c, uint8_t* rows, size_t n, size
     return finish(c, c->client->collect_schnorr(rows, n, key_size));
 }
 
+int sigverify_verify_ecdsa_columns(sigverify_client* c, const uint8_t* message, const uint8_t* key,
+                                   const uint8_t* signature, size_t n, int encoding, uint8_t* results) {
+    if (c == nullptr || bad_encoding(encoding)) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
+    return finish(c, c->client->verify_ecdsa_columns(message, key, signature, n, results,
+                                                     static_cast<sigverify::wire::SigEncoding>(encoding)));
+}
+
+int sigverify_verify_schnorr_columns(sigverify_client* c, const uint8_t* message, const uint8_t* key,
+                                     const uint8_t* signature, size_t n, uint8_t* results) {
+    if (c == nullptr) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
+    return finish(c, c->client->verify_schnorr_columns(message, key, signature, n, results));
+}
+
+int sigverify_collect_ecdsa_columns(sigverify_client* c, const uint8_t* message, const uint8_t* key,
+                                    const uint8_t* signature, uint8_t* correlate, size_t n, size_t tail_size,
+                                    int encoding) {
+    if (c == nullptr || bad_encoding(encoding)) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
+    return finish(c, c->client->collect_ecdsa_columns(message, key, signature, correlate, n, tail_size,
+                                                      static_cast<sigverify::wire::SigEncoding>(encoding)));
+}
+
+int sigverify_collect_schnorr_columns(sigverify_client* c, const uint8_t* message, const uint8_t* key,
+                                      const uint8_t* signature, uint8_t* correlate, size_t n, size_t tail_size) {
+    if (c == nullptr) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
+    return finish(c, c->client->collect_schnorr_columns(message, key, signature, correlate, n, tail_size));
+}
+
 void sigverify_last_counts(uint64_t* valid, uint64_t* invalid) {
     if (valid != nullptr) *valid = t_valid;
     if (invalid != nullptr) *invalid = t_invalid;

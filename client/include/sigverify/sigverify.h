@@ -93,6 +93,29 @@ SIGVERIFY_API int sigverify_collect_ecdsa(sigverify_client* client, uint8_t* row
 SIGVERIFY_API int sigverify_collect_schnorr(sigverify_client* client, uint8_t* rows, size_t n,
                                             size_t key_size);
 
+/* Column tables (libbitcoin's layout since mid-2026): n rows given as
+ *   message[n][32], key[n][33] (ECDSA, compressed) or key[n][32] (Schnorr,
+ *   x-only), signature[n][64] (ECDSA in `encoding`; Schnorr BIP-340),
+ *   and for collect a correlate[n][tail_size] (tail_size 0..255; NULL when 0).
+ * Row i is verified as message[i] || key[i] || signature[i], with the same
+ * verdicts as the row calls. verify: results[i] = 1 valid / 0 invalid, zeroed
+ * first. collect: the correlate entry of every valid row is zeroed in place,
+ * invalid rows keep theirs. The other columns are never written. Needs a
+ * daemon of ring ABI 1.1 or later (older: SIGVERIFY_E_BAD_ENTRY, or local
+ * verification with fallback_local). See docs/columns.md. */
+SIGVERIFY_API int sigverify_verify_ecdsa_columns(sigverify_client* client, const uint8_t* message,
+                                                 const uint8_t* key, const uint8_t* signature, size_t n,
+                                                 int encoding, uint8_t* results);
+SIGVERIFY_API int sigverify_verify_schnorr_columns(sigverify_client* client, const uint8_t* message,
+                                                   const uint8_t* key, const uint8_t* signature, size_t n,
+                                                   uint8_t* results);
+SIGVERIFY_API int sigverify_collect_ecdsa_columns(sigverify_client* client, const uint8_t* message,
+                                                  const uint8_t* key, const uint8_t* signature, uint8_t* correlate,
+                                                  size_t n, size_t tail_size, int encoding);
+SIGVERIFY_API int sigverify_collect_schnorr_columns(sigverify_client* client, const uint8_t* message,
+                                                    const uint8_t* key, const uint8_t* signature, uint8_t* correlate,
+                                                    size_t n, size_t tail_size);
+
 /* Valid/invalid row counts of this thread's last verify/collect call. */
 SIGVERIFY_API void sigverify_last_counts(uint64_t* valid, uint64_t* invalid);
 /* Round trip of a no-op through the daemon's rings (rtt_ns may be NULL). */
