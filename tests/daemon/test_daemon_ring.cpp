@@ -10,6 +10,7 @@
 
 #include "batch_check.hpp"
 #include "daemon_fixture.hpp"
+#include "reference/columns.hpp"
 #include "shm_protocol/doorbell.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
@@ -36,6 +37,49 @@ shm::SubmissionEntry verify_entry(std::uint64_t rows_offset, std::uint64_t resul
 Status check(const shm::SubmissionEntry& e, std::uint64_t arena = 1 << 20) {
     shm::CheckedSubmission c;
     return shm::check_submission(e, arena, c);
+}
+
+// A verify_columns entry (ECDSA unless changed): message, key, signature and
+// correlate columns at the given offsets.
+shm::SubmissionEntry column_entry(std::uint64_t message, std::uint64_t key, std::uint64_t signature,
+                                  std::uint64_t correlate, std::uint64_t results, std::uint64_t count,
+                                  std::uint8_t tail_size = 6, wire::Mode mode = wire::Mode::results) {
+    shm::SubmissionEntry e{};
+    e.user_tag = 43;
+    e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_columns);
+    e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::ecdsa);
+    e.key_size = tail_size;
+    e.mode = static_cast<std::uint8_t>(mode);
+    e.table = shm::kTableUnspecified;
+    e.rows_offset = message;
+    e.results_offset = results;
+    e.row_count = count;
+    shm::set_column_offsets(e, shm::ColumnOffsets{key, signature, correlate});
+    return e;
+}
+
+// Column layout used by the live tests: n rows, each column 64-aligned after the previous one.
+struct Placed {
+    std::uint64_t message, key, signature, correlate, results, end;
+};
+Placed place(std::uint64_t n, std::uint64_t key_width, std::uint64_t tail) {
+    auto up = [](std::uint64_t v) { return (v + 63) / 64 * 64; };
+    Placed p;
+    p.message = 0;
+    p.key = up(n * 32);
+    p.signature = p.key + up(n * key_width);
+    p.correlate = p.signature + up(n * 64);
+    p.results = p.correlate + up(n * tail);
+    p.end = p.results + up(n);
+    return p;
+}
+
+Status check_detail(const shm::SubmissionEntry& e, shm::ColumnDetail& detail, std::uint64_t arena = 1 << 20) {
+    shm::CheckedSubmission c;
+    std::uint32_t d = 0;
+    const Status st = shm::check_submission(e, arena, c, &d);
+    detail = static_cast<shm::ColumnDetail>(d);
+    return st;
 }
 
 // A client that speaks the protocol by hand.
@@ -254,6 +298,293 @@ TEST_CASE("hostile submission entries are rejected with overflow-safe checks", "
     CHECK(check(e, 383) == Status::bad_range);
 }
 
+TEST_CASE("verify_columns keeps the 64-byte entry and every old offset", "[daemon][ring][columns]") {
+    CHECK(shm::kAbiMajor == 1);
+    CHECK(shm::kAbiMinor >= shm::kAbiMinorColumns);
+    CHECK(static_cast<int>(shm::Opcode::verify_columns) == 3);
+    shm::SubmissionEntry e{};
+    shm::set_column_offsets(e, shm::ColumnOffsets{0x1111, 0x2222, 0x3333});
+    std::uint64_t at40, at48, at56;
+    std::memcpy(&at40, reinterpret_cast<const std::uint8_t*>(&e) + 40, 8);
+    std::memcpy(&at48, reinterpret_cast<const std::uint8_t*>(&e) + 48, 8);
+    std::memcpy(&at56, reinterpret_cast<const std::uint8_t*>(&e) + 56, 8);
+    CHECK(at40 == 0x1111);
+    CHECK(at48 == 0x2222);
+    CHECK(at56 == 0x3333);
+    CHECK(shm::column_offsets(e).signature_offset == 0x2222);
+    CHECK_FALSE(shm::reserved_words_zero(e));
+    // The same bytes make a verify or nop entry malformed, as before.
+    e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify);
+    e.row_count = 0;
+    CHECK(check(e) == Status::bad_entry);
+    e.opcode = static_cast<std::uint8_t>(shm::Opcode::nop);
+    CHECK(check(e) == Status::bad_entry);
+}
+
+TEST_CASE("hostile column entries are rejected with overflow-safe checks", "[daemon][ring][columns]") {
+    const std::uint64_t arena = 1 << 20;
+    const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+    using D = shm::ColumnDetail;
+    D d = D::none;
+    const std::uint64_t n = 10;
+    const Placed p = place(n, 33, 6);
+    auto good = [&] { return column_entry(p.message, p.key, p.signature, p.correlate, p.results, n); };
+    CHECK(check_detail(good(), d) == Status::ok);
+    CHECK(d == D::none);
+    shm::CheckedSubmission c;
+    REQUIRE(shm::check_submission(good(), arena, c) == Status::ok);
+    CHECK(c.opcode == shm::Opcode::verify_columns);
+    CHECK(c.key_offset == p.key);
+    CHECK(c.signature_offset == p.signature);
+    CHECK(c.correlate_offset == p.correlate);
+    CHECK(c.key_size == 6);
+    CHECK(c.rows_bytes == n * (129 + 6));
+
+    // Every column exactly at the end of the arena is fine; one byte more is not.
+    auto e = good();
+    e.rows_offset = arena - n * 32;
+    CHECK(check_detail(e, d) == Status::ok);
+    e.rows_offset = arena - n * 32 + 1;
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::message);
+    e = good();
+    shm::set_column_offsets(e, {arena - n * 33 + 1, p.signature, p.correlate});
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::key);
+    e = good();
+    shm::set_column_offsets(e, {p.key, arena - n * 64 + 1, p.correlate});
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::signature);
+    e = good();
+    shm::set_column_offsets(e, {p.key, p.signature, arena - n * 6 + 1});
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::correlate);
+    e = good();
+    e.results_offset = arena - n + 1;
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::results);
+
+    // Offsets whose sums overflow 64 bits.
+    for (int column = 0; column < 5; ++column) {
+        e = good();
+        shm::ColumnOffsets o = shm::column_offsets(e);
+        switch (column) {
+        case 0: e.rows_offset = max - 10; break;
+        case 1: o.key_offset = max - 10; break;
+        case 2: o.signature_offset = max; break;
+        case 3: o.correlate_offset = max - 5; break;
+        case 4: e.results_offset = max - 2; break;
+        }
+        shm::set_column_offsets(e, o);
+        INFO("column " << column);
+        CHECK(check_detail(e, d) == Status::bad_range);
+    }
+    // Counts whose products overflow, or that cannot fit the arena at all.
+    e = good();
+    e.row_count = max;
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::row_count);
+    e.row_count = max / 32 + 1;
+    CHECK(check_detail(e, d) == Status::bad_range);
+    e.row_count = arena / (129 + 6) + 1;
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::row_count);
+    // tail_size too large for the arena: 255-byte correlate entries.
+    e = column_entry(0, 0, 0, 0, 0, 4000, 255, wire::Mode::collect);
+    CHECK(check_detail(e, d) == Status::bad_range);  // 4000 x 384 > 1 MiB
+    e = column_entry(0, 0, 0, arena - 255 * 100 + 1, 0, 100, 255, wire::Mode::collect);
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::correlate);
+
+    // The written range must not overlap a column that is read.
+    e = good();
+    e.results_offset = p.key + 5;
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::overlap);
+    e = good();
+    e.results_offset = p.message;
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::overlap);
+    e = good();
+    e.results_offset = p.signature + n * 64 - 1;  // last byte of the signatures
+    CHECK(check_detail(e, d) == Status::bad_range);
+    e = good();
+    e.results_offset = p.correlate;  // results over the correlate
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::overlap);
+    e = good();
+    e.results_offset = p.signature + n * 64;  // adjacent: fine
+    shm::set_column_offsets(e, {p.key, p.signature, p.results});
+    CHECK(check_detail(e, d) == Status::ok);
+    // Collect: the correlate is written and must not overlap message, key or signature.
+    e = column_entry(p.message, p.key, p.signature, p.signature + 64, 0, n, 6, wire::Mode::collect);
+    CHECK(check_detail(e, d) == Status::bad_range);
+    CHECK(d == D::overlap);
+    e = column_entry(p.message, p.key, p.signature, p.message + 3, 0, n, 6, wire::Mode::collect);
+    CHECK(check_detail(e, d) == Status::bad_range);
+    e = column_entry(p.message, p.key, p.signature, p.correlate, 0, n, 6, wire::Mode::collect);
+    CHECK(check_detail(e, d) == Status::ok);
+    // Columns that are only read may share bytes (nothing is written there).
+    e = column_entry(0, 0, 0, p.correlate, p.results, n);
+    CHECK(check_detail(e, d) == Status::ok);
+    // Empty batches: empty ranges anywhere inside the arena, overlap nothing.
+    e = column_entry(arena, arena, arena, arena, arena, 0);
+    CHECK(check_detail(e, d) == Status::ok);
+    e = column_entry(arena + 1, 0, 0, 0, 0, 0);
+    CHECK(check_detail(e, d) == Status::bad_range);
+
+    // Malformed fields.
+    e = good();
+    e.flags = 1;
+    CHECK(check(e) == Status::bad_entry);
+    e = good();
+    e.flags = 0x8000;
+    CHECK(check(e) == Status::bad_entry);
+    e = column_entry(p.message, p.key, p.signature, p.correlate, p.results, n, 0);  // no correlate, offset given
+    CHECK(check(e) == Status::bad_entry);
+    shm::set_column_offsets(e, {p.key, p.signature, 0});
+    CHECK(check(e) == Status::ok);
+    e = column_entry(p.message, p.key, p.signature, p.correlate, p.results, n, 6, wire::Mode::collect);
+    CHECK(check(e) == Status::bad_entry);  // collect names no results
+    e = good();
+    e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::schnorr);
+    e.encoding = 1;
+    CHECK(check(e) == Status::bad_entry);
+    e.encoding = 0;
+    CHECK(check(e) == Status::ok);
+    e.table = static_cast<std::uint8_t>(wire::Table::multisig);  // an ECDSA table on Schnorr columns
+    CHECK(check(e) == Status::bad_entry);
+    e = good();
+    e.mode = 2;
+    CHECK(check(e) == Status::bad_entry);
+    e = good();
+    e.record_kind = 2;
+    CHECK(check(e) == Status::bad_entry);
+}
+
+TEST_CASE("the daemon answers hostile column entries with error completions and keeps serving",
+          "[daemon][ring][columns]") {
+    DaemonProcess d({"--arena-size", "64K", "--ring-entries", "8"});
+    RawSession s;
+    REQUIRE(s.handshake(d.socket_path()));
+    CHECK(s.h->abi_major == shm::kAbiMajor);
+    CHECK(s.h->abi_minor == shm::kAbiMinor);
+    const std::uint64_t arena = s.h->arena_size;
+    const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+    const std::uint64_t n = 40;
+    const Placed p = place(n, 33, 6);
+
+    struct Case {
+        shm::SubmissionEntry e;
+        Status expected;
+        shm::ColumnDetail detail;
+    };
+    std::vector<Case> cases;
+    auto add = [&](shm::SubmissionEntry e, Status st, shm::ColumnDetail detail = shm::ColumnDetail::none) {
+        e.user_tag = 2000 + cases.size();
+        cases.push_back({e, st, detail});
+    };
+    using D = shm::ColumnDetail;
+    add(column_entry(arena - 8, p.key, p.signature, p.correlate, p.results, n), Status::bad_range, D::message);
+    add(column_entry(p.message, max - 100, p.signature, p.correlate, p.results, n), Status::bad_range, D::key);
+    add(column_entry(p.message, p.key, arena + 64, p.correlate, p.results, n), Status::bad_range, D::signature);
+    add(column_entry(p.message, p.key, p.signature, max, p.results, n), Status::bad_range, D::correlate);
+    add(column_entry(p.message, p.key, p.signature, p.correlate, max - 1, n), Status::bad_range, D::results);
+    add(column_entry(p.message, p.key, p.signature, p.correlate, p.key, n), Status::bad_range, D::overlap);
+    add(column_entry(p.message, p.key, p.signature, p.key, 0, n, 6, wire::Mode::collect), Status::bad_range,
+        D::overlap);
+    add(column_entry(0, 0, 0, 0, 0, max / 16), Status::bad_range, D::row_count);
+    add(column_entry(0, 0, 0, 0, 0, 600, 255, wire::Mode::collect), Status::bad_range, D::row_count);  // tail too large
+    auto e = column_entry(p.message, p.key, p.signature, p.correlate, p.results, n);
+    e.flags = 4;
+    add(e, Status::bad_entry);
+    add(column_entry(p.message, p.key, p.signature, p.correlate, p.results, n, 0), Status::bad_entry);
+    add(column_entry(p.message, p.key, p.signature, p.correlate, p.results, n, 6, wire::Mode::collect),
+        Status::bad_entry);
+    // Real columns in the arena: verified, and the verdicts are libsecp256k1's.
+    auto rows = make_rows(wire::Table::multisig, n, wire::SigEncoding::opaque, 17);
+    const wire::RowSpan span = span_of(wire::Table::multisig, wire::SigEncoding::opaque, rows, n);
+    reference::ColumnTable cols = reference::rows_to_columns(span, reference::CorrelateLayout::tail);
+    std::memcpy(s.arena() + p.message, cols.message.data(), cols.message.size());
+    std::memcpy(s.arena() + p.key, cols.key.data(), cols.key.size());
+    std::memcpy(s.arena() + p.signature, cols.signature.data(), cols.signature.size());
+    std::memcpy(s.arena() + p.correlate, cols.correlate.data(), cols.correlate.size());
+    std::memset(s.arena() + p.results, 0xAA, n);
+    add(column_entry(p.message, p.key, p.signature, p.correlate, p.results, n), Status::ok);
+
+    std::size_t next = 0;
+    while (next < cases.size()) {
+        const std::size_t round = std::min<std::size_t>(4, cases.size() - next);
+        for (std::size_t i = 0; i < round; ++i) s.submit(cases[next + i].e);
+        for (std::size_t i = 0; i < round; ++i) {
+            shm::CompletionEntry c;
+            REQUIRE(s.next_completion(c));
+            REQUIRE(c.user_tag >= 2000);
+            REQUIRE(c.user_tag < 2000 + cases.size());
+            const Case& k = cases[c.user_tag - 2000];
+            INFO("entry " << c.user_tag - 2000);
+            CHECK(c.status == static_cast<std::uint32_t>(k.expected));
+            CHECK(c.detail == static_cast<std::uint32_t>(k.detail));
+            if (k.expected != Status::ok) CHECK(c.valid + c.invalid == 0);
+        }
+        next += round;
+    }
+    CHECK(shm::word(s.h->dropped).load() == cases.size() - 1);
+    std::vector<std::uint8_t> expected(n);
+    reference::Verifier ref(1);
+    const auto t = ref.verify(span, expected.data());
+    CHECK(std::memcmp(s.arena() + p.results, expected.data(), n) == 0);
+    CHECK(t.valid > 0);
+    CHECK(t.invalid > 0);
+    // The correlate column was not touched in results mode.
+    CHECK(std::memcmp(s.arena() + p.correlate, cols.correlate.data(), cols.correlate.size()) == 0);
+    CHECK(kill(d.pid(), 0) == 0);
+    CHECK(client_works(d));
+}
+
+TEST_CASE("a client rewriting its columns while they are verified cannot hurt the daemon", "[daemon][ring][columns]") {
+    DaemonProcess d({"--arena-size", "256K", "--ring-entries", "8", "--cpu-threads", "2", "--chunk-rows", "32"});
+    RawSession s;
+    REQUIRE(s.handshake(d.socket_path()));
+    const std::uint64_t n = 1000;
+    const Placed p = place(n, 33, 6);
+    REQUIRE(p.end <= s.h->arena_size);
+    auto rows = make_rows(wire::Table::multisig, n, wire::SigEncoding::opaque, 23);
+    const wire::RowSpan span = span_of(wire::Table::multisig, wire::SigEncoding::opaque, rows, n);
+    reference::ColumnTable cols = reference::rows_to_columns(span, reference::CorrelateLayout::tail);
+    std::uint64_t x = 0x243F6A8885A308D3ull;
+    for (int round = 0; round < 6; ++round) {
+        std::memcpy(s.arena() + p.message, cols.message.data(), cols.message.size());
+        std::memcpy(s.arena() + p.key, cols.key.data(), cols.key.size());
+        std::memcpy(s.arena() + p.signature, cols.signature.data(), cols.signature.size());
+        std::memcpy(s.arena() + p.correlate, cols.correlate.data(), cols.correlate.size());
+        const wire::Mode mode = round % 2 ? wire::Mode::collect : wire::Mode::results;
+        auto e = column_entry(p.message, p.key, p.signature, p.correlate, mode == wire::Mode::results ? p.results : 0,
+                              n, 6, mode);
+        e.user_tag = 3000 + round;
+        s.submit(e);
+        // Scribble over every column (and the results) until the answer comes.
+        shm::CompletionEntry c{};
+        bool answered = false;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!answered && std::chrono::steady_clock::now() < deadline) {
+            for (int i = 0; i < 256; ++i) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                s.arena()[x % p.end] = static_cast<std::uint8_t>(x >> 56);
+            }
+            answered = s.next_completion(c, std::chrono::milliseconds(1));
+        }
+        REQUIRE(answered);
+        CHECK(c.user_tag == 3000u + round);
+        CHECK(c.status == static_cast<std::uint32_t>(Status::ok));
+        CHECK(c.valid + c.invalid == n);
+    }
+    CHECK(kill(d.pid(), 0) == 0);
+    CHECK(client_works(d));
+}
+
 TEST_CASE("ring index bounds survive wrap-around", "[daemon][ring]") {
     CHECK(shm::ring_count_ok(0xFFFFFFF0u, 0x10u, 32));
     CHECK_FALSE(shm::ring_count_ok(0xFFFFFFF0u, 0x11u, 32));
@@ -429,7 +760,20 @@ TEST_CASE("a client scribbling over its whole segment cannot hurt the daemon or 
             }
             for (std::uint32_t i = 0; i < entries; ++i) {
                 auto* e = &s.sqes()[i];
-                if (rnd() % 2) {  // plausible entries with hostile offsets/counts
+                if (rnd() % 3 == 0) {  // plausible column entries with hostile offsets/counts
+                    e->opcode = static_cast<std::uint8_t>(shm::Opcode::verify_columns);
+                    e->record_kind = rnd() % 2;
+                    e->encoding = 0;
+                    e->key_size = rnd() % 2 ? 0 : static_cast<std::uint8_t>(rnd());
+                    e->mode = rnd() % 2;
+                    e->table = shm::kTableUnspecified;
+                    e->flags = 0;
+                    e->rows_offset = rnd() % (s.h->arena_size + 2);
+                    e->results_offset = e->mode == 0 ? rnd() % (s.h->arena_size + 2) : 0;
+                    e->row_count = rnd() % 600;
+                    shm::set_column_offsets(*e, {rnd() % (s.h->arena_size + 2), rnd() % (s.h->arena_size + 2),
+                                                 e->key_size != 0 ? rnd() % (s.h->arena_size + 2) : 0});
+                } else if (rnd() % 2) {  // plausible entries with hostile offsets/counts
                     e->opcode = 1;
                     e->record_kind = rnd() % 2;
                     e->encoding = 0;
