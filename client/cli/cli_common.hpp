@@ -6,12 +6,17 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "shm_protocol/wire_format.hpp"
+
+namespace sigverify {
+class Client;
+}
 
 namespace sigverify::cli {
 
@@ -69,6 +74,9 @@ void print_summary(const char* how, unsigned threads, bool collect, std::uint64_
 // Provided by daemon_commands.cpp.
 void add_daemon_options(CLI::App& verify_cmd, VerifyArgs& args);
 int run_verify_daemon(const VerifyArgs& args);
+// Connects to sigverifyd in runtime_dir (empty: the default), or prints why
+// not as "sigverify WHAT: cannot use sigverifyd: ..." and returns null.
+std::unique_ptr<Client> connect_daemon(const std::string& runtime_dir, const char* name, const char* what);
 void add_extra_subcommands(CLI::App& app);
 int run_extra_subcommand(CLI::App& app);
 

@@ -1,5 +1,6 @@
 // Subcommands that talk to sigverifyd through libsigverify:
 //   sigverify verify (without --local)   verify a row file through the daemon
+//                                        (a column directory: columns_commands.cpp)
 //   sigverify ping                       check that the daemon is up
 #include "client/cli/cli_common.hpp"
 
@@ -59,6 +60,10 @@ int run_ping(const PingArgs& a) {
 }
 
 }  // namespace
+
+std::unique_ptr<Client> connect_daemon(const std::string& runtime_dir, const char* name, const char* what) {
+    return connect_or_report(client_options(runtime_dir, name), what);
+}
 
 void add_daemon_options(CLI::App& verify_cmd, VerifyArgs& args) {
     verify_cmd.add_option("--runtime-dir", args.runtime_dir,

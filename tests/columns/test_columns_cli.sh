@@ -2,11 +2,19 @@
 # CLI cases for column directories and group verdicts (docs/columns.md):
 # verify --columns against verify --in, collect byte by byte, conversions both
 # ways, groups against an independent Python statement of the rules, errors.
-# Usage: test_columns_cli.sh PATH_TO_SIGVERIFY
+# With PATH_TO_SIGVERIFYD also: verify --columns through a real daemon (a small
+# arena, so batches are split) must write exactly what --local writes.
+# Usage: test_columns_cli.sh PATH_TO_SIGVERIFY [PATH_TO_SIGVERIFYD]
 set -u
 SV=$1
+SVD=${2:-}
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+daemon_pid=
+cleanup() {
+  [ -n "$daemon_pid" ] && kill -TERM "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
 passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
@@ -181,7 +189,8 @@ expect_status 2 "--columns with --in" "$SV" verify --local --columns "$c" --in "
 expect_status 2 "--columns --collect without --out" "$SV" verify --local --collect --columns "$c"
 expect_status 2 "verify without input" "$SV" verify --local
 expect_status 2 "verify --in without --table" "$SV" verify --local --in "$dir/ecdsa-opaque.rows"
-expect_status 4 "columns through the daemon" "$SV" verify --columns "$c"
+expect_status 4 "columns through an absent daemon" "$SV" verify --columns "$c" --runtime-dir "$dir/nodaemon"
+grep -q "no sigverifyd at $dir/nodaemon/sigverifyd.sock" "$dir/err" && ok || fail "absent daemon message: $(cat "$dir/err")"
 expect_status 1 "--strict with invalid rows" "$SV" verify --local --strict --columns "$c"
 expect_status 2 "columns: both directions" "$SV" columns --from-rows "$dir/ecdsa-opaque.rows" --to-rows "$c" --out "$dir/y"
 expect_status 2 "columns: no direction" "$SV" columns --out "$dir/y"
@@ -203,6 +212,52 @@ done
 "$SV" columns --help | grep -q -- '--correlate' && ok || fail "columns --help lacks --correlate"
 "$SV" groups --help | grep -q -- '--results' && ok || fail "groups --help lacks --results"
 "$SV" --help | grep -q 'groups' && ok || fail "top-level --help lacks groups"
+
+# --- verify --columns through sigverifyd ---------------------------------------
+if [ -n "$SVD" ]; then
+  "$SVD" --foreground --runtime-dir "$dir/run" --arena-size 128K --cpu-threads 2 --log-file "$dir/daemon.log" &
+  daemon_pid=$!
+  for _ in $(seq 200); do grep -q "listening on" "$dir/daemon.log" 2>/dev/null && break; sleep 0.05; done
+  for table in ecdsa multisig schnorr threshold; do
+    for fmt in opaque compact; do
+      case $table in schnorr|threshold) [ $fmt = compact ] && continue;; esac
+      f=$dir/$table-$fmt.rows c=$dir/$table-$fmt.cols
+      for layout in tail lb; do
+        cd_=$c; [ $layout = lb ] && cd_=$c.lb
+        # 2500 rows of 136 bytes and more: never one piece of a 128 KiB arena.
+        expect_status 0 "daemon columns verify $table $fmt $layout" "$SV" verify --columns "$cd_" --runtime-dir "$dir/run" --out "$cd_.dres"
+        grep -q "verify (daemon, columns, epoch" "$dir/out" && ok || fail "daemon columns summary: $(cat "$dir/out")"
+        counts "$dir/out" >"$dir/daemon.counts"
+        cmp -s "$f.res" "$cd_.dres" && ok || fail "$table $fmt $layout: daemon column results differ from --local"
+        python3 -c "import sys; r = open(sys.argv[1], 'rb').read(); v = r.count(1); print(f'rows={len(r)} valid={v} invalid={len(r) - v}')" "$f.res" >"$dir/want.counts"
+        cmp -s "$dir/want.counts" "$dir/daemon.counts" && ok || fail "$table $fmt $layout: daemon counts $(cat "$dir/daemon.counts"), want $(cat "$dir/want.counts")"
+        expect_status 0 "local columns collect $table $fmt $layout" "$SV" verify --local --collect --columns "$cd_" --out "$cd_.lcorr"
+        expect_status 0 "daemon columns collect $table $fmt $layout" "$SV" verify --collect --columns "$cd_" --runtime-dir "$dir/run" --out "$cd_.dcorr"
+        grep -q "collect (daemon, columns, epoch" "$dir/out" && ok || fail "daemon collect summary"
+        cmp -s "$cd_.lcorr" "$cd_.dcorr" && ok || fail "$table $fmt $layout: daemon collected correlate differs from --local"
+        # Some entries were zeroed and some kept (the comparison means something).
+        python3 - "$cd_.dcorr" "$f.res" <<'PY' && ok || fail "$table $fmt $layout: collected correlate is trivial"
+import sys
+corr, res = (open(p, 'rb').read() for p in sys.argv[1:3])
+ks = len(corr) // len(res)
+assert ks * len(res) == len(corr) and ks > 0
+zeroed = [corr[i*ks:(i+1)*ks] == bytes(ks) for i in range(len(res))]
+assert all(zeroed[i] for i in range(len(res)) if res[i])
+assert sum(1 for i in range(len(res)) if not res[i] and not zeroed[i]) > 100
+PY
+      done
+    done
+  done
+  c=$dir/ecdsa-opaque.cols
+  expect_status 1 "daemon columns --strict with invalid rows" "$SV" verify --strict --columns "$c" --runtime-dir "$dir/run"
+  expect_status 0 "daemon columns without correlate" "$SV" verify --columns "$dir/bare" --runtime-dir "$dir/run" --out "$dir/bare.dres"
+  cmp -s "$dir/bare.res" "$dir/bare.dres" && ok || fail "bare columns through the daemon"
+  SIGVERIFY_RUNTIME_DIR="$dir/run" expect_status 0 "daemon columns via SIGVERIFY_RUNTIME_DIR" "$SV" verify --columns "$c" --out "$dir/env.res"
+  cmp -s "$dir/env.res" "$dir/ecdsa-opaque.rows.res" && ok || fail "columns via SIGVERIFY_RUNTIME_DIR"
+  kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
+  [ $rc = 0 ] && ok || fail "sigverifyd exit status $rc after SIGTERM"
+  expect_status 4 "daemon columns after the daemon stopped" "$SV" verify --columns "$c" --runtime-dir "$dir/run"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
