@@ -3,6 +3,7 @@
 // applied), and zero heap allocations per batch after connect.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -222,5 +223,49 @@ TEST_CASE("no heap allocation per batch after connect", "[client][alloc]") {
     }
     const std::uint64_t after = g_allocations.load();
     CHECK(ok);
+    CHECK(after - before == 0);
+}
+
+TEST_CASE("no heap allocation per column batch after connect", "[client][alloc][columns]") {
+    DaemonProcess d({"--arena-size", "256K"});
+    ClientOptions o;
+    o.runtime_dir = d.dir();
+    auto c = Client::connect(o);
+    const std::size_t n = 3000;  // 3000 x 136 bytes: split into several pieces by the 256K arena
+    auto rows = make_rows(wire::Table::multisig, n, wire::SigEncoding::opaque, 6);
+    // Columns by hand (no library helper inside the measured loop).
+    std::vector<std::uint8_t> message(n * 32), key(n * 33), signature(n * 64), correlate(n * 6), results(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint8_t* row = rows.data() + i * 135;
+        std::memcpy(&message[i * 32], row, 32);
+        std::memcpy(&key[i * 33], row + 32, 33);
+        std::memcpy(&signature[i * 64], row + 65, 64);
+        std::memcpy(&correlate[i * 6], row + 129, 6);
+    }
+    REQUIRE(c->verify_ecdsa_columns(message.data(), key.data(), signature.data(), n, results.data()).ok());  // warm-up
+    const std::uint64_t valid = std::count(results.begin(), results.end(), 1);
+    REQUIRE(valid > 0);
+    REQUIRE(valid < n);
+    Batch b;
+    const std::uint64_t before = g_allocations.load();
+    bool ok = true;
+    std::uint64_t counted = 0;
+    for (int i = 0; i < 5; ++i) {
+        const BatchResult r = c->verify_ecdsa_columns(message.data(), key.data(), signature.data(), n, results.data());
+        ok &= r.ok();
+        counted += r.valid;
+        ok &= c->collect_ecdsa_columns(message.data(), key.data(), signature.data(), correlate.data(), n, 6).ok();
+        ok &= c->reserve_columns(wire::RecordKind::ecdsa, 6, 10, b) == Status::ok;
+        std::memcpy(b.rows, message.data(), 10 * 32);
+        std::memcpy(b.key, key.data(), 10 * 33);
+        std::memcpy(b.signature, signature.data(), 10 * 64);
+        std::memcpy(b.correlate, correlate.data(), 10 * 6);
+        ok &= c->submit(b, wire::Mode::results) == Status::ok;
+        ok &= c->wait(b).ok();
+        c->release(b);
+    }
+    const std::uint64_t after = g_allocations.load();
+    CHECK(ok);
+    CHECK(counted == 5 * valid);
     CHECK(after - before == 0);
 }
