@@ -269,3 +269,51 @@ TEST_CASE("no heap allocation per column batch after connect", "[client][alloc][
     CHECK(counted == 5 * valid);
     CHECK(after - before == 0);
 }
+
+TEST_CASE("column batches are never sent to a daemon older than ABI 1.1", "[client][columns]") {
+    // The fake daemon announces ABI 1.0 and would answer anything with "all valid".
+    const std::size_t n = 40;
+    auto rows = make_rows(wire::Table::schnorr, n, wire::SigEncoding::opaque, 78);
+    std::vector<std::uint8_t> expected(n);
+    reference::Verifier ref(1);
+    const auto tally = ref.verify(
+        wire::RowSpan{wire::RecordKind::schnorr, 3, wire::SigEncoding::opaque, rows.data(), n}, expected.data());
+    REQUIRE(tally.invalid > 0);
+    std::vector<std::uint8_t> message(n * 32), key(n * 32), signature(n * 64);
+    for (std::size_t i = 0; i < n; ++i) {
+        std::memcpy(&message[i * 32], rows.data() + i * 131, 32);
+        std::memcpy(&key[i * 32], rows.data() + i * 131 + 32, 32);
+        std::memcpy(&signature[i * 64], rows.data() + i * 131 + 64, 64);
+    }
+    {
+        FakeDaemon old(FakeDaemon::kEpoch);
+        ClientOptions o;
+        o.runtime_dir = old.dir();
+        auto c = Client::connect(o);
+        REQUIRE(c->connected());
+        CHECK(c->max_column_batch_rows(wire::RecordKind::schnorr, 0) == 0);
+        std::vector<std::uint8_t> got(n, 0xAA);
+        const BatchResult r = c->verify_schnorr_columns(message.data(), key.data(), signature.data(), n, got.data());
+        CHECK(r.status == Status::bad_entry);
+        CHECK(c->last_error().find("ABI") != std::string::npos);
+        CHECK(std::all_of(got.begin(), got.end(), [](std::uint8_t v) { return v == 0; }));  // fail closed, nothing sent
+        Batch b;
+        CHECK(c->reserve_columns(wire::RecordKind::schnorr, 0, 1, b) == Status::bad_entry);
+        // Rows still go to it.
+        CHECK(c->verify_schnorr(rows.data(), n, 3, got.data()).ok());
+        CHECK(std::all_of(got.begin(), got.end(), [](std::uint8_t v) { return v == 1; }));
+    }
+    {
+        FakeDaemon old(FakeDaemon::kEpoch);
+        ClientOptions o;
+        o.runtime_dir = old.dir();
+        o.fallback = Fallback::local;
+        o.local_threads = 1;
+        auto c = Client::connect(o);
+        std::vector<std::uint8_t> got(n, 0xAA);
+        const BatchResult r = c->verify_schnorr_columns(message.data(), key.data(), signature.data(), n, got.data());
+        REQUIRE(r.ok());
+        CHECK(r.local_rows == n);
+        CHECK(got == expected);
+    }
+}
