@@ -76,6 +76,10 @@ SV_HD void fe_get_b32(u8* b, const Fe& a) {
 SV_HD void fe_reduce512(Fe& r, const u64 t[8]) {
     // First fold: t_lo + t_hi * C  (< 2^256 + 2^289, five limbs)
     u64 w[4];
+#if defined(SV_FIELD_PTX)
+    u64 top;  // < 2^33
+    fold_512_ptx(w, top, t);
+#else
     u64 carry = 0, hi_prev = 0;
     SV_UNROLL
     for (int i = 0; i < 4; ++i) {
@@ -90,6 +94,7 @@ SV_HD void fe_reduce512(Fe& r, const u64 t[8]) {
         hi_prev = hi;
     }
     const u64 top = hi_prev + carry;  // < 2^34
+#endif
     // Second fold: top * C < 2^68
     u64 lo, hi;
     mul64(top, kFeC, lo, hi);
@@ -108,14 +113,14 @@ SV_HD void fe_reduce512(Fe& r, const u64 t[8]) {
 SV_HD void fe_mul(Fe& r, const Fe& a, const Fe& b) {
     SV_COUNT_OP(fe_mul);
     u64 t[8];
-    mul_256x256(t, a.v, b.v);
+    mul_wide(t, a.v, b.v);
     fe_reduce512(r, t);
 }
 
 SV_HD void fe_sqr(Fe& r, const Fe& a) {
     SV_COUNT_OP(fe_sqr);
     u64 t[8];
-    sqr_256(t, a.v);
+    sqr_wide(t, a.v);
     fe_reduce512(r, t);
 }
 

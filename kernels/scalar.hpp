@@ -174,14 +174,14 @@ SV_HD void sc_reduce512(Sc& r, const u64 t[8]) {
 SV_HD void sc_mul(Sc& r, const Sc& a, const Sc& b) {
     SV_COUNT_OP(sc_mul);
     u64 t[8];
-    mul_256x256(t, a.v, b.v);
+    mul_wide(t, a.v, b.v);
     sc_reduce512(r, t);
 }
 
 SV_HD void sc_sqr(Sc& r, const Sc& a) {
     SV_COUNT_OP(sc_sqr);
     u64 t[8];
-    sqr_256(t, a.v);
+    sqr_wide(t, a.v);
     sc_reduce512(r, t);
 }
 
@@ -248,7 +248,7 @@ SV_HD Sc glv_g2() {
 // round(k * g / 2^384) for the GLV split (fits in 128 bits).
 SV_HD Sc sc_mul_shift384(const Sc& k, const Sc& g) {
     u64 t[8];
-    mul_256x256(t, k.v, g.v);
+    mul_wide(t, k.v, g.v);
     Sc r;
     const u64 round = t[5] >> 63;
     u64 c = addc(t[6], round, 0, r.v[0]);
