@@ -56,7 +56,10 @@ SV_HD unsigned get_bits128(u64 lo, u64 hi, int bit, int count) {
 // wNAF of the 128-bit value (lo, hi) with window w: digits[0..kWnafLen) are
 // zero or odd with |d| < 2^(w-1), and value = sum digits[i] 2^i. Returns the
 // index of the highest nonzero digit + 1 (0 for value 0).
-SV_HD int wnaf128(int16_t* digits, u64 lo, u64 hi, int w) {
+// Digit is int8_t for w <= 8 (P's table) and int16_t above (the G tables):
+// these arrays live in per-thread local memory on the GPU, so narrow is fast.
+template <class Digit>
+SV_HD int wnaf128(Digit* digits, u64 lo, u64 hi, int w) {
     for (int i = 0; i < kWnafLen; ++i) digits[i] = 0;
     int bit = 0, last = 0;
     unsigned carry = 0;
@@ -70,7 +73,7 @@ SV_HD int wnaf128(int16_t* digits, u64 lo, u64 hi, int w) {
         int word = int(get_bits128(lo, hi, bit, now)) + int(carry);
         carry = unsigned(word >> (w - 1)) & 1u;
         word -= int(carry) << w;
-        digits[bit] = int16_t(word);
+        digits[bit] = Digit(word);
         last = bit + 1;
         bit += now;
     }
@@ -188,7 +191,9 @@ SV_HD void ecmult(Gej& r, const Ge& p, const Sc& na, const Sc& ng, const GTableV
     fe_sqr(zg2, zg);
     fe_mul(zg3, zg2, zg);
 
-    int16_t w1[kWnafLen], w2[kWnafLen], wg1[kWnafLen], wg2[kWnafLen];
+    static_assert(kWindowP <= 8, "P's wNAF digits are int8_t");
+    int8_t w1[kWnafLen], w2[kWnafLen];
+    int16_t wg1[kWnafLen], wg2[kWnafLen];
     int len = wnaf128(w1, k1.v[0], k1.v[1], kWindowP);
     int l = wnaf128(w2, k2.v[0], k2.v[1], kWindowP);
     if (l > len) len = l;
