@@ -87,6 +87,20 @@ ChunkResult CheckedBackend::verify_piece(Worker& w, unsigned worker, const wire:
     for (std::size_t i = 0; i < n; ++i) std::memcpy(w.records.data() + i * record, rows.row(begin + i), record);
     const wire::RowSpan snapshot{rows.kind, 0, rows.encoding, w.records.data(), n};
 
+    if (n < policy_.cpu_below_rows) {
+        // Too small for a GPU round trip: libsecp256k1 verifies the snapshot here.
+        reference::Tally tally;
+        for (std::size_t i = 0; i < n; ++i) {
+            const bool ok = w.cpu.verify_row(snapshot, i);
+            w.verdicts[i] = ok ? 1 : 0;
+            if (ok) ++tally.valid;
+            else ++tally.invalid;
+        }
+        counters_.rows_small.fetch_add(n, std::memory_order_relaxed);
+        publish(w, rows, begin, n, mode, results);
+        return ChunkResult{shm::Status::ok, tally};
+    }
+
     // 2. The primary's verdicts on the snapshot.
     std::memset(w.verdicts.data(), 0, n);
     const ChunkResult r = primary_->verify(worker, snapshot, 0, n, wire::Mode::results, w.verdicts.data());
@@ -120,13 +134,19 @@ ChunkResult CheckedBackend::verify_piece(Worker& w, unsigned worker, const wire:
     counters_.rows_rechecked.fetch_add(rechecked, std::memory_order_relaxed);
 
     // 4. Publish.
+    publish(w, rows, begin, n, mode, results);
+    return ChunkResult{shm::Status::ok, tally};
+}
+
+void CheckedBackend::publish(const Worker& w, const wire::RowSpan& rows, std::size_t begin, std::size_t n,
+                             wire::Mode mode, std::uint8_t* results) {
     if (mode == wire::Mode::results) {
         std::memcpy(results + begin, w.verdicts.data(), n);
     } else if (rows.key_size != 0) {
+        const std::size_t record = wire::record_size(rows.kind);
         for (std::size_t i = 0; i < n; ++i)
             if (w.verdicts[i] == 1) std::memset(rows.row(begin + i) + record, 0, rows.key_size);
     }
-    return ChunkResult{shm::Status::ok, tally};
 }
 
 }  // namespace sigverify::daemon

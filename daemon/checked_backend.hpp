@@ -9,6 +9,8 @@
 //   * the primary verifies the private copy in results mode, never in place;
 //   * every row it calls INVALID is re-verified by libsecp256k1, and a random
 //     sample of the VALID ones (1 in valid_sample_every);
+//   * pieces below cpu_below_rows rows skip the primary: libsecp256k1
+//     verifies them in the worker (latency, not trust);
 //   * only then are verdicts published: result bytes, or (collect mode) the
 //     tails of valid rows zeroed in the client's rows.
 // Any disagreement, or any error of the primary, disables the primary for good
@@ -32,6 +34,10 @@ struct CrossCheckPolicy {
     // Re-verify one VALID row in this many (0 = none, 1 = all). Every INVALID
     // row is always re-verified.
     std::uint32_t valid_sample_every = 1024;
+    // Pieces of fewer rows are verified by libsecp256k1 in the worker, not
+    // sent to the primary: a GPU round trip costs milliseconds (a launch, and
+    // one GPU thread verifying serially), a few rows on one core microseconds.
+    std::size_t cpu_below_rows = 0;
 };
 
 struct CrossCheckCounters {
@@ -39,6 +45,7 @@ struct CrossCheckCounters {
     std::atomic<std::uint64_t> mismatches{0};       // rows where the primary was wrong
     std::atomic<std::uint64_t> primary_errors{0};   // chunks the primary failed
     std::atomic<std::uint64_t> refused_chunks{0};   // chunks refused after the primary was disabled
+    std::atomic<std::uint64_t> rows_small{0};       // rows of pieces below cpu_below_rows, verified on the CPU
 };
 
 class CheckedBackend final : public Backend {
@@ -67,6 +74,9 @@ private:
     struct Worker;
     ChunkResult verify_piece(Worker& w, unsigned worker, const wire::RowSpan& rows, std::size_t begin,
                              std::size_t end, wire::Mode mode, std::uint8_t* results);
+    // Writes a piece's verdicts (w.verdicts) to the client: result bytes, or collect.
+    static void publish(const Worker& w, const wire::RowSpan& rows, std::size_t begin, std::size_t n, wire::Mode mode,
+                        std::uint8_t* results);
     void disable(const std::string& reason);
 
     std::unique_ptr<Backend> primary_;

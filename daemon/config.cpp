@@ -86,6 +86,10 @@ std::optional<Config> parse_config(int argc, char** argv, int& exit_code) {
     app.add_option("--gpu-chunks-in-flight", cfg.gpu_chunks_in_flight,
                    "Chunks a GPU runs at once, each with its own stream and buffers (one chunk rarely fills a GPU)")
         ->check(CLI::Range(1u, 64u))->capture_default_str();
+    app.add_option("--gpu-min-rows", cfg.gpu_min_rows,
+                   "Chunks of fewer rows skip the GPU and are verified by libsecp256k1 at once (a GPU round trip "
+                   "costs milliseconds; 0 = everything to the GPU)")
+        ->check(CLI::Range(std::size_t(0), std::size_t(1) << 22))->capture_default_str();
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

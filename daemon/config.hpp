@@ -30,7 +30,8 @@ struct Config {
     std::string gpus = "all";            // GPU selection: "all" or indices "0,1"
     std::uint32_t cross_check_sample = 1024;  // re-verify 1 in N valid GPU verdicts (1 = all)
     std::size_t gpu_chunk_rows = 131072;  // rows per GPU chunk (device buffers sized at start-up)
-    unsigned gpu_chunks_in_flight = 4;   // chunks running at once per GPU, each with its own stream and buffers
+    unsigned gpu_chunks_in_flight = 4;
+    std::size_t gpu_min_rows = 32;       // smaller chunks are verified on the CPU (GPU round trip: milliseconds)   // chunks running at once per GPU, each with its own stream and buffers
 };
 
 // Default runtime dir: $SIGVERIFY_RUNTIME_DIR, else /run/sigverifyd.

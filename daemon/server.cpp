@@ -297,7 +297,7 @@ bool Server::select_backend() {
         if (gpu) {
             const unsigned workers = gpu->concurrency();
             auto checked = std::make_unique<CheckedBackend>(
-                std::move(gpu), cfg.gpu_chunk_rows, CrossCheckPolicy{cfg.cross_check_sample},
+                std::move(gpu), cfg.gpu_chunk_rows, CrossCheckPolicy{cfg.cross_check_sample, cfg.gpu_min_rows},
                 [this](const std::string& reason) {
                     // Runs once, in the worker that found the fault, after the counters moved.
                     if (checked_ && checked_->counters().mismatches.load() > 0)
@@ -309,9 +309,9 @@ bool Server::select_backend() {
             checked_ = checked.get();
             backend_ = std::move(checked);
             cpu_fallback_ = std::make_unique<CpuBackend>(std::max(workers, cpu_threads));
-            log.info("backend gpu: {} worker(s), chunks of {} rows, {} in flight per GPU, cross-check: every invalid "
-                     "verdict and 1 in {} valid ones re-verified by libsecp256k1",
-                     workers, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight, cfg.cross_check_sample);
+            log.info("backend gpu: {} worker(s), chunks of {} rows, {} in flight per GPU, chunks under {} rows on "
+                     "the CPU, cross-check: every invalid verdict and 1 in {} valid ones re-verified by libsecp256k1",
+                     workers, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight, cfg.gpu_min_rows, cfg.cross_check_sample);
             return true;
         }
         if (cfg.backend == BackendChoice::gpu) {

@@ -218,3 +218,38 @@ TEST_CASE("bad arguments are refused without touching anything", "[crosscheck]")
     CHECK(results == std::vector<std::uint8_t>(10, 0xEE));
     CHECK(checked.primary_enabled());
 }
+
+TEST_CASE("pieces below cpu_below_rows are verified on the CPU and never reach the primary", "[crosscheck]") {
+    for (auto t : {wire::Table::ecdsa, wire::Table::schnorr}) {
+        auto d = make(t, 64, 0.3, 11);
+        const auto expected = truth(d.span);
+        auto primary = std::make_unique<FaultyBackend>();
+        FaultyBackend& faulty = *primary;
+        faulty.fail_after_chunks = 0;  // any call to the primary fails (and would switch it off)
+        CheckedBackend checked(std::move(primary), 100, CrossCheckPolicy{1024, 16});
+
+        std::vector<std::uint8_t> results(d.span.count, 0xEE);
+        // 15-row and 1-row pieces: below the threshold, the CPU answers.
+        REQUIRE(checked.verify(0, d.span, 0, 15, Mode::results, results.data()).status == shm::Status::ok);
+        REQUIRE(checked.verify(1, d.span, 15, 16, Mode::results, results.data()).status == shm::Status::ok);
+        CHECK(std::equal(results.begin(), results.begin() + 16, expected.begin()));
+        CHECK(faulty.chunks == 0);
+        CHECK(checked.counters().rows_small == 16);
+        CHECK(checked.primary_enabled());
+
+        // Collect below the threshold zeroes exactly the valid rows' tails.
+        const auto before = d.rows;
+        REQUIRE(checked.verify(0, d.span, 16, 26, Mode::collect, nullptr).status == shm::Status::ok);
+        const std::size_t stride = d.span.row_stride(), record = wire::record_size(d.span.kind);
+        for (std::size_t i = 16; i < 26; ++i) {
+            std::vector<std::uint8_t> want(before.begin() + i * stride, before.begin() + (i + 1) * stride);
+            if (expected[i]) std::fill(want.begin() + record, want.end(), 0);
+            REQUIRE(std::equal(want.begin(), want.end(), d.rows.begin() + i * stride));
+        }
+
+        // A 16-row piece is the primary's: here it fails, and the chunk with it.
+        CHECK(checked.verify(0, d.span, 26, 42, Mode::results, results.data()).status == shm::Status::backend_error);
+        CHECK(faulty.chunks == 1);
+        CHECK_FALSE(checked.primary_enabled());
+    }
+}

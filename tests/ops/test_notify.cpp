@@ -252,6 +252,7 @@ TEST_CASE("the shipped sigverifyd.conf uses the daemon's own option names", "[op
     if (values.count("cross-check-sample"))
         CHECK(std::to_string(cfg->cross_check_sample) == values.at("cross-check-sample"));
     if (values.count("gpu-chunk-rows")) CHECK(std::to_string(cfg->gpu_chunk_rows) == values.at("gpu-chunk-rows"));
+    if (values.count("gpu-min-rows")) CHECK(std::to_string(cfg->gpu_min_rows) == values.at("gpu-min-rows"));
     if (values.count("gpu-chunks-in-flight"))
         CHECK(std::to_string(cfg->gpu_chunks_in_flight) == values.at("gpu-chunks-in-flight"));
 }
