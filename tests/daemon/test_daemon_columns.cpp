@@ -7,8 +7,11 @@
 // concurrent client processes. Also: the zero-copy column API, the local
 // fallback, and the C ABI compiled as C.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -333,4 +336,64 @@ TEST_CASE("the C ABI column calls, compiled as C", "[daemon][columns][c-abi]") {
         for (std::size_t b = 0; b < 3; ++b) wrong += s.correlate[i * 3 + b] != (sexp[i] ? 0 : s0.correlate[i * 3 + b]);
     }
     CHECK(wrong == 0);
+}
+
+TEST_CASE("daemon SIGKILLed during column batches: error or local fallback within 1 s", "[daemon][columns][faults]") {
+    using Clock = std::chrono::steady_clock;
+    DaemonProcess d({"--cpu-threads", "1", "--arena-size", "512K"});
+    const std::size_t n = 30000;  // seconds of work on one thread
+    auto rows = make_rows(Table::multisig, n, SigEncoding::opaque, 12);
+    const wire::RowSpan span = span_of(Table::multisig, SigEncoding::opaque, rows, n);
+    std::vector<std::uint8_t> expected(n);
+    reference::Verifier ref(2);
+    const auto tally = ref.verify(span, expected.data());
+    const ColumnTable cols = reference::rows_to_columns(span, CorrelateLayout::libbitcoin, Table::multisig);
+    ColumnTable collected = cols;
+
+    auto strict = Client::connect(options_for(d, "strict-columns"));
+    ClientOptions fo = options_for(d, "fallback-columns");
+    fo.fallback = Fallback::local;
+    fo.local_threads = 1;
+    auto tolerant = Client::connect(fo);
+
+    std::vector<std::uint8_t> got_strict(n, 0xAA);
+    BatchResult r_strict, r_tolerant;
+    std::atomic<std::int64_t> t_strict{0};
+    std::thread a([&] {
+        r_strict = strict->verify_ecdsa_columns(cols.message.data(), cols.key.data(), cols.signature.data(), n,
+                                                got_strict.data());
+        t_strict = Clock::now().time_since_epoch().count();
+    });
+    std::thread b([&] {
+        r_tolerant = tolerant->collect_ecdsa_columns(collected.message.data(), collected.key.data(),
+                                                     collected.signature.data(), collected.correlate.data(), n, 6);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));  // mid-batch
+    const auto t_kill = Clock::now();
+    REQUIRE(kill(d.pid(), SIGKILL) == 0);
+    a.join();
+    const double strict_after_kill =
+        std::chrono::duration<double>(Clock::duration(t_strict.load()) - t_kill.time_since_epoch()).count();
+    b.join();
+    d.stop(SIGKILL);  // reap
+
+    CHECK(r_strict.status == Status::disconnected);
+    CHECK(strict_after_kill < 1.0);
+    // Fail closed: every verdict the call left behind is 0 or the right one.
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += got_strict[i] != 0 && got_strict[i] != expected[i];
+    CHECK(wrong == 0);
+
+    // Collect with the fallback: part by the daemon, the rest locally, byte-identical to the reference.
+    REQUIRE(r_tolerant.ok());
+    CHECK(r_tolerant.local_rows > 0);
+    CHECK(r_tolerant.local_rows < n);
+    CHECK(r_tolerant.valid == tally.valid);
+    CHECK(r_tolerant.invalid == tally.invalid);
+    wrong = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t k = 0; k < 6; ++k)
+            wrong += collected.correlate[i * 6 + k] != (expected[i] ? 0 : cols.correlate[i * 6 + k]);
+    CHECK(wrong == 0);
+    CHECK(leftover_segments().empty());
 }
