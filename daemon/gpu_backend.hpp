@@ -8,7 +8,10 @@
 // stream and buffers. Workers map onto slots round-robin (worker w: device
 // w % devices, slot (w / devices) % slots), so that many chunks run on one GPU
 // at once — one 100k-row chunk fills only part of a big GPU — while the
-// workers waiting for a slot do their cross-checks meanwhile.
+// workers waiting for a slot do their cross-checks meanwhile. Pieces that
+// arrive while a slot is busy are merged into its next launch
+// (LaunchCoalescer), so many small chunks of several clients make one large
+// launch instead of a queue of small ones.
 #pragma once
 
 #include <memory>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "daemon/backend.hpp"
+#include "daemon/launch_coalescer.hpp"
 #include "kernels/gpu_verifier.hpp"
 
 namespace sigverify::daemon {
@@ -46,7 +50,9 @@ public:
 private:
     struct Slot {
         std::unique_ptr<gpu::DeviceVerifier> verifier;
-        std::mutex mutex;  // one chunk at a time per slot
+        std::mutex mutex;  // one launch at a time per slot
+        // Joins the pieces of the workers waiting for this slot into one launch.
+        std::unique_ptr<LaunchCoalescer> coalescer;
     };
     GpuBackend() = default;
 
