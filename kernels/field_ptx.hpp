@@ -10,10 +10,12 @@
 // the whole verifier against libsecp256k1 on the device.
 //
 // Included by sv_hd.hpp (after u64 is defined), which picks these or the
-// portable forms in mul_wide / sqr_wide.
+// portable forms in mul_wide / sqr_wide. Opt-in (SV_USE_PTX, CMake option
+// SIGVERIFY_GPU_PTX) until a GPU run has measured it and checked it against
+// libsecp256k1 on the device: scripts/gpu-check.sh builds it as a variant.
 #pragma once
 
-#if defined(__CUDA_ARCH__) && !defined(SV_NO_PTX)
+#if defined(__CUDA_ARCH__) && defined(SV_USE_PTX)
 #define SV_FIELD_PTX 1
 
 namespace sigverify::kernels {

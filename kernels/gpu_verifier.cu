@@ -27,9 +27,11 @@ namespace k = sigverify::kernels;
 
 constexpr int kMaxThreadsPerBlock = 256;
 // Minimum resident blocks of kMaxThreadsPerBlock per SM asked of ptxas
-// (caps registers at 65536 / (256 * this)); a tuning knob for the GPU check.
+// (caps registers at 65536 / (256 * this)). 2 (128 registers) measured 1.37x
+// faster than 1 (214 registers) on an H200: the kernel needs the warps more
+// than the registers (BENCHMARKS.md, machine B).
 #ifndef SV_MIN_BLOCKS_PER_SM
-#define SV_MIN_BLOCKS_PER_SM 1
+#define SV_MIN_BLOCKS_PER_SM 2
 #endif
 
 // Thread t verifies rows t, t + T, ..., t + (K-1) T (T = threads in the

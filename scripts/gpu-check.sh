@@ -29,23 +29,39 @@
 #            with no invalid rows, `sigverify stats` after it;
 #            then the last figure again with DAEMON_ALT's flags (default
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
-#         3. kernel variants (threads/block 256, register cap, batch 8,
-#            inlined) at EXTRA_ROWS while time is left (DEADLINE).
+#         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
+#            every gpu_check_<variant> carried (see VDEFS below; prepare
+#            builds GPU_VARIANTS, default "ptx ptx_batch1 batch1 regcap1"),
+#            then the default build with 256 threads per block.
 #       Env: OUT (default ./gpu-check-out), ROWS (1000000), EXTRA_ROWS
-#       (300000), DEADLINE (seconds after which nothing new starts, 400).
+#       (300000), DEADLINE (seconds after which nothing new starts, 400),
+#       DAEMON_ROWS (200000), BENCH_SIZES (4096,65536,1048576; empty: skip),
+#       BENCH_BIG (1048576), LAT_ITERS (2000), SKIP_DAEMON_VERIFY, DAEMON_ALT,
+#       DAEMON_BACKEND (cpu: a dry run of phase 2 here, without a GPU).
 #       $OUT gets at most 8 files: summary.txt (read this first),
 #       gpu_check.txt, bench.txt, bench_valid.txt, daemon.txt, logs.tar.gz.
+#
+# The first run (all phases, 4 variants) took 420 s of a 15-minute lease plus
+# ~30 s to start; a shorter second run: ROWS=600000 EXTRA_ROWS=200000
+# DEADLINE=290 DAEMON_ROWS=100000 BENCH_SIZES=65536 LAT_ITERS=300 DAEMON_ALT=
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY="$ROOT/build-gpu-carry"
 DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-regcap batch8 inline}"
+read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-ptx ptx_batch1 batch1 regcap1}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
-declare -A VDEFS=([inline]="-DSV_GPU_INLINE_ALL" [regcap]="-DSV_MIN_BLOCKS_PER_SM=2" [batch8]="-DSV_VERIFY_BATCH=8"
-    [regcap3]="-DSV_MIN_BLOCKS_PER_SM=3" [noptx]="-DSV_NO_PTX" [regcap_noptx]="-DSV_MIN_BLOCKS_PER_SM=2 -DSV_NO_PTX"
-    [batch1]="-DSV_VERIFY_BATCH=1" [batch1_regcap]="-DSV_VERIFY_BATCH=1 -DSV_MIN_BLOCKS_PER_SM=2")
+# Kernel variants against the default build (128 registers, K = 4 rows per
+# thread, portable 64-bit-limb arithmetic):
+declare -A VDEFS=(
+    [ptx]="-DSV_USE_PTX"                           # PTX carry-chain products (kernels/field_ptx.hpp)
+    [ptx_batch1]="-DSV_USE_PTX -DSV_VERIFY_BATCH=1"
+    [batch1]="-DSV_VERIFY_BATCH=1"                 # one row per thread: a quarter of the local memory
+    [batch8]="-DSV_VERIFY_BATCH=8"
+    [regcap1]="-DSV_MIN_BLOCKS_PER_SM=1"           # registers uncapped (214): the first run's default
+    [regcap3]="-DSV_MIN_BLOCKS_PER_SM=3"           # 85 registers
+    [inline]="-DSV_GPU_INLINE_ALL")
 
 stage() {
     local inc="" lib=""
