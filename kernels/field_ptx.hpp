@@ -22,7 +22,8 @@ namespace sigverify::kernels {
 
 // r = a * b (512 bits), little-endian 64-bit limbs. 135 instructions.
 __device__ __forceinline__ void mul_256x256_ptx(u64 r[8], const u64 a[4], const u64 b[4]) {
-    asm("{\n\t"
+    asm(
+        "{\n\t"
         ".reg .u32 a<8>, b<8>, r<16>;\n\t"
         "mov.b64 {a0, a1}, %8;\n\t"
         "mov.b64 {a2, a3}, %9;\n\t"
@@ -183,7 +184,8 @@ __device__ __forceinline__ void mul_256x256_ptx(u64 r[8], const u64 a[4], const 
 // r = a * a (512 bits): each cross product once, doubled, plus the squares.
 // 93 instructions.
 __device__ __forceinline__ void sqr_256_ptx(u64 r[8], const u64 a[4]) {
-    asm("{\n\t"
+    asm(
+        "{\n\t"
         ".reg .u32 a<8>, r<16>;\n\t"
         "mov.b64 {a0, a1}, %8;\n\t"
         "mov.b64 {a2, a3}, %9;\n\t"
@@ -298,7 +300,8 @@ __device__ __forceinline__ void sqr_256_ptx(u64 r[8], const u64 a[4]) {
 // w + top * 2^256 = t_lo + t_hi * (2^32 + 977), t = t_lo + t_hi * 2^256;
 // top < 2^33. 27 instructions.
 __device__ __forceinline__ void fold_512_ptx(u64 w[4], u64& top, const u64 t[8]) {
-    asm("{\n\t"
+    asm(
+        "{\n\t"
         ".reg .u32 l<8>, h<8>, w<10>, k;\n\t"
         "mov.u32 k, 977;\n\t"
         "mov.b64 {l0, l1}, %5;\n\t"

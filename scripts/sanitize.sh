@@ -9,7 +9,8 @@
 # tsan: ThreadSanitizer, runs the ring and scheduler tests: the ring ABI tests and
 #       the raw/hostile clients against an instrumented daemon (test_daemon_ring),
 #       the scheduler under concurrent client processes (test_daemon_e2e), the
-#       cross-checking backend, and the reference verifier's thread pool.
+#       cross-checking backend, the GPU launch coalescer (with a CPU launch), and
+#       the reference verifier's thread pool.
 #
 # Only the targets the selected tests need are built. Environment:
 #   SANITIZE_ASAN_DIR, SANITIZE_TSAN_DIR   build directories (default $ROOT/build-asan, $ROOT/build-tsan)
@@ -77,7 +78,7 @@ run_asan() {
 run_tsan() {
   local start=$SECONDS
   configure "$TSAN_DIR" "-fsanitize=thread -O1 -g"
-  build_targets "$TSAN_DIR" sigverifyd test_daemon_ring test_daemon_e2e test_checked_backend \
+  build_targets "$TSAN_DIR" sigverifyd test_daemon_ring test_daemon_e2e test_checked_backend test_launch_coalescer \
     test_reference_differential test_columns
   echo "==> TSan: ring, scheduler and pool tests"
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0
@@ -90,6 +91,7 @@ run_tsan() {
   run1 "$b/daemon/test_daemon_ring"
   run1 "$b/daemon/test_daemon_e2e"
   run1 "$b/backend/test_checked_backend"
+  run1 "$b/backend/test_launch_coalescer"
   run1 "$b/test_reference_differential" "thread count does not change verdicts; results are zeroed first"
   run1 "$b/columns/test_columns" "[pool]"
   [ $rc -eq 0 ] || { echo "==> TSan: FAILED" >&2; return 1; }
