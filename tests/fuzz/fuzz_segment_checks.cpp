@@ -1,9 +1,12 @@
 // libFuzzer target: the daemon's validation of everything a client controls in
 // its segment, checked against an independent oracle written with 128-bit
 // arithmetic (no shared code with shm_protocol/segment_layout.hpp):
-//   - check_submission(): accepted entries lie inside the arena, results do not
-//     overlap rows, enums and reserved fields are honoured; and every entry the
-//     oracle finds in range with valid fields is accepted (no false refusals)
+//   - check_submission(): accepted row entries lie inside the arena, results do not
+//     overlap rows; accepted column entries (verify_columns) have every column
+//     inside the arena and a written range (results, or the correlate in collect
+//     mode) that overlaps no column; enums and reserved fields are honoured; and
+//     every entry the oracle finds in range with valid fields is accepted (no
+//     false refusals)
 //   - check_header() (the client's check of a daemon segment): an accepted
 //     header describes rings and an arena inside the mapping, in order
 //   - ring_count_ok() on hostile indices, read_text() on unterminated text
@@ -29,6 +32,47 @@ using u128 = unsigned __int128;
 
 namespace {
 
+struct Range {
+    u128 offset, bytes;
+    u128 end() const { return offset + bytes; }
+};
+bool overlap(const Range& a, const Range& b) {
+    return a.bytes != 0 && b.bytes != 0 && a.offset < b.end() && b.offset < a.end();
+}
+
+// A verify_columns entry whose fields are valid: in range exactly when every
+// column lies in the arena, the rows fit the arena at their full stride, and
+// the written range (results, or the correlate in collect mode) overlaps no
+// column read.
+void check_columns(const shm::SubmissionEntry& e, std::uint64_t arena, shm::Status st,
+                   const shm::CheckedSubmission& c, u128 stride, const std::uint64_t col[3]) {
+    const u128 n = e.row_count, tail = e.key_size;
+    const Range message{e.rows_offset, n * 32}, key{col[0], n * (e.record_kind == 0 ? 33 : 32)},
+        signature{col[1], n * 64}, correlate{col[2], n * tail}, results{e.results_offset, n};
+    const Range read[3] = {message, key, signature};
+    bool in_range = n * stride <= arena;
+    for (const Range& r : read) in_range = in_range && r.end() <= arena;
+    if (tail != 0) in_range = in_range && correlate.end() <= arena;
+    if (e.mode == 0) {
+        in_range = in_range && results.end() <= arena;
+        for (const Range& r : read) in_range = in_range && !overlap(results, r);
+        in_range = in_range && !overlap(results, correlate);
+    } else {
+        for (const Range& r : read) in_range = in_range && !overlap(correlate, r);
+    }
+    if (!in_range) {
+        FUZZ_CHECK(st == shm::Status::bad_range);
+        return;
+    }
+    FUZZ_CHECK(st == shm::Status::ok);
+    FUZZ_CHECK(c.opcode == shm::Opcode::verify_columns);
+    FUZZ_CHECK(c.row_count == e.row_count && c.rows_offset == e.rows_offset && c.key_size == e.key_size);
+    FUZZ_CHECK(c.key_offset == col[0] && c.signature_offset == col[1] && c.correlate_offset == col[2]);
+    FUZZ_CHECK(c.stride == stride && c.rows_bytes == n * stride);
+    FUZZ_CHECK(static_cast<std::uint8_t>(c.mode) == e.mode);
+    FUZZ_CHECK(c.mode != wire::Mode::results || c.results_offset == e.results_offset);
+}
+
 void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     shm::SubmissionEntry e{};
     std::uint64_t arena = 0;
@@ -48,8 +92,20 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     // range arithmetic is what gets explored.
     if (sel & 0x80) {
         e.flags = 0;
-        std::memset(e.reserved, 0, sizeof e.reserved);
-        e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify);
+        if (sel & 0x20) {
+            // a column entry: offsets somewhere in (or just past) the arena
+            e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_columns);
+            std::uint64_t o[3];
+            std::memcpy(o, reinterpret_cast<const std::uint8_t*>(&e) + 40, sizeof o);
+            const std::uint64_t span = arena + 1 == 0 ? arena : arena + 1;
+            for (auto& v : o) v = span != 0 ? v % span : 0;
+            if (e.key_size == 0) o[2] = 0;
+            std::memcpy(reinterpret_cast<std::uint8_t*>(&e) + 40, o, sizeof o);
+            e.row_count %= 4096;
+        } else {
+            std::memset(reinterpret_cast<std::uint8_t*>(&e) + 40, 0, 24);
+            e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify);
+        }
         e.record_kind &= 1;
         e.encoding = e.record_kind == 1 ? 0 : (e.encoding & 1);
         e.mode &= 1;
@@ -60,13 +116,17 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     shm::CheckedSubmission c;
     const shm::Status st = shm::check_submission(e, arena, c);
 
-    // Oracle.
+    // Oracle. The last 24 bytes: zero for verify/nop, the column offsets
+    // (key, signature, correlate) for verify_columns.
+    std::uint64_t col[3];
+    std::memcpy(col, reinterpret_cast<const std::uint8_t*>(&e) + 40, sizeof col);
+    const bool is_nop = e.opcode == 2, is_verify = e.opcode == 1, is_columns = e.opcode == 3;
     bool fields_ok = e.flags == 0;
-    for (std::uint32_t r : e.reserved) fields_ok = fields_ok && r == 0;
-    const bool is_nop = e.opcode == 2, is_verify = e.opcode == 1;
-    fields_ok = fields_ok && (is_nop || is_verify);
+    if (!is_columns) fields_ok = fields_ok && (col[0] | col[1] | col[2]) == 0;
+    fields_ok = fields_ok && (is_nop || is_verify || is_columns);
     if (is_nop) fields_ok = fields_ok && e.row_count == 0 && e.rows_offset == 0 && e.results_offset == 0;
-    if (is_verify) {
+    if (is_columns && e.key_size == 0) fields_ok = fields_ok && col[2] == 0;
+    if (is_verify || is_columns) {
         fields_ok = fields_ok && e.record_kind <= 1 && e.encoding <= 1 && !(e.record_kind == 1 && e.encoding != 0) &&
                     e.mode <= 1;
         if (e.table != 0xFF) {
@@ -85,6 +145,10 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
         return;
     }
     const u128 stride = (e.record_kind == 0 ? 129 : 128) + u128(e.key_size);
+    if (is_columns) {
+        check_columns(e, arena, st, c, stride, col);
+        return;
+    }
     const u128 rows0 = e.rows_offset, rows1 = rows0 + u128(e.row_count) * stride;
     bool in_range = rows1 <= arena;
     if (e.mode == 0) {

@@ -355,17 +355,22 @@ private:
         copy.user_tag = next_tag_++;
         shm::CheckedSubmission c;
         const shm::Status st = shm::check_submission(copy, arena_size_, c);
-        if (st == shm::Status::ok && c.opcode == shm::Opcode::verify) {
-            // What the daemon may write: results bytes, or the tails of rows (collect).
+        const bool verifies =
+            st == shm::Status::ok && (c.opcode == shm::Opcode::verify || c.opcode == shm::Opcode::verify_columns);
+        if (verifies) {
+            // What the daemon may write: results bytes, or (collect) the tails of
+            // rows / the correlate entries of column rows.
             if (c.mode == wire::Mode::results) {
                 for (std::uint64_t i = 0; i < c.row_count; ++i) writable_[c.results_offset + i] = 1;
+            } else if (c.opcode == shm::Opcode::verify_columns) {
+                for (std::uint64_t i = 0; i < c.row_count * c.key_size; ++i) writable_[c.correlate_offset + i] = 1;
             } else {
                 const std::size_t rec = wire::record_size(c.kind);
                 for (std::uint64_t r = 0; r < c.row_count; ++r)
                     for (std::size_t k = 0; k < c.key_size; ++k) writable_[c.rows_offset + r * c.stride + rec + k] = 1;
             }
         }
-        expect_[copy.user_tag] = Expect{st, c.row_count, st == shm::Status::ok && c.opcode == shm::Opcode::verify};
+        expect_[copy.user_tag] = Expect{st, c.row_count, verifies};
         std::memcpy(&sqes_[sq_tail_ & (sq_entries_ - 1)], &copy, sizeof copy);
         ++sq_tail_;
         if (!hostile_) shm::word(h_->sq_tail).store(sq_tail_, std::memory_order_release);
@@ -375,7 +380,9 @@ private:
     void submit_plausible() {
         shm::SubmissionEntry e{};
         const std::uint8_t f = in_.ConsumeIntegral<std::uint8_t>();
-        e.opcode = (f & 7) == 0 ? static_cast<std::uint8_t>(shm::Opcode::nop) : static_cast<std::uint8_t>(shm::Opcode::verify);
+        e.opcode = static_cast<std::uint8_t>((f & 7) == 0   ? shm::Opcode::nop
+                                             : (f & 7) == 1 ? shm::Opcode::verify_columns
+                                                            : shm::Opcode::verify);
         e.record_kind = (f >> 3) & 1;
         e.encoding = e.record_kind == 0 ? ((f >> 4) & 1) : 0;
         e.mode = (f >> 5) & 1;
@@ -393,6 +400,17 @@ private:
         if (e.mode == 0)
             e.results_offset = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ + 8)
                                                  : in_.ConsumeIntegral<std::uint64_t>();
+        if (e.opcode == static_cast<std::uint8_t>(shm::Opcode::verify_columns)) {
+            auto offset = [&] {
+                return in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ + 8)
+                                         : in_.ConsumeIntegral<std::uint64_t>();
+            };
+            shm::ColumnOffsets o{};
+            o.key_offset = offset();
+            o.signature_offset = offset();
+            o.correlate_offset = e.key_size != 0 ? offset() : 0;
+            shm::set_column_offsets(e, o);
+        }
         push(e);
     }
 
