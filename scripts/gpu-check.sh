@@ -24,7 +24,7 @@
 #            end-to-end and kernel-only rows/s next to libsecp256k1 on all cores;
 #         2. sigverifyd --backend gpu: start-up self-test, `sigverify verify`
 #            through it byte-identical to --local (results and collect, all
-#            tables), `sigverify bench` at 4096/65536/1M rows (5% invalid:
+#            tables, as rows and as column tables), `sigverify bench` at 4096/65536/1M rows (5% invalid:
 #            every invalid verdict is re-verified on the CPU) and at 1M rows
 #            with no invalid rows, `sigverify stats` after it;
 #            then the last figure again with DAEMON_ALT's flags (default
@@ -258,13 +258,19 @@ if [[ $PREBUILT -eq 1 ]] && { [[ $DAEMON_BACKEND != gpu ]] || ! grep -q "no GPU"
             "$SV" verify --runtime-dir "$RT" --table "$t" --sig-format "$f" --in "$in" --out "$in.gpu" >>"$OUT/daemon.txt" 2>&1
             "$SV" verify --local --collect --table "$t" --sig-format "$f" --in "$in" --out "$in.lc" >/dev/null 2>&1
             "$SV" verify --collect --runtime-dir "$RT" --table "$t" --sig-format "$f" --in "$in" --out "$in.gc" >>"$OUT/daemon.txt" 2>&1
-            for m in "local gpu" "lc gc"; do
+            # the same rows as column tables (issue 8), results and collect
+            "$SV" columns --from-rows "$in" --table "$t" --sig-format "$f" --out "$in.cols" >/dev/null 2>&1
+            "$SV" verify --local --columns "$in.cols" --out "$in.cl" >/dev/null 2>&1
+            "$SV" verify --runtime-dir "$RT" --columns "$in.cols" --out "$in.cg" >>"$OUT/daemon.txt" 2>&1
+            "$SV" verify --local --collect --columns "$in.cols" --out "$in.ccl" >/dev/null 2>&1
+            "$SV" verify --collect --runtime-dir "$RT" --columns "$in.cols" --out "$in.ccg" >>"$OUT/daemon.txt" 2>&1
+            for m in "local gpu" "lc gc" "cl cg" "ccl ccg"; do
                 set -- $m
                 if cmp -s "$in.$1" "$in.$2" && [[ -s "$in.$1" ]]; then r=same; else r=DIFFERENT; diffs=$((diffs + 1)); fi
                 echo "verify $t $f ${1}/${2}: $r" >>"$OUT/daemon.txt"
             done
         done
-        [[ -z "${SKIP_DAEMON_VERIFY:-}" ]] && say "daemon verify vs --local ($DAEMON_ROWS rows x 5 configs x 2 modes): $diffs different"
+        [[ -z "${SKIP_DAEMON_VERIFY:-}" ]] && say "daemon verify vs --local ($DAEMON_ROWS rows x 5 configs x rows/columns x 2 modes): $diffs different"
         [[ $diffs -ne 0 ]] && rc_daemon=1
         if [[ -n "$BENCH_SIZES" ]]; then
             say "bench (5% invalid): sizes $BENCH_SIZES"
