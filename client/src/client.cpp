@@ -434,25 +434,35 @@ struct Client::Impl {
         return (conn.arena_size - 2 * kAlign) / per_row;
     }
 
+    // A slot and `bytes` of arena for a new batch: reaps completions and, with
+    // `wait`, sleeps on the bell until space frees up, the daemon dies or
+    // batch_timeout passes.
+    Status alloc_waiting_locked(std::unique_lock<std::mutex>& lk, std::uint64_t bytes, bool wait,
+                                std::uint32_t& index) {
+        const Clock::time_point deadline =
+            opt.batch_timeout.count() > 0 ? Clock::now() + opt.batch_timeout : Clock::time_point::max();
+        for (;;) {
+            const std::uint32_t seq = bell_seq();
+            reap_locked();
+            if (!live) return Status::disconnected;
+            if (try_alloc_locked(bytes, index)) return Status::ok;
+            if (!wait) return Status::ring_full;
+            if (!alive_locked()) return Status::disconnected;
+            if (Clock::now() >= deadline) return Status::timeout;
+            sleep_locked(lk, seq, deadline);
+        }
+    }
+
     Status reserve(wire::RecordKind kind, std::size_t key_size, std::size_t count, Batch& b, bool wait) {
         std::unique_lock lk(mu);
         maybe_reconnect_locked();
         if (!live) return conn.h == nullptr && slots.empty() ? Status::unreachable : Status::disconnected;
         if (count > max_alloc_rows(kind, key_size)) return Status::too_large;
         const std::uint64_t rows_bytes = std::uint64_t(count) * wire::stride(kind, key_size);
-        const Clock::time_point deadline =
-            opt.batch_timeout.count() > 0 ? Clock::now() + opt.batch_timeout : Clock::time_point::max();
         std::uint32_t index = 0;
-        for (;;) {
-            const std::uint32_t seq = bell_seq();
-            reap_locked();
-            if (!live) return Status::disconnected;
-            if (try_alloc_locked(align_up(rows_bytes) + align_up(count), index)) break;
-            if (!wait) return Status::ring_full;
-            if (!alive_locked()) return Status::disconnected;
-            if (Clock::now() >= deadline) return Status::timeout;
-            sleep_locked(lk, seq, deadline);
-        }
+        if (const Status st = alloc_waiting_locked(lk, align_up(rows_bytes) + align_up(count), wait, index);
+            st != Status::ok)
+            return st;
         Slot& s = slots[index];
         s.results_offset = s.rows_offset + align_up(rows_bytes);
         s.count = count;
@@ -504,19 +514,8 @@ struct Client::Impl {
         }
         if (count > max_alloc_column_rows(kind, tail_size)) return Status::too_large;
         const ColumnPlacement p = place_columns(kind, tail_size, count);
-        const Clock::time_point deadline =
-            opt.batch_timeout.count() > 0 ? Clock::now() + opt.batch_timeout : Clock::time_point::max();
         std::uint32_t index = 0;
-        for (;;) {
-            const std::uint32_t seq = bell_seq();
-            reap_locked();
-            if (!live) return Status::disconnected;
-            if (try_alloc_locked(p.total, index)) break;
-            if (!wait) return Status::ring_full;
-            if (!alive_locked()) return Status::disconnected;
-            if (Clock::now() >= deadline) return Status::timeout;
-            sleep_locked(lk, seq, deadline);
-        }
+        if (const Status st = alloc_waiting_locked(lk, p.total, wait, index); st != Status::ok) return st;
         Slot& s = slots[index];
         const std::uint64_t base = s.rows_offset;
         s.columns = true;
