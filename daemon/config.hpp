@@ -29,7 +29,10 @@ struct Config {
     unsigned metrics_interval = 15;      // seconds between textfile writes and STATUS= updates
     std::string gpus = "all";            // GPU selection: "all" or indices "0,1"
     std::uint32_t cross_check_sample = 1024;  // re-verify 1 in N valid GPU verdicts (1 = all)
-    std::size_t gpu_chunk_rows = 131072;  // rows per GPU chunk (device buffers sized at start-up)
+    // Rows per GPU chunk (device buffers sized at start-up). Small enough that a
+    // 1M-row batch keeps 16 workers busy with their CPU cross-checks; the GPU
+    // still sees big launches: 4 slots in flight, busy slots merge pieces.
+    std::size_t gpu_chunk_rows = 65536;
     unsigned gpu_chunks_in_flight = 4;
     std::size_t gpu_min_rows = 32;       // smaller chunks are verified on the CPU (GPU round trip: milliseconds)   // chunks running at once per GPU, each with its own stream and buffers
 };

@@ -42,8 +42,10 @@ std::unique_ptr<GpuBackend> GpuBackend::open(const std::string& spec, unsigned w
                 auto slot = std::make_unique<Slot>();
                 slot->verifier = std::move(verifier);
                 Slot* s = slot.get();
+                // Merged launches of up to two chunks: the staging (sized for
+                // chunk_rows rows of the widest stride) holds ~3 chunks of tail-less records.
                 slot->coalescer = std::make_unique<LaunchCoalescer>(
-                    backend->chunk_rows_, [s](const wire::RowSpan& rows, std::uint8_t* verdicts) {
+                    2 * backend->chunk_rows_, [s](const wire::RowSpan& rows, std::uint8_t* verdicts) {
                         std::lock_guard lock(s->mutex);
                         return s->verifier->verify(rows, wire::Mode::results, verdicts, nullptr).ok();
                     });
