@@ -35,19 +35,19 @@ std::unique_ptr<GpuBackend> GpuBackend::open(const std::string& spec, unsigned w
         options.chunk_bytes = backend->chunk_rows_ * wire::stride(wire::RecordKind::ecdsa, wire::kMaxKeySize);
         std::vector<std::unique_ptr<Slot>> slots;
         gpu::Status st;
-        for (std::size_t s = 0; s < backend->slots_per_device_ && st.ok(); ++s) {
+        for (std::size_t k = 0; k < backend->slots_per_device_ && st.ok(); ++k) {
             auto verifier = gpu::DeviceVerifier::open(options, st);
             if (verifier) st = verifier->self_test();  // every slot: its own buffers and stream
             if (verifier && st.ok()) {
                 auto slot = std::make_unique<Slot>();
                 slot->verifier = std::move(verifier);
-                Slot* s = slot.get();
+                Slot* const own = slot.get();
                 // Merged launches of up to two chunks: the staging (sized for
                 // chunk_rows rows of the widest stride) holds ~3 chunks of tail-less records.
                 slot->coalescer = std::make_unique<LaunchCoalescer>(
-                    2 * backend->chunk_rows_, [s](const wire::RowSpan& rows, std::uint8_t* verdicts) {
-                        std::lock_guard lock(s->mutex);
-                        return s->verifier->verify(rows, wire::Mode::results, verdicts, nullptr).ok();
+                    2 * backend->chunk_rows_, [own](const wire::RowSpan& rows, std::uint8_t* verdicts) {
+                        std::lock_guard lock(own->mutex);
+                        return own->verifier->verify(rows, wire::Mode::results, verdicts, nullptr).ok();
                     });
                 slots.push_back(std::move(slot));
             }
