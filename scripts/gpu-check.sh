@@ -32,7 +32,9 @@
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
 #            every gpu_check_<variant> carried (see VDEFS below; prepare
 #            builds GPU_VARIANTS, default "ptx ptx_batch1 batch1 regcap1"),
-#            then the default build with 256 threads per block.
+#            then the default build with 256 threads per block;
+#         4. Nsight Compute (ncu) on one kernel launch: occupancy, issue
+#            efficiency, stall reasons, local-memory traffic (NCU= to skip).
 #       Env: OUT (default ./gpu-check-out), ROWS (1000000), EXTRA_ROWS
 #       (300000), DEADLINE (seconds after which nothing new starts, 400),
 #       DAEMON_ROWS (200000), BENCH_SIZES (4096,65536,1048576; empty: skip),
@@ -318,6 +320,22 @@ if [[ $rc_check -eq 0 ]]; then
         say "variant $name exit $?: $(grep -E '^RESULT' "$LOGS/gpu_check_$name.txt")"
         table_lines "$LOGS/gpu_check_$name.txt" | sed "s/^/$name /" | tee -a "$OUT/summary.txt"
     done
+fi
+# --- phase 4: where the kernel's time goes (Nsight Compute; works on the
+# Firecracker machines). One 65,536-row ECDSA launch of the default build:
+# achieved occupancy, issue efficiency, warp stall reasons, local-memory
+# traffic. Clocks left as they are (--clock-control none).
+NCU=${NCU-$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)}
+if [[ $rc_check -eq 0 && -n "$NCU" && -x "$NCU" && $SECONDS -lt $DEADLINE ]]; then
+    say "phase 4: $NCU on one verify_kernel launch"
+    timeout 120 "$NCU" --clock-control none -k regex:verify_kernel --launch-skip 8 --launch-count 1 \
+        --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
+        --section SchedulerStats "$BIN/gpu_check" --rows 65536 --repeats 1 >"$LOGS/ncu.txt" 2>&1
+    say "ncu exit $?"
+    grep -E "Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Local|L1/TEX Hit|L2 Hit|DRAM Throughput" \
+        "$LOGS/ncu.txt" | head -20 | tee -a "$OUT/summary.txt"
+elif [[ -z "$NCU" ]]; then
+    say "phase 4: no ncu (or NCU= given), skipped"
 fi
 say "exit codes: gpu_check $rc_check, daemon $rc_daemon"
 exit $((rc_check != 0 || rc_daemon != 0))
