@@ -110,14 +110,14 @@ SV_HD void fe_reduce512(Fe& r, const u64 t[8]) {
     fe_reduce_once(r, w);
 }
 
-SV_HD void fe_mul(Fe& r, const Fe& a, const Fe& b) {
+SV_HD_MUL void fe_mul(Fe& r, const Fe& a, const Fe& b) {
     SV_COUNT_OP(fe_mul);
     u64 t[8];
     mul_wide(t, a.v, b.v);
     fe_reduce512(r, t);
 }
 
-SV_HD void fe_sqr(Fe& r, const Fe& a) {
+SV_HD_MUL void fe_sqr(Fe& r, const Fe& a) {
     SV_COUNT_OP(fe_sqr);
     u64 t[8];
     sqr_wide(t, a.v);

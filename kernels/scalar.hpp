@@ -171,14 +171,14 @@ SV_HD void sc_reduce512(Sc& r, const u64 t[8]) {
     sc_reduce_once(r, w, w[4]);
 }
 
-SV_HD void sc_mul(Sc& r, const Sc& a, const Sc& b) {
+SV_HD_MUL void sc_mul(Sc& r, const Sc& a, const Sc& b) {
     SV_COUNT_OP(sc_mul);
     u64 t[8];
     mul_wide(t, a.v, b.v);
     sc_reduce512(r, t);
 }
 
-SV_HD void sc_sqr(Sc& r, const Sc& a) {
+SV_HD_MUL void sc_sqr(Sc& r, const Sc& a) {
     SV_COUNT_OP(sc_sqr);
     u64 t[8];
     sqr_wide(t, a.v);

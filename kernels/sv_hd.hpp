@@ -26,6 +26,17 @@
 #define SV_HD_NOINLINE inline
 #endif
 
+// SV_HD_MUL marks the field and scalar multiply/square. SV_FE_NOINLINE (a GPU
+// experiment, scripts/gpu-check.sh variant `fecall`) makes them real calls on
+// the device: the default kernel inlines ~2,000 of them into 1.5 MB of
+// machine code (cubin), far more than the instruction caches hold, and the
+// H200 run showed the kernel stalling 35-45x above its issue bound.
+#if defined(__CUDACC__) && defined(SV_FE_NOINLINE)
+#define SV_HD_MUL __host__ __device__ __noinline__
+#else
+#define SV_HD_MUL SV_HD
+#endif
+
 #if defined(__CUDA_ARCH__)
 #define SV_UNROLL _Pragma("unroll")
 #elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)

@@ -31,7 +31,7 @@
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
 #            every gpu_check_<variant> carried (see VDEFS below; prepare
-#            builds GPU_VARIANTS, default "ptx ptx_batch1 batch1 regcap1"),
+#            builds GPU_VARIANTS, default "fecall fecall_ptx ptx batch1 regcap1"),
 #            then the default build with 256 threads per block;
 #         4. Nsight Compute (ncu) on one kernel launch: occupancy, issue
 #            efficiency, stall reasons, local-memory traffic (NCU= to skip).
@@ -52,11 +52,13 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY="$ROOT/build-gpu-carry"
 DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-ptx ptx_batch1 batch1 regcap1}"
+read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-fecall fecall_ptx ptx batch1 regcap1}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
 # Kernel variants against the default build (128 registers, K = 4 rows per
 # thread, portable 64-bit-limb arithmetic):
 declare -A VDEFS=(
+    [fecall]="-DSV_FE_NOINLINE"                    # field/scalar products as calls: 281 KB of code, not 1.5 MB
+    [fecall_ptx]="-DSV_FE_NOINLINE -DSV_USE_PTX"
     [ptx]="-DSV_USE_PTX"                           # PTX carry-chain products (kernels/field_ptx.hpp)
     [ptx_batch1]="-DSV_USE_PTX -DSV_VERIFY_BATCH=1"
     [batch1]="-DSV_VERIFY_BATCH=1"                 # one row per thread: a quarter of the local memory
