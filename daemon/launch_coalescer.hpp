@@ -16,6 +16,11 @@
 // are written only into its own buffer, only by the launch that took it; every
 // waiter is woken when its launch ends; FIFO: the oldest pending piece is in
 // the next launch, so none starves. If a launch fails, every piece in it fails.
+// A waiter cannot give up early: the leader writes into its verdict buffer
+// until the launch ends. So a wait lasts as long as one launch, which the
+// device verifier bounds by its own checks; a GPU that hangs outright stops
+// chunks from completing, and the daemon's systemd watchdog (no WATCHDOG=1
+// while batches are queued and no chunk finishes) restarts it.
 #pragma once
 
 #include <atomic>
