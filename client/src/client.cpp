@@ -738,76 +738,27 @@ struct Client::Impl {
             chunk = std::max<std::uint64_t>(1, std::min<std::uint64_t>(arena_quarter_rows, kMaxChunkRows));
             if (live && chunk > max_alloc_rows(rows.kind, rows.key_size)) chunk = max_alloc_rows(rows.kind, rows.key_size);
         }
-        struct InFlight {
-            Batch batch;
-            std::size_t begin = 0, count = 0;
-        };
-        InFlight q[kPipelineDepth];
-        std::size_t qh = 0, qn = 0, next = 0;
-        Status fail = Status::ok;
         auto sub_span = [&](std::size_t begin, std::size_t count) {
             return wire::RowSpan{rows.kind, rows.key_size, rows.encoding, rows.row(begin), count};
         };
-        auto run_locally = [&](std::size_t begin, std::size_t count) {
-            // Verifier::run indexes results from row 0 of the sub-span.
-            const BatchResult lr =
-                local_run(sub_span(begin, count), mode, mode == wire::Mode::results ? results + begin : nullptr);
-            if (lr.status != Status::ok && fail == Status::ok) fail = lr.status;
-            total.valid += lr.valid;
-            total.invalid += lr.invalid;
-            total.local_rows += lr.local_rows;
-        };
-        auto finish_front = [&] {
-            InFlight& f = q[qh];
-            const BatchResult r = wait_raw(f.batch, true);
-            if (r.ok()) {
+        return pipeline(
+            rows.count, chunk, mode, rows.encoding, table,
+            [&](std::size_t begin, std::size_t count, Batch& b, bool wait) {
+                const Status st = reserve(rows.kind, rows.key_size, count, b, wait);
+                if (st == Status::ok) std::memcpy(b.rows, rows.row(begin), count * stride);
+                return st;
+            },
+            [&](std::size_t begin, std::size_t count, const Batch& b) {
                 if (mode == wire::Mode::results)
-                    std::memcpy(results + f.begin, f.batch.results, f.count);
+                    std::memcpy(results + begin, b.results, count);
                 else
-                    std::memcpy(rows.row(f.begin), f.batch.rows, f.count * stride);
-                total.valid += r.valid;
-                total.invalid += r.invalid;
-            } else if (r.status == Status::timeout) {
-                if (fail == Status::ok) fail = r.status;
-            } else if (opt.fallback == Fallback::local && is_daemon_failure(r.status)) {
-                run_locally(f.begin, f.count);
-            } else if (fail == Status::ok) {
-                fail = r.status;
-            }
-            release(f.batch);
-            qh = (qh + 1) % kPipelineDepth;
-            --qn;
-        };
-        while ((next < rows.count && fail == Status::ok) || qn > 0) {
-            if (next < rows.count && qn < kPipelineDepth && fail == Status::ok) {
-                const std::size_t count = std::min(chunk, rows.count - next);
-                InFlight& f = q[(qh + qn) % kPipelineDepth];
-                const Status st = reserve(rows.kind, rows.key_size, count, f.batch, qn == 0);
-                if (st == Status::ok) {
-                    std::memcpy(f.batch.rows, rows.row(next), count * stride);
-                    f.begin = next;
-                    f.count = count;
-                    submit(f.batch, shm::Opcode::verify, mode, rows.encoding, table);
-                    // A failed submit marked the slot done with its status: wait() sees it.
-                    ++qn;
-                    next += count;
-                    continue;
-                }
-                if (st != Status::ring_full) {
-                    if (opt.fallback == Fallback::local &&
-                        (is_daemon_failure(st) || st == Status::too_large)) {
-                        run_locally(next, rows.count - next);
-                    } else if (fail == Status::ok) {
-                        fail = st;
-                    }
-                    next = rows.count;
-                    continue;
-                }
-            }
-            if (qn > 0) finish_front();
-        }
-        if (fail != Status::ok) total.status = fail;
-        return total;
+                    std::memcpy(rows.row(begin), b.rows, count * stride);
+            },
+            // Verifier::run indexes results from row 0 of the sub-span.
+            [&](std::size_t begin, std::size_t count) {
+                return local_run(sub_span(begin, count), mode, mode == wire::Mode::results ? results + begin : nullptr);
+            },
+            [&](Status st) { return is_daemon_failure(st) || st == Status::too_large; });
     }
 
     // Column copy API over the zero-copy column path, pipelined like run().
@@ -856,6 +807,43 @@ struct Client::Impl {
             c.correlate = tail != 0 ? cols.correlate + begin * tail : nullptr;
             return c;
         };
+        return pipeline(
+            n, chunk, mode, enc, table,
+            [&](std::size_t begin, std::size_t count, Batch& b, bool wait) {
+                const Status st = reserve_columns(cols.kind, tail, count, b, wait);
+                if (st != Status::ok) return st;
+                std::memcpy(b.rows, cols.message + begin * shm::kColumnMessageWidth, count * shm::kColumnMessageWidth);
+                std::memcpy(b.key, cols.key + begin * key_width, count * key_width);
+                std::memcpy(b.signature, cols.signature + begin * shm::kColumnSignatureWidth,
+                            count * shm::kColumnSignatureWidth);
+                if (tail != 0) std::memcpy(b.correlate, cols.correlate + begin * tail, count * tail);
+                return st;
+            },
+            [&](std::size_t begin, std::size_t count, const Batch& b) {
+                if (mode == wire::Mode::results)
+                    std::memcpy(results + begin, b.results, count);
+                else if (tail != 0)
+                    std::memcpy(cols.correlate + begin * tail, b.correlate, count * tail);
+            },
+            // ColumnVerifier indexes results from row 0 of the sub-batch.
+            [&](std::size_t begin, std::size_t count) {
+                return local_run_columns(sub_batch(begin, count), mode,
+                                         mode == wire::Mode::results ? results + begin : nullptr);
+            },
+            // An old daemon (bad_entry) is covered by the fallback as an absent one is.
+            [&](Status st) { return is_daemon_failure(st) || st == Status::too_large || st == Status::bad_entry; });
+    }
+
+    // The pipeline of both copy APIs: pieces of at most `chunk` of the n rows,
+    // up to kPipelineDepth in flight. fill(begin, count, batch, wait) reserves a
+    // piece and copies the caller's input into it (reserve's status);
+    // copy_back(begin, count, batch) copies a verified piece's output to the
+    // caller; local(begin, count) verifies rows here, used with
+    // fallback=local when the daemon fails a piece or `falls_back`(reserve's
+    // status) says so. The caller has zeroed its results (fail closed).
+    template <class Fill, class CopyBack, class Local, class FallsBack>
+    BatchResult pipeline(std::size_t n, std::size_t chunk, wire::Mode mode, wire::SigEncoding enc, std::uint8_t table,
+                         Fill&& fill, CopyBack&& copy_back, Local&& local, FallsBack&& falls_back) {
         struct InFlight {
             Batch batch;
             std::size_t begin = 0, count = 0;
@@ -863,10 +851,9 @@ struct Client::Impl {
         InFlight q[kPipelineDepth];
         std::size_t qh = 0, qn = 0, next = 0;
         Status fail = Status::ok;
+        BatchResult total;
         auto run_locally = [&](std::size_t begin, std::size_t count) {
-            // ColumnVerifier indexes results from row 0 of the sub-batch.
-            const BatchResult lr = local_run_columns(sub_batch(begin, count), mode,
-                                                     mode == wire::Mode::results ? results + begin : nullptr);
+            const BatchResult lr = local(begin, count);
             if (lr.status != Status::ok && fail == Status::ok) fail = lr.status;
             total.valid += lr.valid;
             total.invalid += lr.invalid;
@@ -876,10 +863,7 @@ struct Client::Impl {
             InFlight& f = q[qh];
             const BatchResult r = wait_raw(f.batch, true);
             if (r.ok()) {
-                if (mode == wire::Mode::results)
-                    std::memcpy(results + f.begin, f.batch.results, f.count);
-                else if (tail != 0)
-                    std::memcpy(cols.correlate + f.begin * tail, f.batch.correlate, f.count * tail);
+                copy_back(f.begin, f.count, f.batch);
                 total.valid += r.valid;
                 total.invalid += r.invalid;
             } else if (r.status == Status::timeout) {
@@ -897,14 +881,8 @@ struct Client::Impl {
             if (next < n && qn < kPipelineDepth && fail == Status::ok) {
                 const std::size_t count = std::min(chunk, n - next);
                 InFlight& f = q[(qh + qn) % kPipelineDepth];
-                const Status st = reserve_columns(cols.kind, tail, count, f.batch, qn == 0);
+                const Status st = fill(next, count, f.batch, qn == 0);
                 if (st == Status::ok) {
-                    std::memcpy(f.batch.rows, cols.message + next * shm::kColumnMessageWidth,
-                                count * shm::kColumnMessageWidth);
-                    std::memcpy(f.batch.key, cols.key + next * key_width, count * key_width);
-                    std::memcpy(f.batch.signature, cols.signature + next * shm::kColumnSignatureWidth,
-                                count * shm::kColumnSignatureWidth);
-                    if (tail != 0) std::memcpy(f.batch.correlate, cols.correlate + next * tail, count * tail);
                     f.begin = next;
                     f.count = count;
                     submit(f.batch, shm::Opcode::verify, mode, enc, table);
@@ -914,9 +892,7 @@ struct Client::Impl {
                     continue;
                 }
                 if (st != Status::ring_full) {
-                    // An old daemon (bad_entry) is covered by the fallback as an absent one is.
-                    if (opt.fallback == Fallback::local &&
-                        (is_daemon_failure(st) || st == Status::too_large || st == Status::bad_entry)) {
+                    if (opt.fallback == Fallback::local && falls_back(st)) {
                         run_locally(next, n - next);
                     } else if (fail == Status::ok) {
                         fail = st;
