@@ -20,6 +20,7 @@
 #include "kernels/kernel_math.hpp"
 #include "kernels/selftest_vectors.hpp"
 #include "kernels/verify.hpp"
+#include "kernels/verify32.hpp"
 
 namespace sigverify::gpu {
 
@@ -27,15 +28,25 @@ namespace k = sigverify::kernels;
 
 constexpr int kMaxThreadsPerBlock = 256;
 // Minimum resident blocks of kMaxThreadsPerBlock per SM asked of ptxas
-// (caps registers at 65536 / (256 * this)). 2 (128 registers) measured 1.37x
-// faster than 1 (214 registers) on an H200: the kernel needs the warps more
-// than the registers (BENCHMARKS.md, machine B).
+// (caps registers at 65536 / (256 * this)). Kernel v1: 2 (128 registers)
+// measured 1.37x faster than 1 (214). Kernel v2: 1 (no cap, 255 registers,
+// no spills) measured 5% faster than 2 (128 registers, 2.3 KB of spills): its
+// occupancy is bounded by the per-thread shared memory (2 blocks of 128
+// threads per SM) either way (BENCHMARKS.md, machine B).
 #ifndef SV_MIN_BLOCKS_PER_SM
+#if defined(SV_KERNEL_V1)
 #define SV_MIN_BLOCKS_PER_SM 2
+#else
+#define SV_MIN_BLOCKS_PER_SM 1
+#endif
 #endif
 
+#if defined(SV_KERNEL_V1)
+// Kernel v1 (scripts/gpu-check.sh variant `v1`, kept to measure beside v2).
 // Thread t verifies rows t, t + T, ..., t + (K-1) T (T = threads in the
 // grid, K = kVerifyBatch) as one batch sharing an inversion, then strides on.
+constexpr int kRowsPerThread = k::kVerifyBatch;
+constexpr std::size_t kSharedBytesPerThread = 0;
 __global__ void __launch_bounds__(kMaxThreadsPerBlock, SV_MIN_BLOCKS_PER_SM)
     verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
                   int schnorr, int compact, const k::GeStorage* __restrict__ table,
@@ -60,6 +71,29 @@ __global__ void __launch_bounds__(kMaxThreadsPerBlock, SV_MIN_BLOCKS_PER_SM)
         for (int j = 0; j < n; ++j) verdicts[base + std::uint64_t(j) * threads] = ok[j] ? 1 : 0;
     }
 }
+std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables(); }
+#else
+// Kernel v2 (kernels/verify32.hpp): one row per thread, one control flow for
+// every lane, state in registers, the row's P table in shared memory (one
+// column of words per thread: bank-conflict free). Verdicts are 0, 1 or
+// kVerdictRecheck (the host resolves those with the exact path).
+constexpr int kRowsPerThread = 1;
+constexpr std::size_t kSharedBytesPerThread = k::kScratchWords * sizeof(std::uint32_t);
+__global__ void __launch_bounds__(kMaxThreadsPerBlock, SV_MIN_BLOCKS_PER_SM)
+    verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
+                  int schnorr, int compact, const k::GeStorage* __restrict__ table,
+                  std::uint8_t* __restrict__ verdicts) {
+    extern __shared__ std::uint32_t p_tables[];
+    const k::PTable32 ptab{p_tables + threadIdx.x, blockDim.x};
+    const k::GTable32 gtab{table};
+    const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
+    for (std::uint64_t i = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += threads) {
+        const std::uint8_t* rec = rows + i * stride;
+        verdicts[i] = k::verify_row32(rec, schnorr != 0, compact != 0, ptab, gtab);
+    }
+}
+std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables32(); }
+#endif
 
 namespace {
 
@@ -158,7 +192,10 @@ struct DeviceVerifier::Impl {
 
     Status init() {
         SV_CUDA(cudaSetDevice(info.index));
-        const std::vector<k::GeStorage> table = k::build_g_tables();
+        const std::vector<k::GeStorage> table = device_g_tables();
+        if (kSharedBytesPerThread != 0)
+            SV_CUDA(cudaFuncSetAttribute(verify_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(kSharedBytesPerThread * kMaxThreadsPerBlock)));
         SV_CUDA(cudaMalloc(&d_table, table.size() * sizeof(k::GeStorage)));
         SV_CUDA(cudaMemcpy(d_table, table.data(), table.size() * sizeof(k::GeStorage), cudaMemcpyHostToDevice));
         // a chunk of the smallest records holds the most rows
@@ -179,9 +216,9 @@ struct DeviceVerifier::Impl {
 
     Status launch(Lane& l, std::size_t n, const wire::RowSpan& rows) {
         const int tpb = options.threads_per_block;
-        const std::size_t per_block = std::size_t(tpb) * k::kVerifyBatch;
+        const std::size_t per_block = std::size_t(tpb) * kRowsPerThread;
         const unsigned blocks = static_cast<unsigned>((n + per_block - 1) / per_block);
-        verify_kernel<<<blocks, tpb, 0, l.stream>>>(
+        verify_kernel<<<blocks, tpb, kSharedBytesPerThread * std::size_t(tpb), l.stream>>>(
             l.d_rows, static_cast<std::uint32_t>(rows.row_stride()), static_cast<std::uint32_t>(n),
             rows.kind == wire::RecordKind::schnorr ? 1 : 0, rows.encoding == wire::SigEncoding::compact ? 1 : 0,
             d_table, l.d_verdicts);
@@ -199,7 +236,11 @@ struct DeviceVerifier::Impl {
         timing.kernel_ms += ms;
         const std::size_t rec = wire::record_size(rows.kind);
         for (std::size_t i = 0; i < l.count; ++i) {
-            const bool ok = l.h_verdicts[i] == 1;
+            bool ok = l.h_verdicts[i] == k::kVerdictValid;
+            if (l.h_verdicts[i] == k::kVerdictRecheck) {  // a special case of the uniform ladder
+                ok = k::verify_record_v1(rows.row(l.first + i), rows.kind, rows.encoding);
+                ++timing.rechecked;
+            }
             if (ok) {
                 ++c.valid;
             } else {

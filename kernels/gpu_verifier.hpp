@@ -93,6 +93,9 @@ struct Timing {
     double wall_ms = 0;    // whole call: staging, copies, kernels, result scatter
     double kernel_ms = 0;  // sum of the kernels' CUDA-event times
     std::size_t chunks = 0;
+    // rows the kernel answered kVerdictRecheck (verified on the host by the
+    // exact path; none for honest rows)
+    std::size_t rechecked = 0;
 };
 
 class DeviceVerifier {

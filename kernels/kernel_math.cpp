@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "kernels/verify.hpp"
+#include "kernels/verify32.hpp"
 
 namespace sigverify::kernels {
 
@@ -54,40 +55,60 @@ const GTableView& host_g_table() {
     return view;
 }
 
-bool verify_record(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
+std::vector<GeStorage> build_g_tables32() {
+    std::vector<GeStorage> t(2 * static_cast<std::size_t>(kV2GEntries));
+    const Ge g = ge_generator();
+    odd_multiples(g, t.data(), kV2GEntries);
+    Gej h = gej_from_ge(g);
+    for (int i = 0; i < kV2GHighShift; ++i) gej_double(h, h);
+    Ge ha;
+    ge_set_gej(ha, h);
+    odd_multiples(ha, t.data() + kV2GEntries, kV2GEntries);
+    return t;
+}
+
+const GTable32& host_g_table32() {
+    static const std::vector<GeStorage> storage = build_g_tables32();
+    static const GTable32 view{storage.data()};
+    return view;
+}
+
+std::uint8_t verify_record32(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
+    u32 words[kScratchWords];
+    const PTable32 ptab{words, 1};
+    if (kind == wire::RecordKind::ecdsa)
+        return ecdsa_verify32(record, encoding == wire::SigEncoding::compact, ptab, host_g_table32());
+    return schnorr_verify32(record, ptab, host_g_table32());
+}
+
+bool verify_record_v1(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
     const GTableView& tab = host_g_table();
     if (kind == wire::RecordKind::ecdsa)
         return ecdsa_verify_record(record, encoding == wire::SigEncoding::compact, tab);
     return schnorr_verify_record(record, tab);
 }
 
+bool verify_record(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
+    const std::uint8_t v = verify_record32(record, kind, encoding);
+    if (v == kVerdictRecheck) return verify_record_v1(record, kind, encoding);
+    return v == kVerdictValid;
+}
+
 HostCounts verify_range(const wire::RowSpan& rows, std::size_t begin, std::size_t end,
                         wire::Mode mode, std::uint8_t* results) {
     HostCounts c;
-    const GTableView& tab = host_g_table();
     const std::size_t rec = wire::record_size(rows.kind);
-    const bool compact = rows.encoding == wire::SigEncoding::compact;
-    for (std::size_t i = begin; i < end; i += kVerifyBatch) {
-        const int n = static_cast<int>(std::min<std::size_t>(kVerifyBatch, end - i));
-        const std::uint8_t* recs[kVerifyBatch];
-        bool ok[kVerifyBatch];
-        for (int j = 0; j < n; ++j) recs[j] = rows.row(i + std::size_t(j));
-        if (rows.kind == wire::RecordKind::ecdsa) {
-            ecdsa_verify_batch<kVerifyBatch>(recs, n, compact, tab, ok);
+    for (std::size_t i = begin; i < end; ++i) {
+        const bool ok = verify_record(rows.row(i), rows.kind, rows.encoding);
+        if (ok) {
+            ++c.valid;
         } else {
-            schnorr_verify_batch<kVerifyBatch>(recs, n, tab, ok);
+            ++c.invalid;
         }
-        for (int j = 0; j < n; ++j) {
-            if (ok[j]) {
-                ++c.valid;
-            } else {
-                ++c.invalid;
-            }
-            if (mode == wire::Mode::results) {
-                results[i + std::size_t(j)] = ok[j] ? 1 : 0;
-            } else if (ok[j] && rows.key_size != 0) {
-                std::memset(rows.row(i + std::size_t(j)) + rec, 0, rows.key_size);
-            }
+        if (mode == wire::Mode::results) {
+            results[i] = ok ? 1 : 0;
+        } else if (ok && rows.key_size != 0) {
+            std::memset(rows.row(i) + rec, 0, rows.key_size);
         }
     }
     return c;
@@ -97,6 +118,7 @@ HostCounts verify_rows(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t*
                        unsigned threads) {
     if (mode == wire::Mode::results && rows.count != 0) std::memset(results, 0, rows.count);
     host_g_table();  // build before the threads start
+    host_g_table32();
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
     const std::size_t n = rows.count;
     if (threads == 1 || n < 2 * std::size_t(threads)) return verify_range(rows, 0, n, mode, results);

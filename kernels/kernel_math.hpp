@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/ecmult.hpp"
+#include "kernels/ecmult32.hpp"
 #include "shm_protocol/wire_format.hpp"
 
 namespace sigverify::kernels {
@@ -23,7 +24,20 @@ std::vector<GeStorage> build_g_tables();
 // The host's copy, built once on first use (thread-safe).
 const GTableView& host_g_table();
 
-// Verdict for one record (EcdsaRecord or SchnorrRecord bytes).
+// Kernel v2's G tables in one array (the device upload uses the same
+// layout): [0, kV2GEntries) = (2i+1) G, then (2i+1) 2^136 G.
+std::vector<GeStorage> build_g_tables32();
+const GTable32& host_g_table32();
+
+// Kernel v2's verdict for one record: kVerdictValid, kVerdictInvalid or
+// kVerdictRecheck (verify32.hpp), exactly what the GPU computes.
+std::uint8_t verify_record32(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
+
+// Kernel v1's verdict (the exact path that resolves kVerdictRecheck).
+bool verify_record_v1(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
+
+// Verdict for one record (EcdsaRecord or SchnorrRecord bytes): kernel v2,
+// with rechecks resolved by kernel v1.
 bool verify_record(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
 
 struct HostCounts {

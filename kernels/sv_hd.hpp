@@ -37,6 +37,14 @@
 #define SV_HD_MUL SV_HD
 #endif
 
+// SV_NO_UNROLL keeps a loop rolled on the device (nvcc unrolls loops with a
+// constant trip count, which multiplies kernel v2's code size).
+#if defined(__CUDA_ARCH__)
+#define SV_NO_UNROLL _Pragma("unroll 1")
+#else
+#define SV_NO_UNROLL
+#endif
+
 #if defined(__CUDA_ARCH__)
 #define SV_UNROLL _Pragma("unroll")
 #elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)

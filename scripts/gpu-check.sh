@@ -52,18 +52,22 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY="$ROOT/build-gpu-carry"
 DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-fecall fecall_ptx ptx batch1 regcap1}"
+read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v1 regcap2}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
-# Kernel variants against the default build (128 registers, K = 4 rows per
-# thread, portable 64-bit-limb arithmetic):
+# Kernel variants against the default build (kernel v2, 128 registers):
 declare -A VDEFS=(
+    [v1]="-DSV_KERNEL_V1"                          # kernel v1 (wNAF, 64-bit limbs), the old default
+    [v1_regcap1]="-DSV_KERNEL_V1 -DSV_MIN_BLOCKS_PER_SM=1"
+    # kernel v1 only:
     [fecall]="-DSV_FE_NOINLINE"                    # field/scalar products as calls: 281 KB of code, not 1.5 MB
     [fecall_ptx]="-DSV_FE_NOINLINE -DSV_USE_PTX"
     [ptx]="-DSV_USE_PTX"                           # PTX carry-chain products (kernels/field_ptx.hpp)
     [ptx_batch1]="-DSV_USE_PTX -DSV_VERIFY_BATCH=1"
     [batch1]="-DSV_VERIFY_BATCH=1"                 # one row per thread: a quarter of the local memory
     [batch8]="-DSV_VERIFY_BATCH=8"
-    [regcap1]="-DSV_MIN_BLOCKS_PER_SM=1"           # registers uncapped (214): the first run's default
+    # both kernels:
+    [regcap1]="-DSV_MIN_BLOCKS_PER_SM=1"           # registers uncapped (v1: 214; v2's default)
+    [regcap2]="-DSV_MIN_BLOCKS_PER_SM=2"           # 128 registers (v1's default)
     [regcap3]="-DSV_MIN_BLOCKS_PER_SM=3"           # 85 registers
     [inline]="-DSV_GPU_INLINE_ALL")
 
@@ -314,7 +318,7 @@ fi
 if [[ $rc_check -eq 0 ]]; then
     runs=()
     for v in "${VARIANT_NAMES[@]}"; do [[ -x "$BIN/gpu_check_$v" ]] && runs+=("$v:$BIN/gpu_check_$v"); done
-    runs+=("tpb256:$BIN/gpu_check --tpb 256")
+    runs+=("tpb64:$BIN/gpu_check --tpb 64" "tpb256:$BIN/gpu_check --tpb 256" "tpb32:$BIN/gpu_check --tpb 32")
     for r in "${runs[@]}"; do
         name=${r%%:*} cmd=${r#*:}
         if [[ $SECONDS -ge $DEADLINE ]]; then say "variant $name: past the deadline, skipped"; continue; fi
@@ -332,10 +336,13 @@ if [[ $rc_check -eq 0 && -n "$NCU" && -x "$NCU" && $SECONDS -lt $DEADLINE ]]; th
     say "phase 4: $NCU on one verify_kernel launch"
     timeout 120 "$NCU" --clock-control none -k regex:verify_kernel --launch-skip 8 --launch-count 1 \
         --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
-        --section SchedulerStats "$BIN/gpu_check" --rows 65536 --repeats 1 >"$LOGS/ncu.txt" 2>&1
+        --section SchedulerStats --section InstructionStats \
+        --metrics smsp__thread_inst_executed_per_inst_executed.ratio,smsp__inst_executed.sum,sm__cycles_elapsed.max \
+        "$BIN/gpu_check" --rows 65536 --repeats 1 >"$LOGS/ncu.txt" 2>&1
     say "ncu exit $?"
-    grep -E "Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Local|L1/TEX Hit|L2 Hit|DRAM Throughput" \
-        "$LOGS/ncu.txt" | head -20 | tee -a "$OUT/summary.txt"
+    grep -E "Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Local|L1/TEX Hit|L2 Hit|DRAM Throughput|Active Threads|Not Predicated|thread_inst_executed_per|smsp__inst_executed.sum|sm__cycles_elapsed|Registers Per|Shared Memory Config|Block Limit" \
+        "$LOGS/ncu.txt" | head -30 | tee -a "$OUT/summary.txt"
+    cp "$LOGS/ncu.txt" "$OUT/ncu.txt"
 elif [[ -z "$NCU" ]]; then
     say "phase 4: no ncu (or NCU= given), skipped"
 fi

@@ -1,0 +1,308 @@
+// Kernel v2: r = na * P + ng * G with one control flow for every row.
+//
+// Why: a warp runs the union of its lanes' paths. Kernel v1 skipped additions
+// on zero wNAF digits, so a warp issued almost every addition of every lane.
+// Here every window does the same doublings and additions for every lane:
+//
+//  * Signed odd fixed windows (the recoding of libsecp256k1's ecmult_const):
+//    a value v < 2^(4m) stands for sum_j (2 b_j - 15) 2^(4j), b_j its 4-bit
+//    windows, every digit odd and nonzero, so the table has the 8 odd
+//    multiples 1P .. 15P and a lane never skips an addition.
+//  * GLV: na = s1 + lambda s2; with s = (na + K) / 2 and v_i = s_i + 2^128
+//    (< 2^129, 33 windows), the digits of v1 and v2 sum to na exactly when
+//    K = (2^132 - 2^129 - 1)(1 + lambda) (mod n).
+//  * G: v_g = (ng + 2^272 - 1) / 2 (mod n) in 8-bit windows (digits 2b - 255)
+//    every second 4-bit window: bits 0..135 against odd multiples of G, bits
+//    136..271 against odd multiples of 2^136 G (tables in global memory).
+//  * The P table is "effective affine" (all entries share one Z, so every
+//    addition is a mixed one), built without a per-entry ratio array: each
+//    new entry's Z ratio rescales the entries before it.
+//  * No special cases in the loop: an addition whose x-coordinates agree
+//    (doubling or cancellation; no honest row meets one) sets `degenerate`,
+//    and the caller hands that row to the exact path (kernel v1 on the host).
+//
+// Invariant: the accumulator is never the point at infinity unless an
+// addition was degenerate.
+#pragma once
+
+#include "kernels/fe32.hpp"
+#include "kernels/scalar32.hpp"
+
+namespace sigverify::kernels {
+
+struct Pt32 {  // Jacobian (X, Y, Z) = (X/Z^2, Y/Z^3)
+    Fe32 x, y, z;
+};
+struct Aff32 {
+    Fe32 x, y;
+};
+
+constexpr int kV2Windows = 33;      // 4-bit windows of the P scalars (132 bits)
+constexpr int kV2PEntries = 8;      // odd multiples 1..15 of P
+constexpr int kV2GEntries = 128;    // odd multiples 1..255 of G and of 2^136 G
+constexpr int kV2GHighShift = 136;  // the second G table is of 2^136 G
+
+// r = 2a (3M + 4S): with L = 3/2 X^2 and T = X Y^2,
+// X3 = L^2 - 2T, Y3 = L (T - X3) - Y^4, Z3 = Y Z (libsecp256k1's scaling).
+SV_HD void pt32_double(Pt32& r, const Pt32& a) {
+    Fe32 z3, s, l, t, x3, y3;
+    fe32_mul(z3, a.z, a.y);
+    fe32_sqr(s, a.y);
+    fe32_sqr(l, a.x);
+    fe32_add(t, l, l);
+    fe32_add(l, t, l);
+    fe32_half(l, l);
+    fe32_mul(t, a.x, s);
+    fe32_sqr(x3, l);
+    fe32_sub(x3, x3, t);
+    fe32_sub(x3, x3, t);
+    fe32_sqr(s, s);
+    fe32_sub(y3, t, x3);
+    fe32_mul(y3, y3, l);
+    fe32_sub(y3, y3, s);
+    r.x = x3;
+    r.y = y3;
+    r.z = z3;
+}
+
+// r = a + b, b affine (8M + 3S). h = Z(r) / Z(a). degenerate |= all ones when
+// X(a) and X(b) agree (a = b or a = -b), where the formula does not hold.
+SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenerate, Fe32& h) {
+    Fe32 z1z1, u2, s2, rr, hh, hhh, v, x3, y3, t;
+    fe32_sqr(z1z1, a.z);
+    fe32_mul(u2, b.x, z1z1);
+    fe32_mul(s2, a.z, z1z1);
+    fe32_mul(s2, s2, b.y);
+    fe32_sub(h, u2, a.x);
+    fe32_sub(rr, s2, a.y);
+    degenerate |= fe32_zero_mask(h);
+    fe32_sqr(hh, h);
+    fe32_mul(hhh, h, hh);
+    fe32_mul(v, a.x, hh);
+    fe32_sqr(x3, rr);
+    fe32_sub(x3, x3, hhh);
+    fe32_sub(x3, x3, v);
+    fe32_sub(x3, x3, v);
+    fe32_sub(t, v, x3);
+    fe32_mul(y3, rr, t);
+    fe32_mul(t, a.y, hhh);
+    fe32_sub(y3, y3, t);
+    fe32_mul(r.z, a.z, h);
+    r.x = x3;
+    r.y = y3;
+}
+
+// A row's scratch: the P table, the recoded scalars and zg^2, zg^3 -- the
+// per-row state that the ladder reads rather than keeps in registers (it
+// would not fit the 128 registers that 16 warps per SM allow). Word w lives
+// at base[w * stride]: on the device base is this thread's column of shared
+// memory and stride the block size, so a warp's 32 lanes read 32 consecutive
+// words (32 banks) whichever entries they pick; on the host it is a plain
+// array (stride 1). Words: entry e of the P table at e * 16 (x then y), the
+// four recoded streams at kScratchStreams (5 words each), zg^2, zg^3 and zg
+// at kScratchZg.
+constexpr int kScratchStreams = kV2PEntries * 16;
+constexpr int kScratchZg = kScratchStreams + 4 * 5;
+constexpr int kScratchWords = kScratchZg + 24;
+
+struct PTable32 {
+    u32* base;
+    u32 stride;
+
+    SV_HD u32& word(int w) const { return base[u32(w) * stride]; }
+    SV_HD void store_fe(int w, const Fe32& a) const {
+        SV_UNROLL
+        for (int i = 0; i < 8; ++i) word(w + i) = a.v[i];
+    }
+    SV_HD void load_fe(int w, Fe32& a) const {
+        SV_UNROLL
+        for (int i = 0; i < 8; ++i) a.v[i] = word(w + i);
+    }
+    SV_HD void store(int e, const Fe32& x, const Fe32& y) const {
+        store_fe(e * 16, x);
+        store_fe(e * 16 + 8, y);
+    }
+    SV_HD void load(int e, Fe32& x, Fe32& y) const {
+        load_fe(e * 16, x);
+        load_fe(e * 16 + 8, y);
+    }
+    // Stream s (0..3) of the recoded scalars: a value < 2^160 as 5 words.
+    SV_HD void store_stream(int s, const u64 v[3]) const {
+        const int w = kScratchStreams + 5 * s;
+        word(w) = u32(v[0]);
+        word(w + 1) = u32(v[0] >> 32);
+        word(w + 2) = u32(v[1]);
+        word(w + 3) = u32(v[1] >> 32);
+        word(w + 4) = u32(v[2]);
+    }
+    // Bits [bit, bit + width) of stream s (width divides 32 and bit is a
+    // multiple of it: one word).
+    SV_HD u32 window(int s, int bit, int width) const {
+        return (word(kScratchStreams + 5 * s + (bit >> 5)) >> (bit & 31)) & ((1u << width) - 1u);
+    }
+};
+
+// The G tables: entries [0, 128) = (2i+1) G, [128, 256) = (2i+1) 2^136 G,
+// affine, 64 bytes each (x then y, 32-bit limbs little-endian: the bytes of
+// GeStorage).
+struct GTable32 {
+    const GeStorage* entries;
+};
+
+SV_HD Aff32 g_table_entry(const GTable32& tab, int idx) {
+    Aff32 e;
+#if defined(__CUDA_ARCH__)
+    const uint4* src = reinterpret_cast<const uint4*>(tab.entries + idx);
+    const uint4 q0 = __ldg(src), q1 = __ldg(src + 1), q2 = __ldg(src + 2), q3 = __ldg(src + 3);
+    e.x = Fe32{{q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w}};
+    e.y = Fe32{{q2.x, q2.y, q2.z, q2.w, q3.x, q3.y, q3.z, q3.w}};
+#else
+    const GeStorage& s = tab.entries[idx];
+    e.x = fe32_from_fe(Fe{{s.x[0], s.x[1], s.x[2], s.x[3]}});
+    e.y = fe32_from_fe(Fe{{s.y[0], s.y[1], s.y[2], s.y[3]}});
+#endif
+    return e;
+}
+
+// Builds the odd multiples (2i+1) P, i < 8, sharing one Z on the curve
+// scaled by Z(2P) (where 2P is affine). Returns zg with: entry (X, Y) stands
+// for the Jacobian (X, Y, zg) on secp256k1.
+SV_HD void build_p_table32(const PTable32& tab, const Aff32& p, Fe32& zg, u32& degenerate) {
+    Pt32 d;
+    pt32_double(d, Pt32{p.x, p.y, fe32_one()});
+    Fe32 zd2, zd3;
+    fe32_sqr(zd2, d.z);
+    fe32_mul(zd3, zd2, d.z);
+    const Aff32 d_aff{d.x, d.y};
+    Pt32 e;
+    fe32_mul(e.x, p.x, zd2);
+    fe32_mul(e.y, p.y, zd3);
+    e.z = fe32_one();
+    tab.store(0, e.x, e.y);
+    SV_NO_UNROLL
+    for (int i = 1; i < kV2PEntries; ++i) {
+        Fe32 h, h2, h3;
+        pt32_add_affine(e, e, d_aff, degenerate, h);
+        fe32_sqr(h2, h);
+        fe32_mul(h3, h2, h);
+        SV_NO_UNROLL
+        for (int j = 0; j < i; ++j) {  // entries before i move to the new Z
+            Fe32 x, y;
+            tab.load(j, x, y);
+            fe32_mul(x, x, h2);
+            fe32_mul(y, y, h3);
+            tab.store(j, x, y);
+        }
+        tab.store(i, e.x, e.y);
+    }
+    fe32_mul(zg, e.z, d.z);
+}
+
+// The recoded scalars (window values) of v1, v2 (P and lambda P) and of the
+// two halves of v_g.
+struct Recoded32 {
+    u64 v1[3], v2[3], glo[3], ghi[3];
+};
+
+// v = s + 2^128 (mod n) must be < 2^132 (it is < 2^129 for a GLV half).
+SV_HD void offset_half(u64 out[3], const Sc& s, u32& degenerate) {
+    Sc v;
+    sc_add(v, s, Sc{{0, 0, 1, 0}});
+    degenerate |= 0u - u32((v.v[2] >> 4) != 0 || v.v[3] != 0);
+    out[0] = v.v[0];
+    out[1] = v.v[1];
+    out[2] = v.v[2];
+}
+
+SV_HD void recode32(Recoded32& rc, const Sc& na, const Sc& ng, u32& degenerate) {
+    // K = (2^132 - 2^129 - 1)(1 + lambda) mod n
+    Sc k, one_plus_lambda;
+    sc_add(one_plus_lambda, sc_one(), sc_lambda());
+    sc32_mul(k, Sc{{~0ull, ~0ull, 0xDull, 0}}, one_plus_lambda);
+    Sc s, s1, s2;
+    sc_add(s, na, k);
+    sc_half(s, s);
+    sc_split_lambda(s1, s2, s);
+    offset_half(rc.v1, s1, degenerate);
+    offset_half(rc.v2, s2, degenerate);
+    // 2^272 - 1 = 2^16 (2^256 - n) - 1 (mod n)
+    const Sc kg{{(kNC0 << 16) - 1, (kNC1 << 16) | (kNC0 >> 48), (kNC2 << 16) | (kNC1 >> 48), 0}};
+    Sc vg;
+    sc_add(vg, ng, kg);
+    sc_half(vg, vg);
+    rc.glo[0] = vg.v[0];
+    rc.glo[1] = vg.v[1];
+    rc.glo[2] = vg.v[2] & 0xFF;
+    rc.ghi[0] = (vg.v[2] >> 8) | (vg.v[3] << 56);
+    rc.ghi[1] = vg.v[3] >> 8;
+    rc.ghi[2] = 0;
+}
+
+// Result of ecmult32: the Jacobian (x, y, z) of na P + ng G on secp256k1.
+// Meaningful only when degenerate == 0.
+SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const PTable32& ptab,
+                    const GTable32& gtab, u32& degenerate) {
+    {
+        Recoded32 rc;
+        recode32(rc, na, ng, degenerate);
+        ptab.store_stream(0, rc.v1);
+        ptab.store_stream(1, rc.v2);
+        ptab.store_stream(2, rc.glo);
+        ptab.store_stream(3, rc.ghi);
+    }
+    {
+        Fe32 zg, zg2, zg3;
+        build_p_table32(ptab, p, zg, degenerate);
+        fe32_sqr(zg2, zg);
+        fe32_mul(zg3, zg2, zg);
+        ptab.store_fe(kScratchZg, zg2);
+        ptab.store_fe(kScratchZg + 8, zg3);
+        ptab.store_fe(kScratchZg + 16, zg);
+    }
+
+    Pt32 acc;
+    SV_NO_UNROLL
+    for (int j = kV2Windows - 1; j >= 0; --j) {
+        if (j != kV2Windows - 1) {
+            SV_NO_UNROLL
+            for (int k = 0; k < 4; ++k) pt32_double(acc, acc);
+        }
+        // streams 0, 1: P and lambda P (every window); 2, 3: G and 2^136 G
+        // (even windows). All branches here depend on j and s only.
+        const int streams = (j & 1) == 0 ? 4 : 2;
+        SV_NO_UNROLL
+        for (int s = 0; s < streams; ++s) {
+            Aff32 e;
+            u32 neg;
+            if (s < 2) {
+                const u32 b = ptab.window(s, 4 * j, 4);
+                neg = 0u - ((b >> 3) ^ 1u);
+                ptab.load(int((b ^ neg) & 7u), e.x, e.y);
+                if (s == 1) fe32_mul(e.x, e.x, fe32_beta());
+            } else {
+                const u32 b = ptab.window(s, 4 * j, 8);
+                neg = 0u - ((b >> 7) ^ 1u);
+                e = g_table_entry(gtab, (s == 2 ? 0 : kV2GEntries) + int((b ^ neg) & 127u));
+                Fe32 f;
+                ptab.load_fe(kScratchZg, f);
+                fe32_mul(e.x, e.x, f);
+                ptab.load_fe(kScratchZg + 8, f);
+                fe32_mul(e.y, e.y, f);
+            }
+            fe32_cneg(e.y, e.y, neg);
+            if (j == kV2Windows - 1 && s == 0) {
+                acc = Pt32{e.x, e.y, fe32_one()};
+            } else {
+                Fe32 h;
+                pt32_add_affine(acc, acc, e, degenerate, h);
+            }
+        }
+    }
+    r.x = acc.x;
+    r.y = acc.y;
+    Fe32 zg;
+    ptab.load_fe(kScratchZg + 16, zg);
+    fe32_mul(r.z, acc.z, zg);
+}
+
+}  // namespace sigverify::kernels

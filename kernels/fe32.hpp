@@ -1,0 +1,194 @@
+// Kernel v2 field arithmetic mod p = 2^256 - 2^32 - 977 on eight 32-bit
+// limbs (little-endian), built for the GPU's 32-bit multipliers and carry
+// flags.
+//
+// Invariant: an Fe32 is "weakly reduced": any value < 2^256, congruent to
+// the element it stands for; not necessarily < p. Only fe32_normalize gives
+// the canonical value (< p), and every comparison, parity test and output
+// goes through it. mul/sqr/add/sub/half are the generated carry-chain
+// sequences of fe32_ops.hpp (one instruction list for device and host).
+//
+// Nothing here branches on data: inversion and square root are fixed
+// addition chains, selections are masks.
+#pragma once
+
+#include "kernels/fe32_ops.hpp"
+#include "kernels/group.hpp"
+
+namespace sigverify::kernels {
+
+struct Fe32 {
+    u32 v[8];
+};
+
+SV_HD Fe32 fe32_zero() { return Fe32{{0, 0, 0, 0, 0, 0, 0, 0}}; }
+SV_HD Fe32 fe32_one() { return Fe32{{1, 0, 0, 0, 0, 0, 0, 0}}; }
+
+SV_HD void fe32_mul(Fe32& r, const Fe32& a, const Fe32& b) {
+    SV_COUNT_OP(fe_mul);
+    fe32_mul_limbs(r.v, a.v, b.v);
+}
+SV_HD void fe32_sqr(Fe32& r, const Fe32& a) {
+    SV_COUNT_OP(fe_sqr);
+    fe32_sqr_limbs(r.v, a.v);
+}
+SV_HD void fe32_add(Fe32& r, const Fe32& a, const Fe32& b) { fe32_add_limbs(r.v, a.v, b.v); }
+SV_HD void fe32_sub(Fe32& r, const Fe32& a, const Fe32& b) { fe32_sub_limbs(r.v, a.v, b.v); }
+SV_HD void fe32_half(Fe32& r, const Fe32& a) { fe32_half_limbs(r.v, a.v); }
+SV_HD void fe32_neg(Fe32& r, const Fe32& a) { fe32_sub(r, fe32_zero(), a); }
+
+// r = a if mask == 0, b if mask == ~0 (no branch).
+SV_HD void fe32_select(Fe32& r, const Fe32& a, const Fe32& b, u32 mask) {
+    SV_UNROLL
+    for (int i = 0; i < 8; ++i) r.v[i] = a.v[i] ^ ((a.v[i] ^ b.v[i]) & mask);
+}
+
+// r = -a if mask == ~0, a if mask == 0.
+SV_HD void fe32_cneg(Fe32& r, const Fe32& a, u32 mask) {
+    Fe32 n;
+    fe32_neg(n, a);
+    fe32_select(r, a, n, mask);
+}
+
+// The canonical value (< p): a < 2^256 < 2p, so one conditional subtraction,
+// done as "a + (2^256 - p) overflows".
+SV_HD void fe32_normalize(Fe32& r, const Fe32& a) {
+    u32 t[8];
+    u64 acc = u64(a.v[0]) + 977u;
+    t[0] = u32(acc);
+    acc = u64(a.v[1]) + 1u + (acc >> 32);
+    t[1] = u32(acc);
+    SV_UNROLL
+    for (int i = 2; i < 8; ++i) {
+        acc = u64(a.v[i]) + (acc >> 32);
+        t[i] = u32(acc);
+    }
+    const u32 mask = 0u - u32(acc >> 32);  // all ones when a >= p
+    SV_UNROLL
+    for (int i = 0; i < 8; ++i) r.v[i] = a.v[i] ^ ((a.v[i] ^ t[i]) & mask);
+}
+
+// All ones when a == 0 (mod p), else 0.
+SV_HD u32 fe32_zero_mask(const Fe32& a) {
+    Fe32 n;
+    fe32_normalize(n, a);
+    u32 any = 0;
+    SV_UNROLL
+    for (int i = 0; i < 8; ++i) any |= n.v[i];
+    return 0u - u32(any == 0);
+}
+
+SV_HD bool fe32_is_zero(const Fe32& a) { return fe32_zero_mask(a) != 0; }
+
+SV_HD bool fe32_equal(const Fe32& a, const Fe32& b) {
+    Fe32 d;
+    fe32_sub(d, a, b);
+    return fe32_is_zero(d);
+}
+
+SV_HD bool fe32_is_odd(const Fe32& a) {
+    Fe32 n;
+    fe32_normalize(n, a);
+    return (n.v[0] & 1u) != 0;
+}
+
+// Conversions with the 64-bit-limb field of kernel v1 (same little-endian
+// bits; v1 values are always < p).
+SV_HD Fe32 fe32_from_fe(const Fe& a) {
+    Fe32 r;
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        r.v[2 * i] = u32(a.v[i]);
+        r.v[2 * i + 1] = u32(a.v[i] >> 32);
+    }
+    return r;
+}
+
+SV_HD Fe fe_from_fe32(const Fe32& a) {
+    Fe32 n;
+    fe32_normalize(n, a);
+    Fe r;
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) r.v[i] = u64(n.v[2 * i]) | (u64(n.v[2 * i + 1]) << 32);
+    return r;
+}
+
+// Reads 32 big-endian bytes; false when the value is >= p.
+SV_HD bool fe32_set_b32(Fe32& r, const u8* b) {
+    Fe f;
+    const bool ok = fe_set_b32(f, b);
+    r = fe32_from_fe(f);
+    return ok;
+}
+
+SV_HD void fe32_sqr_n(Fe32& r, const Fe32& a, int n) {
+    r = a;
+    SV_NO_UNROLL
+    for (int i = 0; i < n; ++i) fe32_sqr(r, r);
+}
+
+// a^(2^223 - 1), with x2 = a^3 and x22 = a^(2^22 - 1) for the tails of the
+// inversion and square-root chains (the chain of kernels/field.hpp).
+SV_HD void fe32_pow_223(Fe32& x223, Fe32& x2, Fe32& x22, const Fe32& a) {
+    Fe32 x3, x6, x9, x11, x44, x88, x176, x220, t;
+    fe32_sqr(t, a);
+    fe32_mul(x2, t, a);
+    fe32_sqr(t, x2);
+    fe32_mul(x3, t, a);
+    fe32_sqr_n(t, x3, 3);
+    fe32_mul(x6, t, x3);
+    fe32_sqr_n(t, x6, 3);
+    fe32_mul(x9, t, x3);
+    fe32_sqr_n(t, x9, 2);
+    fe32_mul(x11, t, x2);
+    fe32_sqr_n(t, x11, 11);
+    fe32_mul(x22, t, x11);
+    fe32_sqr_n(t, x22, 22);
+    fe32_mul(x44, t, x22);
+    fe32_sqr_n(t, x44, 44);
+    fe32_mul(x88, t, x44);
+    fe32_sqr_n(t, x88, 88);
+    fe32_mul(x176, t, x88);
+    fe32_sqr_n(t, x176, 44);
+    fe32_mul(x220, t, x44);
+    fe32_sqr_n(t, x220, 3);
+    fe32_mul(x223, t, x3);
+}
+
+// 1/a = a^(p-2) (0 maps to 0). A real call on the device (arguments and
+// result in registers): the chain runs once per row, outside the hot loop.
+SV_HD_NOINLINE Fe32 fe32_inv(Fe32 a) {
+    Fe32 x223, x2, x22, t, r;
+    fe32_pow_223(x223, x2, x22, a);
+    fe32_sqr_n(t, x223, 23);
+    fe32_mul(t, t, x22);
+    fe32_sqr_n(t, t, 5);
+    fe32_mul(t, t, a);
+    fe32_sqr_n(t, t, 3);
+    fe32_mul(t, t, x2);
+    fe32_sqr_n(t, t, 2);
+    fe32_mul(r, t, a);
+    return r;
+}
+
+// root = a^((p+1)/4); is_square when root^2 == a. A real call on the device.
+struct Fe32Root {
+    Fe32 root;
+    u32 is_square;
+};
+SV_HD_NOINLINE Fe32Root fe32_sqrt(Fe32 a) {
+    Fe32 x223, x2, x22, t, r;
+    fe32_pow_223(x223, x2, x22, a);
+    fe32_sqr_n(t, x223, 23);
+    fe32_mul(t, t, x22);
+    fe32_sqr_n(t, t, 6);
+    fe32_mul(t, t, x2);
+    fe32_sqr_n(r, t, 2);
+    fe32_sqr(t, r);
+    return Fe32Root{r, u32(fe32_equal(t, a))};
+}
+
+// beta (a cube root of unity mod p; lambda (x, y) = (beta x, y)).
+SV_HD Fe32 fe32_beta() { return fe32_from_fe(fe_beta()); }
+
+}  // namespace sigverify::kernels

@@ -1,0 +1,128 @@
+// Kernel v2: ECDSA and BIP-340 verification of one wire-format record with
+// the reference's verdict rules (see kernels/verify.hpp for the rules; the
+// parsing helpers are shared with kernel v1).
+//
+// A row's verdict is kVerdictInvalid, kVerdictValid, or kVerdictRecheck when
+// an addition of the uniform ladder met a special case (equal or opposite
+// points) that its formula does not cover; the caller then verifies that row
+// with the exact path (kernel v1's math on the host). No honest row ever
+// needs it; a crafted one costs the attacker one CPU verification.
+#pragma once
+
+#include "kernels/ecmult32.hpp"
+#include "kernels/verify.hpp"
+
+namespace sigverify::kernels {
+
+constexpr u8 kVerdictInvalid = 0;
+constexpr u8 kVerdictValid = 1;
+constexpr u8 kVerdictRecheck = 2;
+
+// Lifts x to the point with the given y parity; false when x is not on the
+// curve.
+SV_HD bool aff32_lift_x(Aff32& r, const Fe32& x, bool odd) {
+    Fe32 c;
+    fe32_sqr(c, x);
+    fe32_mul(c, c, x);
+    fe32_add(c, c, Fe32{{7, 0, 0, 0, 0, 0, 0, 0}});
+    const Fe32Root y = fe32_sqrt(c);
+    if (!y.is_square) return false;
+    fe32_normalize(r.y, y.root);
+    fe32_cneg(r.y, r.y, 0u - u32(((r.y.v[0] & 1u) != 0) != odd));
+    r.x = x;
+    return true;
+}
+
+// X == a Z^2 (mod p): the affine x of (X, Y, Z) equals a.
+SV_HD bool pt32_x_equals(const Pt32& r, const Fe32& a) {
+    Fe32 z2, t;
+    fe32_sqr(z2, r.z);
+    fe32_mul(t, a, z2);
+    return fe32_equal(t, r.x);
+}
+
+// What a row asks of the ladder: R = na P + ng G, then R's affine x must be
+// x_target (or x_alt when has_alt: ECDSA's r + n), and for BIP-340 y even.
+struct Job32 {
+    Aff32 p;
+    Sc na, ng;
+    Fe32 x_target, x_alt;
+    bool has_alt, even_y;
+};
+
+SV_HD bool prepare_ecdsa32(Job32& j, const u8* record, bool compact) {
+    u8 rb[32], sb[32];
+    ecdsa_sig_be(record, compact, rb, sb);
+    Sc r, s, z;
+    bool good = !sc_set_b32(r, rb);
+    good &= !sc_set_b32(s, sb);
+    good = good && !sc_is_zero(r) && !sc_is_zero(s);
+    const u8* key = record + kRecKey;
+    Fe32 kx;
+    good = good && (key[0] == 0x02 || key[0] == 0x03) && fe32_set_b32(kx, key + 1);
+    good = good && aff32_lift_x(j.p, kx, key[0] == 0x03);
+    if (!good) return false;
+    sc_set_b32(z, record + kRecHash);
+    const Sc sinv = sc32_inv(s);  // high-S is valid: (r, n - s) verifies iff (r, s) does
+    sc32_mul(j.ng, z, sinv);
+    sc32_mul(j.na, r, sinv);
+    // R.x mod n == r: x == r, or x == r + n when r + n < p
+    j.x_target = fe32_from_fe(Fe{{r.v[0], r.v[1], r.v[2], r.v[3]}});
+    j.has_alt = limbs_gt(p_minus_n().v, r.v);
+    fe32_add(j.x_alt, j.x_target, fe32_from_fe(Fe{{kN0, kN1, kN2, kN3}}));
+    j.even_y = false;
+    return true;
+}
+
+SV_HD bool prepare_schnorr32(Job32& j, const u8* record) {
+    const u8* sig = record + kSchnorrSig;
+    Fe32 px;
+    if (!fe32_set_b32(j.x_target, sig) || sc_set_b32(j.ng, sig + 32) || !fe32_set_b32(px, record + kRecKey))
+        return false;
+    if (!aff32_lift_x(j.p, px, false)) return false;
+    u8 eb[32];
+    bip340_challenge(eb, sig, record + kRecKey, record + kRecHash);
+    sc_set_b32(j.na, eb);
+    sc_neg(j.na, j.na);  // R = s G - e P
+    j.x_alt = j.x_target;
+    j.has_alt = false;
+    j.even_y = true;
+    return true;
+}
+
+SV_HD u8 finish32(const Job32& j, const Pt32& R) {
+    const bool x_ok = pt32_x_equals(R, j.x_target) || (j.has_alt && pt32_x_equals(R, j.x_alt));
+    if (!x_ok) return kVerdictInvalid;
+    if (!j.even_y) return kVerdictValid;
+    // y = Y / Z^3 must be even (one inversion, only for rows that got here)
+    Fe32 zi3, y;
+    const Fe32 zi = fe32_inv(R.z);
+    fe32_sqr(zi3, zi);
+    fe32_mul(zi3, zi3, zi);
+    fe32_mul(y, R.y, zi3);
+    return fe32_is_odd(y) ? kVerdictInvalid : kVerdictValid;
+}
+
+// One row, either kind: a single call site of the ladder (one copy of its
+// code in the kernel).
+SV_HD u8 verify_row32(const u8* record, bool schnorr, bool compact, const PTable32& ptab,
+                      const GTable32& gtab) {
+    Job32 j;
+    const bool parsed = schnorr ? prepare_schnorr32(j, record) : prepare_ecdsa32(j, record, compact);
+    if (!parsed) return kVerdictInvalid;
+    u32 degenerate = 0;
+    Pt32 R;
+    ecmult32(R, j.p, j.na, j.ng, ptab, gtab, degenerate);
+    if (degenerate) return kVerdictRecheck;
+    return finish32(j, R);
+}
+
+SV_HD u8 ecdsa_verify32(const u8* record, bool compact, const PTable32& ptab, const GTable32& gtab) {
+    return verify_row32(record, false, compact, ptab, gtab);
+}
+
+SV_HD u8 schnorr_verify32(const u8* record, const PTable32& ptab, const GTable32& gtab) {
+    return verify_row32(record, true, false, ptab, gtab);
+}
+
+}  // namespace sigverify::kernels
