@@ -79,18 +79,25 @@ std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables(); }
 // kVerdictRecheck (the host resolves those with the exact path).
 constexpr int kRowsPerThread = 1;
 constexpr std::size_t kSharedBytesPerThread = k::kScratchWords * sizeof(std::uint32_t);
-__global__ void __launch_bounds__(kMaxThreadsPerBlock, SV_MIN_BLOCKS_PER_SM)
+// SV_MAX_REGS (a gpu-check variant) caps the registers directly, for more
+// resident blocks than the launch bounds' granularity allows.
+#if defined(SV_MAX_REGS)
+#define SV_V2_BOUNDS __maxnreg__(SV_MAX_REGS)
+#else
+#define SV_V2_BOUNDS __launch_bounds__(kMaxThreadsPerBlock, SV_MIN_BLOCKS_PER_SM)
+#endif
+__global__ void SV_V2_BOUNDS
     verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
                   int schnorr, int compact, const k::GeStorage* __restrict__ table,
                   std::uint8_t* __restrict__ verdicts) {
     extern __shared__ std::uint32_t p_tables[];
     const k::PTable32 ptab{p_tables + threadIdx.x, blockDim.x};
     const k::GTable32 gtab{table};
-    const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
-    for (std::uint64_t i = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += threads) {
-        const std::uint8_t* rec = rows + i * stride;
-        verdicts[i] = k::verify_row32(rec, schnorr != 0, compact != 0, ptab, gtab);
-    }
+    // one row per thread (the launch covers every row): nothing but the
+    // kernel parameters is live across the calls of the row's verification
+    const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    verdicts[i] = k::verify_row32(rows + std::uint64_t(i) * stride, schnorr != 0, compact != 0, ptab, gtab);
 }
 std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables32(); }
 #endif

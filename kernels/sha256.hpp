@@ -38,14 +38,9 @@ SV_HD void sha256_init(u32 s[8]) {
     s[7] = 0x5be0cd19u;
 }
 
-// One 64-byte block into the state.
-SV_HD_NOINLINE void sha256_compress(u32 s[8], const u8* block) {
-    u32 w[16];
-    SV_UNROLL
-    for (int i = 0; i < 16; ++i) {
-        w[i] = (u32(block[4 * i]) << 24) | (u32(block[4 * i + 1]) << 16) |
-               (u32(block[4 * i + 2]) << 8) | u32(block[4 * i + 3]);
-    }
+// One 64-byte block, as 16 big-endian words, into the state. Inline: with
+// the rounds unrolled every w[] index is a constant, so w stays in registers.
+SV_HD void sha256_compress_words(u32 s[8], u32 w[16]) {
     u32 a = s[0], b = s[1], c = s[2], d = s[3], e = s[4], f = s[5], g = s[6], h = s[7];
     SV_UNROLL
     for (int i = 0; i < 64; ++i) {
@@ -82,6 +77,18 @@ SV_HD_NOINLINE void sha256_compress(u32 s[8], const u8* block) {
     s[5] += f;
     s[6] += g;
     s[7] += h;
+}
+
+SV_HD u32 load_be32(const u8* p) {
+    return (u32(p[0]) << 24) | (u32(p[1]) << 16) | (u32(p[2]) << 8) | u32(p[3]);
+}
+
+// One 64-byte block into the state (a real call on the device: kernel v1).
+SV_HD_NOINLINE void sha256_compress(u32 s[8], const u8* block) {
+    u32 w[16];
+    SV_UNROLL
+    for (int i = 0; i < 16; ++i) w[i] = load_be32(block + 4 * i);
+    sha256_compress_words(s, w);
 }
 
 SV_HD void sha256_state_out(u8* out, const u32 s[8]) {
@@ -137,6 +144,28 @@ SV_HD void bip340_challenge_midstate(u32 s[8]) {
 
 // tagged_hash("BIP0340/challenge", rx || px || msg) with 32-byte parts: two
 // compressions after the midstate.
+// The BIP-340 challenge state (digest words, big-endian order) straight from
+// the three 32-byte inputs, no byte buffers: what kernel v2 uses (its
+// verify kernel has no stack frame). The second block is msg, the padding
+// bit and the length: 64 (tag prefix) + 96 bytes = 1280 bits.
+SV_HD void bip340_challenge_words(u32 s[8], const u8* rx, const u8* px, const u8* msg) {
+    bip340_challenge_midstate(s);
+    SV_NO_UNROLL
+    for (int block = 0; block < 2; ++block) {
+        u32 w[16];
+        SV_UNROLL
+        for (int i = 0; i < 8; ++i) {
+            w[i] = load_be32((block == 0 ? rx : msg) + 4 * i);
+            w[8 + i] = block == 0 ? load_be32(px + 4 * i) : 0;
+        }
+        if (block == 1) {
+            w[8] = 0x80000000u;
+            w[15] = 1280;
+        }
+        sha256_compress_words(s, w);
+    }
+}
+
 SV_HD void bip340_challenge(u8 out[32], const u8* rx, const u8* px, const u8* msg) {
     u32 s[8];
     bip340_challenge_midstate(s);

@@ -50,12 +50,27 @@ struct Job32 {
     bool has_alt, even_y;
 };
 
+// Reads a 32-byte scalar straight from the record: big-endian, or
+// little-endian (the opaque ECDSA encoding). Returns true when the value was
+// >= n (r is then reduced), like sc_set_b32.
+SV_HD bool sc32_set_bytes(Sc& r, const u8* p, bool little_endian) {
+    u64 v[4];
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        u64 w = 0;
+        SV_UNROLL
+        for (int j = 0; j < 8; ++j) w |= u64(little_endian ? p[i * 8 + j] : p[(3 - i) * 8 + 7 - j]) << (8 * j);
+        v[i] = w;
+    }
+    const bool overflow = limbs_ge_n(v);
+    sc_reduce_once(r, v, 0);
+    return overflow;
+}
+
 SV_HD bool prepare_ecdsa32(Job32& j, const u8* record, bool compact) {
-    u8 rb[32], sb[32];
-    ecdsa_sig_be(record, compact, rb, sb);
     Sc r, s, z;
-    bool good = !sc_set_b32(r, rb);
-    good &= !sc_set_b32(s, sb);
+    bool good = !sc32_set_bytes(r, record + kEcdsaSig, !compact);
+    good &= !sc32_set_bytes(s, record + kEcdsaSig + 32, !compact);
     good = good && !sc_is_zero(r) && !sc_is_zero(s);
     const u8* key = record + kRecKey;
     Fe32 kx;
@@ -80,10 +95,12 @@ SV_HD bool prepare_schnorr32(Job32& j, const u8* record) {
     if (!fe32_set_b32(j.x_target, sig) || sc_set_b32(j.ng, sig + 32) || !fe32_set_b32(px, record + kRecKey))
         return false;
     if (!aff32_lift_x(j.p, px, false)) return false;
-    u8 eb[32];
-    bip340_challenge(eb, sig, record + kRecKey, record + kRecHash);
-    sc_set_b32(j.na, eb);
-    sc_neg(j.na, j.na);  // R = s G - e P
+    u32 h[8];
+    bip340_challenge_words(h, sig, record + kRecKey, record + kRecHash);
+    const u64 e[4] = {(u64(h[6]) << 32) | h[7], (u64(h[4]) << 32) | h[5], (u64(h[2]) << 32) | h[3],
+                      (u64(h[0]) << 32) | h[1]};
+    sc_reduce_once(j.na, e, 0);  // e = digest mod n
+    sc_neg(j.na, j.na);          // R = s G - e P
     j.x_alt = j.x_target;
     j.has_alt = false;
     j.even_y = true;

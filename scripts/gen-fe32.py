@@ -27,7 +27,8 @@ result is congruent mod p to the exact one):
                            (mod n), one conditional subtraction: fully reduced
   prod  t = a * b          the 512-bit product alone
 
-Usage: scripts/gen-fe32.py [--check-only]
+Usage: scripts/gen-fe32.py [--check-only | --verify-header]
+  (FE32_TRIALS sets the random trials per primitive, default 30000)
 """
 import random
 import sys
@@ -611,8 +612,15 @@ def main():
         parts.append(emit_function(*spec))
         parts.append("")
     parts.append("}  // namespace sigverify::kernels\n")
+    text = "\n".join(parts)
     out = Path(__file__).resolve().parent.parent / "kernels" / "fe32_ops.hpp"
-    out.write_text("\n".join(parts))
+    if "--verify-header" in sys.argv:  # ctest: the committed header is what this writes
+        if out.read_text() != text:
+            print(f"{out} differs from what scripts/gen-fe32.py writes: run it and commit")
+            sys.exit(1)
+        print(f"{out} is up to date")
+        return
+    out.write_text(text)
     print(f"wrote {out}")
 
 

@@ -31,12 +31,13 @@
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
 #            every gpu_check_<variant> carried (see VDEFS below; prepare
-#            builds GPU_VARIANTS, default "fecall fecall_ptx ptx batch1 regcap1"),
-#            then the default build with 256 threads per block;
+#            builds GPU_VARIANTS, default "v1 regcap2"), then the default
+#            build with 64, 256 and 32 threads per block; or the runs RUNS
+#            names ("name:binary args;...", e.g. "t96:gpu_check --tpb 96");
 #         4. Nsight Compute (ncu) on one kernel launch: occupancy, issue
 #            efficiency, stall reasons, local-memory traffic (NCU= to skip).
 #       Env: OUT (default ./gpu-check-out), ROWS (1000000), EXTRA_ROWS
-#       (300000), DEADLINE (seconds after which nothing new starts, 400),
+#       (300000), DEADLINE (seconds after which nothing new starts, 400), RUNS,
 #       DAEMON_ROWS (200000), BENCH_SIZES (4096,65536,1048576; empty: skip),
 #       BENCH_BIG (1048576), LAT_ITERS (2000), SKIP_DAEMON_VERIFY, DAEMON_ALT,
 #       DAEMON_BACKEND (cpu: a dry run of phase 2 here, without a GPU).
@@ -68,6 +69,8 @@ declare -A VDEFS=(
     # both kernels:
     [regcap1]="-DSV_MIN_BLOCKS_PER_SM=1"           # registers uncapped (v1: 214; v2's default)
     [regcap2]="-DSV_MIN_BLOCKS_PER_SM=2"           # 128 registers (v1's default)
+    [r168]="-DSV_MAX_REGS=168"                     # v2: 168 registers (8 B of spills)
+    [r170]="-DSV_MAX_REGS=170"                     # v2: 170 registers, no spills (3 blocks of 128 by registers)
     [regcap3]="-DSV_MIN_BLOCKS_PER_SM=3"           # 85 registers
     [inline]="-DSV_GPU_INLINE_ALL")
 
@@ -317,8 +320,13 @@ fi
 # --- phase 3: kernel variants while time is left
 if [[ $rc_check -eq 0 ]]; then
     runs=()
-    for v in "${VARIANT_NAMES[@]}"; do [[ -x "$BIN/gpu_check_$v" ]] && runs+=("$v:$BIN/gpu_check_$v"); done
-    runs+=("tpb64:$BIN/gpu_check --tpb 64" "tpb256:$BIN/gpu_check --tpb 256" "tpb32:$BIN/gpu_check --tpb 32")
+    if [[ -n "${RUNS:-}" ]]; then  # "name:binary args;..." (binary in the carried bin/)
+        IFS=';' read -r -a specs <<<"$RUNS"
+        for r in "${specs[@]}"; do runs+=("${r%%:*}:$BIN/${r#*:}"); done
+    else
+        for v in "${VARIANT_NAMES[@]}"; do [[ -x "$BIN/gpu_check_$v" ]] && runs+=("$v:$BIN/gpu_check_$v"); done
+        runs+=("tpb64:$BIN/gpu_check --tpb 64" "tpb256:$BIN/gpu_check --tpb 256" "tpb32:$BIN/gpu_check --tpb 32")
+    fi
     for r in "${runs[@]}"; do
         name=${r%%:*} cmd=${r#*:}
         if [[ $SECONDS -ge $DEADLINE ]]; then say "variant $name: past the deadline, skipped"; continue; fi
