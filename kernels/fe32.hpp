@@ -127,47 +127,17 @@ SV_HD void fe32_sqr_n(Fe32& r, const Fe32& a, int n) {
     for (int i = 0; i < n; ++i) fe32_sqr(r, r);
 }
 
-// a^(2^223 - 1), with x2 = a^3 and x22 = a^(2^22 - 1) for the tails of the
-// inversion and square-root chains (the chain of kernels/field.hpp).
-SV_HD void fe32_pow_223(Fe32& x223, Fe32& x2, Fe32& x22, const Fe32& a) {
-    Fe32 x3, x6, x9, x11, x44, x88, x176, x220, t;
-    fe32_sqr(t, a);
-    fe32_mul(x2, t, a);
-    fe32_sqr(t, x2);
-    fe32_mul(x3, t, a);
-    fe32_sqr_n(t, x3, 3);
-    fe32_mul(x6, t, x3);
-    fe32_sqr_n(t, x6, 3);
-    fe32_mul(x9, t, x3);
-    fe32_sqr_n(t, x9, 2);
-    fe32_mul(x11, t, x2);
-    fe32_sqr_n(t, x11, 11);
-    fe32_mul(x22, t, x11);
-    fe32_sqr_n(t, x22, 22);
-    fe32_mul(x44, t, x22);
-    fe32_sqr_n(t, x44, 44);
-    fe32_mul(x88, t, x44);
-    fe32_sqr_n(t, x88, 88);
-    fe32_mul(x176, t, x88);
-    fe32_sqr_n(t, x176, 44);
-    fe32_mul(x220, t, x44);
-    fe32_sqr_n(t, x220, 3);
-    fe32_mul(x223, t, x3);
-}
+// The names the generic addition chains of field.hpp call.
+SV_HD void fe_mul(Fe32& r, const Fe32& a, const Fe32& b) { fe32_mul(r, a, b); }
+SV_HD void fe_sqr(Fe32& r, const Fe32& a) { fe32_sqr(r, a); }
+SV_HD void fe_sqr_n(Fe32& r, const Fe32& a, int n) { fe32_sqr_n(r, a, n); }
 
 // 1/a = a^(p-2) (0 maps to 0). A real call on the device (arguments and
 // result in registers): the chain runs once per row, outside the hot loop.
 SV_HD_NOINLINE Fe32 fe32_inv(Fe32 a) {
-    Fe32 x223, x2, x22, t, r;
-    fe32_pow_223(x223, x2, x22, a);
-    fe32_sqr_n(t, x223, 23);
-    fe32_mul(t, t, x22);
-    fe32_sqr_n(t, t, 5);
-    fe32_mul(t, t, a);
-    fe32_sqr_n(t, t, 3);
-    fe32_mul(t, t, x2);
-    fe32_sqr_n(t, t, 2);
-    fe32_mul(r, t, a);
+    Fe32 x223, x2, x22, r;
+    fe_chain_223(x223, x2, x22, a);
+    fe_chain_inv_tail(r, x223, x2, x22, a);
     return r;
 }
 
@@ -177,13 +147,9 @@ struct Fe32Root {
     u32 is_square;
 };
 SV_HD_NOINLINE Fe32Root fe32_sqrt(Fe32 a) {
-    Fe32 x223, x2, x22, t, r;
-    fe32_pow_223(x223, x2, x22, a);
-    fe32_sqr_n(t, x223, 23);
-    fe32_mul(t, t, x22);
-    fe32_sqr_n(t, t, 6);
-    fe32_mul(t, t, x2);
-    fe32_sqr_n(r, t, 2);
+    Fe32 x223, x2, x22, r, t;
+    fe_chain_223(x223, x2, x22, a);
+    fe_chain_sqrt_tail(r, x223, x2, x22);
     fe32_sqr(t, r);
     return Fe32Root{r, u32(fe32_equal(t, a))};
 }

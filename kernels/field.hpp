@@ -76,10 +76,6 @@ SV_HD void fe_get_b32(u8* b, const Fe& a) {
 SV_HD void fe_reduce512(Fe& r, const u64 t[8]) {
     // First fold: t_lo + t_hi * C  (< 2^256 + 2^289, five limbs)
     u64 w[4];
-#if defined(SV_FIELD_PTX)
-    u64 top;  // < 2^33
-    fold_512_ptx(w, top, t);
-#else
     u64 carry = 0, hi_prev = 0;
     SV_UNROLL
     for (int i = 0; i < 4; ++i) {
@@ -94,7 +90,6 @@ SV_HD void fe_reduce512(Fe& r, const u64 t[8]) {
         hi_prev = hi;
     }
     const u64 top = hi_prev + carry;  // < 2^34
-#endif
     // Second fold: top * C < 2^68
     u64 lo, hi;
     mul64(top, kFeC, lo, hi);
@@ -187,10 +182,14 @@ SV_HD void fe_sqr_n(Fe& r, const Fe& a, int n) {
     for (int i = 0; i < n; ++i) fe_sqr(r, r);
 }
 
-// Shared start of the inversion and square-root chains: returns a^(2^223 - 1)
-// and leaves x2 = a^3 and x22 = a^(2^22 - 1) for the tails.
-SV_HD_NOINLINE void fe_pow_chain_223(Fe& x223, Fe& x2, Fe& x22, const Fe& a) {
-    Fe x3, x6, x9, x11, x44, x88, x176, x220, t;
+// The addition chains of the inversion and the square root, written once for
+// both field representations F (Fe here, Fe32 in kernel v2): they call
+// fe_sqr / fe_mul / fe_sqr_n, which overload resolution finds for F.
+//
+// Shared start: x223 = a^(2^223 - 1), x2 = a^3 and x22 = a^(2^22 - 1).
+template <class F>
+SV_HD void fe_chain_223(F& x223, F& x2, F& x22, const F& a) {
+    F x3, x6, x9, x11, x44, x88, x176, x220, t;
     fe_sqr(t, a);
     fe_mul(x2, t, a);
     fe_sqr(t, x2);
@@ -215,11 +214,10 @@ SV_HD_NOINLINE void fe_pow_chain_223(Fe& x223, Fe& x2, Fe& x22, const Fe& a) {
     fe_mul(x223, t, x3);
 }
 
-// r = a^(p-2) = 1/a (0 maps to 0).
-// p - 2 = [223 ones] 0 [22 ones] 0000 1 0 11 0 1
-SV_HD void fe_inv(Fe& r, const Fe& a) {
-    Fe x223, x2, x22, t;
-    fe_pow_chain_223(x223, x2, x22, a);
+// r = a^(p-2) from the chain's start. p - 2 = [223 ones] 0 [22 ones] 0000 1 0 11 0 1
+template <class F>
+SV_HD void fe_chain_inv_tail(F& r, const F& x223, const F& x2, const F& x22, const F& a) {
+    F t;
     fe_sqr_n(t, x223, 23);
     fe_mul(t, t, x22);
     fe_sqr_n(t, t, 5);
@@ -230,16 +228,32 @@ SV_HD void fe_inv(Fe& r, const Fe& a) {
     fe_mul(r, t, a);
 }
 
-// r = a^((p+1)/4); returns true when r^2 == a (a is a square).
-// (p+1)/4 = [223 ones] 0 [22 ones] 0000 11 00
-SV_HD bool fe_sqrt(Fe& r, const Fe& a) {
-    Fe x223, x2, x22, t;
-    fe_pow_chain_223(x223, x2, x22, a);
+// r = a^((p+1)/4) from the chain's start. (p+1)/4 = [223 ones] 0 [22 ones] 0000 11 00
+template <class F>
+SV_HD void fe_chain_sqrt_tail(F& r, const F& x223, const F& x2, const F& x22) {
+    F t;
     fe_sqr_n(t, x223, 23);
     fe_mul(t, t, x22);
     fe_sqr_n(t, t, 6);
     fe_mul(t, t, x2);
     fe_sqr_n(r, t, 2);
+}
+
+// Kernel v1: the chain's start as a real call on the device.
+SV_HD_NOINLINE void fe_pow_chain_223(Fe& x223, Fe& x2, Fe& x22, const Fe& a) { fe_chain_223(x223, x2, x22, a); }
+
+// r = a^(p-2) = 1/a (0 maps to 0).
+SV_HD void fe_inv(Fe& r, const Fe& a) {
+    Fe x223, x2, x22;
+    fe_pow_chain_223(x223, x2, x22, a);
+    fe_chain_inv_tail(r, x223, x2, x22, a);
+}
+
+// r = a^((p+1)/4); returns true when r^2 == a (a is a square).
+SV_HD bool fe_sqrt(Fe& r, const Fe& a) {
+    Fe x223, x2, x22, t;
+    fe_pow_chain_223(x223, x2, x22, a);
+    fe_chain_sqrt_tail(r, x223, x2, x22);
     fe_sqr(t, r);
     return fe_equal(t, a);
 }

@@ -35,19 +35,23 @@ void odd_multiples(const Ge& base, GeStorage* out, int count) {
     }
 }
 
-}  // namespace
-
-std::vector<GeStorage> build_g_tables() {
-    std::vector<GeStorage> t(2 * static_cast<std::size_t>(kTableGSize));
+// Both tables of a kernel in one array: count odd multiples of G, then of
+// 2^shift G.
+std::vector<GeStorage> g_and_shifted_g_tables(int shift, int count) {
+    std::vector<GeStorage> t(2 * static_cast<std::size_t>(count));
     const Ge g = ge_generator();
-    odd_multiples(g, t.data(), kTableGSize);
+    odd_multiples(g, t.data(), count);
     Gej h = gej_from_ge(g);
-    for (int i = 0; i < 128; ++i) gej_double(h, h);
+    for (int i = 0; i < shift; ++i) gej_double(h, h);
     Ge ha;
     ge_set_gej(ha, h);
-    odd_multiples(ha, t.data() + kTableGSize, kTableGSize);
+    odd_multiples(ha, t.data() + count, count);
     return t;
 }
+
+}  // namespace
+
+std::vector<GeStorage> build_g_tables() { return g_and_shifted_g_tables(128, kTableGSize); }
 
 const GTableView& host_g_table() {
     static const std::vector<GeStorage> storage = build_g_tables();
@@ -55,17 +59,7 @@ const GTableView& host_g_table() {
     return view;
 }
 
-std::vector<GeStorage> build_g_tables32() {
-    std::vector<GeStorage> t(2 * static_cast<std::size_t>(kV2GEntries));
-    const Ge g = ge_generator();
-    odd_multiples(g, t.data(), kV2GEntries);
-    Gej h = gej_from_ge(g);
-    for (int i = 0; i < kV2GHighShift; ++i) gej_double(h, h);
-    Ge ha;
-    ge_set_gej(ha, h);
-    odd_multiples(ha, t.data() + kV2GEntries, kV2GEntries);
-    return t;
-}
+std::vector<GeStorage> build_g_tables32() { return g_and_shifted_g_tables(kV2GHighShift, kV2GEntries); }
 
 const GTable32& host_g_table32() {
     static const std::vector<GeStorage> storage = build_g_tables32();

@@ -239,29 +239,8 @@ SV_HD void sqr_256(u64 r[8], const u64 a[4]) {
     r[7] = acc.take();
 }
 
-}  // namespace sigverify::kernels
-
-#include "kernels/field_ptx.hpp"
-
-namespace sigverify::kernels {
-
-// The 512-bit products the field and scalar math use: the PTX carry-chain
-// form on the device (field_ptx.hpp), the portable forms above elsewhere.
-// Both compute the same unique integer.
-SV_HD void mul_wide(u64 r[8], const u64 a[4], const u64 b[4]) {
-#if defined(SV_FIELD_PTX)
-    mul_256x256_ptx(r, a, b);
-#else
-    mul_256x256(r, a, b);
-#endif
-}
-
-SV_HD void sqr_wide(u64 r[8], const u64 a[4]) {
-#if defined(SV_FIELD_PTX)
-    sqr_256_ptx(r, a);
-#else
-    sqr_256(r, a);
-#endif
-}
+// The 512-bit products kernel v1's field and scalar math use.
+SV_HD void mul_wide(u64 r[8], const u64 a[4], const u64 b[4]) { mul_256x256(r, a, b); }
+SV_HD void sqr_wide(u64 r[8], const u64 a[4]) { sqr_256(r, a); }
 
 }  // namespace sigverify::kernels

@@ -55,24 +55,21 @@ DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v1 regcap2}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
-# Kernel variants against the default build (kernel v2, 128 registers):
+# Kernel variants against the default build (kernel v2, 182 registers, no cap):
 declare -A VDEFS=(
     [v1]="-DSV_KERNEL_V1"                          # kernel v1 (wNAF, 64-bit limbs), the old default
     [v1_regcap1]="-DSV_KERNEL_V1 -DSV_MIN_BLOCKS_PER_SM=1"
     # kernel v1 only:
-    [fecall]="-DSV_FE_NOINLINE"                    # field/scalar products as calls: 281 KB of code, not 1.5 MB
-    [fecall_ptx]="-DSV_FE_NOINLINE -DSV_USE_PTX"
-    [ptx]="-DSV_USE_PTX"                           # PTX carry-chain products (kernels/field_ptx.hpp)
-    [ptx_batch1]="-DSV_USE_PTX -DSV_VERIFY_BATCH=1"
-    [batch1]="-DSV_VERIFY_BATCH=1"                 # one row per thread: a quarter of the local memory
-    [batch8]="-DSV_VERIFY_BATCH=8"
+    [fecall]="-DSV_KERNEL_V1 -DSV_FE_NOINLINE"      # field/scalar products as calls: 281 KB of code, not 1.5 MB
+    [batch1]="-DSV_KERNEL_V1 -DSV_VERIFY_BATCH=1"   # one row per thread: a quarter of the local memory
+    [batch8]="-DSV_KERNEL_V1 -DSV_VERIFY_BATCH=8"
     # both kernels:
     [regcap1]="-DSV_MIN_BLOCKS_PER_SM=1"           # registers uncapped (v1: 214; v2's default)
     [regcap2]="-DSV_MIN_BLOCKS_PER_SM=2"           # 128 registers (v1's default)
     [r168]="-DSV_MAX_REGS=168"                     # v2: 168 registers (8 B of spills)
     [r170]="-DSV_MAX_REGS=170"                     # v2: 170 registers, no spills (3 blocks of 128 by registers)
-    [regcap3]="-DSV_MIN_BLOCKS_PER_SM=3"           # 85 registers
-    [inline]="-DSV_GPU_INLINE_ALL")
+    [regcap3]="-DSV_MIN_BLOCKS_PER_SM=3"           # 85 registers (v2 spills)
+    [inline]="-DSV_KERNEL_V1 -DSV_GPU_INLINE_ALL")
 
 stage() {
     local inc="" lib=""
