@@ -15,11 +15,11 @@
 
 namespace sigverify::kernels {
 
-// r = a * b (mod p), weakly reduced. 184 instructions.
+// r = a * b (mod p), weakly reduced. 199 instructions.
 SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
 #if defined(__CUDA_ARCH__)
     asm("{\n\t"
-        ".reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;\n\t"
+        ".reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, t14, q13, t15, q14, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;\n\t"
         "mul.lo.u32 t0, %8, %16;\n\t"
         "mul.hi.u32 t1, %8, %16;\n\t"
         "mul.lo.u32 t2, %10, %16;\n\t"
@@ -28,31 +28,31 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "mul.hi.u32 t5, %12, %16;\n\t"
         "mul.lo.u32 t6, %14, %16;\n\t"
         "mul.hi.u32 t7, %14, %16;\n\t"
-        "mad.lo.cc.u32 t1, %9, %16, t1;\n\t"
-        "madc.hi.cc.u32 t2, %9, %16, t2;\n\t"
-        "madc.lo.cc.u32 t3, %11, %16, t3;\n\t"
-        "madc.hi.cc.u32 t4, %11, %16, t4;\n\t"
-        "madc.lo.cc.u32 t5, %13, %16, t5;\n\t"
-        "madc.hi.cc.u32 t6, %13, %16, t6;\n\t"
-        "madc.lo.cc.u32 t7, %15, %16, t7;\n\t"
-        "madc.hi.u32 t8, %15, %16, 0;\n\t"
-        "mad.lo.cc.u32 t1, %8, %17, t1;\n\t"
-        "madc.hi.cc.u32 t2, %8, %17, t2;\n\t"
-        "madc.lo.cc.u32 t3, %10, %17, t3;\n\t"
-        "madc.hi.cc.u32 t4, %10, %17, t4;\n\t"
-        "madc.lo.cc.u32 t5, %12, %17, t5;\n\t"
-        "madc.hi.cc.u32 t6, %12, %17, t6;\n\t"
-        "madc.lo.cc.u32 t7, %14, %17, t7;\n\t"
-        "madc.hi.cc.u32 t8, %14, %17, t8;\n\t"
-        "addc.u32 t9, 0, 0;\n\t"
+        "mul.lo.u32 q0, %9, %16;\n\t"
+        "mul.hi.u32 q1, %9, %16;\n\t"
+        "mul.lo.u32 q2, %11, %16;\n\t"
+        "mul.hi.u32 q3, %11, %16;\n\t"
+        "mul.lo.u32 q4, %13, %16;\n\t"
+        "mul.hi.u32 q5, %13, %16;\n\t"
+        "mul.lo.u32 q6, %15, %16;\n\t"
+        "mul.hi.u32 q7, %15, %16;\n\t"
         "mad.lo.cc.u32 t2, %9, %17, t2;\n\t"
         "madc.hi.cc.u32 t3, %9, %17, t3;\n\t"
         "madc.lo.cc.u32 t4, %11, %17, t4;\n\t"
         "madc.hi.cc.u32 t5, %11, %17, t5;\n\t"
         "madc.lo.cc.u32 t6, %13, %17, t6;\n\t"
         "madc.hi.cc.u32 t7, %13, %17, t7;\n\t"
-        "madc.lo.cc.u32 t8, %15, %17, t8;\n\t"
-        "madc.hi.u32 t9, %15, %17, t9;\n\t"
+        "madc.lo.cc.u32 t8, %15, %17, 0;\n\t"
+        "madc.hi.u32 t9, %15, %17, 0;\n\t"
+        "mad.lo.cc.u32 q0, %8, %17, q0;\n\t"
+        "madc.hi.cc.u32 q1, %8, %17, q1;\n\t"
+        "madc.lo.cc.u32 q2, %10, %17, q2;\n\t"
+        "madc.hi.cc.u32 q3, %10, %17, q3;\n\t"
+        "madc.lo.cc.u32 q4, %12, %17, q4;\n\t"
+        "madc.hi.cc.u32 q5, %12, %17, q5;\n\t"
+        "madc.lo.cc.u32 q6, %14, %17, q6;\n\t"
+        "madc.hi.cc.u32 q7, %14, %17, q7;\n\t"
+        "addc.u32 q8, 0, 0;\n\t"
         "mad.lo.cc.u32 t2, %8, %18, t2;\n\t"
         "madc.hi.cc.u32 t3, %8, %18, t3;\n\t"
         "madc.lo.cc.u32 t4, %10, %18, t4;\n\t"
@@ -62,23 +62,14 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t8, %14, %18, t8;\n\t"
         "madc.hi.cc.u32 t9, %14, %18, t9;\n\t"
         "addc.u32 t10, 0, 0;\n\t"
-        "mad.lo.cc.u32 t3, %9, %18, t3;\n\t"
-        "madc.hi.cc.u32 t4, %9, %18, t4;\n\t"
-        "madc.lo.cc.u32 t5, %11, %18, t5;\n\t"
-        "madc.hi.cc.u32 t6, %11, %18, t6;\n\t"
-        "madc.lo.cc.u32 t7, %13, %18, t7;\n\t"
-        "madc.hi.cc.u32 t8, %13, %18, t8;\n\t"
-        "madc.lo.cc.u32 t9, %15, %18, t9;\n\t"
-        "madc.hi.u32 t10, %15, %18, t10;\n\t"
-        "mad.lo.cc.u32 t3, %8, %19, t3;\n\t"
-        "madc.hi.cc.u32 t4, %8, %19, t4;\n\t"
-        "madc.lo.cc.u32 t5, %10, %19, t5;\n\t"
-        "madc.hi.cc.u32 t6, %10, %19, t6;\n\t"
-        "madc.lo.cc.u32 t7, %12, %19, t7;\n\t"
-        "madc.hi.cc.u32 t8, %12, %19, t8;\n\t"
-        "madc.lo.cc.u32 t9, %14, %19, t9;\n\t"
-        "madc.hi.cc.u32 t10, %14, %19, t10;\n\t"
-        "addc.u32 t11, 0, 0;\n\t"
+        "mad.lo.cc.u32 q2, %9, %18, q2;\n\t"
+        "madc.hi.cc.u32 q3, %9, %18, q3;\n\t"
+        "madc.lo.cc.u32 q4, %11, %18, q4;\n\t"
+        "madc.hi.cc.u32 q5, %11, %18, q5;\n\t"
+        "madc.lo.cc.u32 q6, %13, %18, q6;\n\t"
+        "madc.hi.cc.u32 q7, %13, %18, q7;\n\t"
+        "madc.lo.cc.u32 q8, %15, %18, q8;\n\t"
+        "madc.hi.u32 q9, %15, %18, 0;\n\t"
         "mad.lo.cc.u32 t4, %9, %19, t4;\n\t"
         "madc.hi.cc.u32 t5, %9, %19, t5;\n\t"
         "madc.lo.cc.u32 t6, %11, %19, t6;\n\t"
@@ -86,7 +77,16 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t8, %13, %19, t8;\n\t"
         "madc.hi.cc.u32 t9, %13, %19, t9;\n\t"
         "madc.lo.cc.u32 t10, %15, %19, t10;\n\t"
-        "madc.hi.u32 t11, %15, %19, t11;\n\t"
+        "madc.hi.u32 t11, %15, %19, 0;\n\t"
+        "mad.lo.cc.u32 q2, %8, %19, q2;\n\t"
+        "madc.hi.cc.u32 q3, %8, %19, q3;\n\t"
+        "madc.lo.cc.u32 q4, %10, %19, q4;\n\t"
+        "madc.hi.cc.u32 q5, %10, %19, q5;\n\t"
+        "madc.lo.cc.u32 q6, %12, %19, q6;\n\t"
+        "madc.hi.cc.u32 q7, %12, %19, q7;\n\t"
+        "madc.lo.cc.u32 q8, %14, %19, q8;\n\t"
+        "madc.hi.cc.u32 q9, %14, %19, q9;\n\t"
+        "addc.u32 q10, 0, 0;\n\t"
         "mad.lo.cc.u32 t4, %8, %20, t4;\n\t"
         "madc.hi.cc.u32 t5, %8, %20, t5;\n\t"
         "madc.lo.cc.u32 t6, %10, %20, t6;\n\t"
@@ -96,23 +96,14 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t10, %14, %20, t10;\n\t"
         "madc.hi.cc.u32 t11, %14, %20, t11;\n\t"
         "addc.u32 t12, 0, 0;\n\t"
-        "mad.lo.cc.u32 t5, %9, %20, t5;\n\t"
-        "madc.hi.cc.u32 t6, %9, %20, t6;\n\t"
-        "madc.lo.cc.u32 t7, %11, %20, t7;\n\t"
-        "madc.hi.cc.u32 t8, %11, %20, t8;\n\t"
-        "madc.lo.cc.u32 t9, %13, %20, t9;\n\t"
-        "madc.hi.cc.u32 t10, %13, %20, t10;\n\t"
-        "madc.lo.cc.u32 t11, %15, %20, t11;\n\t"
-        "madc.hi.u32 t12, %15, %20, t12;\n\t"
-        "mad.lo.cc.u32 t5, %8, %21, t5;\n\t"
-        "madc.hi.cc.u32 t6, %8, %21, t6;\n\t"
-        "madc.lo.cc.u32 t7, %10, %21, t7;\n\t"
-        "madc.hi.cc.u32 t8, %10, %21, t8;\n\t"
-        "madc.lo.cc.u32 t9, %12, %21, t9;\n\t"
-        "madc.hi.cc.u32 t10, %12, %21, t10;\n\t"
-        "madc.lo.cc.u32 t11, %14, %21, t11;\n\t"
-        "madc.hi.cc.u32 t12, %14, %21, t12;\n\t"
-        "addc.u32 t13, 0, 0;\n\t"
+        "mad.lo.cc.u32 q4, %9, %20, q4;\n\t"
+        "madc.hi.cc.u32 q5, %9, %20, q5;\n\t"
+        "madc.lo.cc.u32 q6, %11, %20, q6;\n\t"
+        "madc.hi.cc.u32 q7, %11, %20, q7;\n\t"
+        "madc.lo.cc.u32 q8, %13, %20, q8;\n\t"
+        "madc.hi.cc.u32 q9, %13, %20, q9;\n\t"
+        "madc.lo.cc.u32 q10, %15, %20, q10;\n\t"
+        "madc.hi.u32 q11, %15, %20, 0;\n\t"
         "mad.lo.cc.u32 t6, %9, %21, t6;\n\t"
         "madc.hi.cc.u32 t7, %9, %21, t7;\n\t"
         "madc.lo.cc.u32 t8, %11, %21, t8;\n\t"
@@ -120,7 +111,16 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t10, %13, %21, t10;\n\t"
         "madc.hi.cc.u32 t11, %13, %21, t11;\n\t"
         "madc.lo.cc.u32 t12, %15, %21, t12;\n\t"
-        "madc.hi.u32 t13, %15, %21, t13;\n\t"
+        "madc.hi.u32 t13, %15, %21, 0;\n\t"
+        "mad.lo.cc.u32 q4, %8, %21, q4;\n\t"
+        "madc.hi.cc.u32 q5, %8, %21, q5;\n\t"
+        "madc.lo.cc.u32 q6, %10, %21, q6;\n\t"
+        "madc.hi.cc.u32 q7, %10, %21, q7;\n\t"
+        "madc.lo.cc.u32 q8, %12, %21, q8;\n\t"
+        "madc.hi.cc.u32 q9, %12, %21, q9;\n\t"
+        "madc.lo.cc.u32 q10, %14, %21, q10;\n\t"
+        "madc.hi.cc.u32 q11, %14, %21, q11;\n\t"
+        "addc.u32 q12, 0, 0;\n\t"
         "mad.lo.cc.u32 t6, %8, %22, t6;\n\t"
         "madc.hi.cc.u32 t7, %8, %22, t7;\n\t"
         "madc.lo.cc.u32 t8, %10, %22, t8;\n\t"
@@ -130,23 +130,14 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t12, %14, %22, t12;\n\t"
         "madc.hi.cc.u32 t13, %14, %22, t13;\n\t"
         "addc.u32 t14, 0, 0;\n\t"
-        "mad.lo.cc.u32 t7, %9, %22, t7;\n\t"
-        "madc.hi.cc.u32 t8, %9, %22, t8;\n\t"
-        "madc.lo.cc.u32 t9, %11, %22, t9;\n\t"
-        "madc.hi.cc.u32 t10, %11, %22, t10;\n\t"
-        "madc.lo.cc.u32 t11, %13, %22, t11;\n\t"
-        "madc.hi.cc.u32 t12, %13, %22, t12;\n\t"
-        "madc.lo.cc.u32 t13, %15, %22, t13;\n\t"
-        "madc.hi.u32 t14, %15, %22, t14;\n\t"
-        "mad.lo.cc.u32 t7, %8, %23, t7;\n\t"
-        "madc.hi.cc.u32 t8, %8, %23, t8;\n\t"
-        "madc.lo.cc.u32 t9, %10, %23, t9;\n\t"
-        "madc.hi.cc.u32 t10, %10, %23, t10;\n\t"
-        "madc.lo.cc.u32 t11, %12, %23, t11;\n\t"
-        "madc.hi.cc.u32 t12, %12, %23, t12;\n\t"
-        "madc.lo.cc.u32 t13, %14, %23, t13;\n\t"
-        "madc.hi.cc.u32 t14, %14, %23, t14;\n\t"
-        "addc.u32 t15, 0, 0;\n\t"
+        "mad.lo.cc.u32 q6, %9, %22, q6;\n\t"
+        "madc.hi.cc.u32 q7, %9, %22, q7;\n\t"
+        "madc.lo.cc.u32 q8, %11, %22, q8;\n\t"
+        "madc.hi.cc.u32 q9, %11, %22, q9;\n\t"
+        "madc.lo.cc.u32 q10, %13, %22, q10;\n\t"
+        "madc.hi.cc.u32 q11, %13, %22, q11;\n\t"
+        "madc.lo.cc.u32 q12, %15, %22, q12;\n\t"
+        "madc.hi.u32 q13, %15, %22, 0;\n\t"
         "mad.lo.cc.u32 t8, %9, %23, t8;\n\t"
         "madc.hi.cc.u32 t9, %9, %23, t9;\n\t"
         "madc.lo.cc.u32 t10, %11, %23, t10;\n\t"
@@ -154,7 +145,31 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t12, %13, %23, t12;\n\t"
         "madc.hi.cc.u32 t13, %13, %23, t13;\n\t"
         "madc.lo.cc.u32 t14, %15, %23, t14;\n\t"
-        "madc.hi.u32 t15, %15, %23, t15;\n\t"
+        "madc.hi.u32 t15, %15, %23, 0;\n\t"
+        "mad.lo.cc.u32 q6, %8, %23, q6;\n\t"
+        "madc.hi.cc.u32 q7, %8, %23, q7;\n\t"
+        "madc.lo.cc.u32 q8, %10, %23, q8;\n\t"
+        "madc.hi.cc.u32 q9, %10, %23, q9;\n\t"
+        "madc.lo.cc.u32 q10, %12, %23, q10;\n\t"
+        "madc.hi.cc.u32 q11, %12, %23, q11;\n\t"
+        "madc.lo.cc.u32 q12, %14, %23, q12;\n\t"
+        "madc.hi.cc.u32 q13, %14, %23, q13;\n\t"
+        "addc.u32 q14, 0, 0;\n\t"
+        "add.cc.u32 t1, t1, q0;\n\t"
+        "addc.cc.u32 t2, t2, q1;\n\t"
+        "addc.cc.u32 t3, t3, q2;\n\t"
+        "addc.cc.u32 t4, t4, q3;\n\t"
+        "addc.cc.u32 t5, t5, q4;\n\t"
+        "addc.cc.u32 t6, t6, q5;\n\t"
+        "addc.cc.u32 t7, t7, q6;\n\t"
+        "addc.cc.u32 t8, t8, q7;\n\t"
+        "addc.cc.u32 t9, t9, q8;\n\t"
+        "addc.cc.u32 t10, t10, q9;\n\t"
+        "addc.cc.u32 t11, t11, q10;\n\t"
+        "addc.cc.u32 t12, t12, q11;\n\t"
+        "addc.cc.u32 t13, t13, q12;\n\t"
+        "addc.cc.u32 t14, t14, q13;\n\t"
+        "addc.u32 t15, t15, q14;\n\t"
         "mad.lo.cc.u32 w0, t8, 977, t0;\n\t"
         "madc.hi.cc.u32 w1, t8, 977, t1;\n\t"
         "madc.lo.cc.u32 w2, t10, 977, t2;\n\t"
@@ -208,7 +223,7 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
 #else
-    u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;
+    u32 t0, t1, t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, t14, q13, t15, q14, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;
     u32 cf = 0;
     (void)cf;
     { const u64 w_ = u64(u32(u64(a[0]) * b[0])); t0 = u32(w_); }
@@ -219,31 +234,31 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = ((u64(a[4]) * b[0]) >> 32); t5 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[6]) * b[0])); t6 = u32(w_); }
     { const u64 w_ = ((u64(a[6]) * b[0]) >> 32); t7 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[0])) + t1; t1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[0]) >> 32) + t2 + cf; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[0])) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[0]) >> 32) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[0])) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[0]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[0])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[0]) >> 32) + u32(0u) + cf; t8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[1])) + t1; t1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[1]) >> 32) + t2 + cf; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[1])) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[1]) >> 32) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[1])) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[1]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[1])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[1]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[0])); q0 = u32(w_); }
+    { const u64 w_ = ((u64(a[1]) * b[0]) >> 32); q1 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[0])); q2 = u32(w_); }
+    { const u64 w_ = ((u64(a[3]) * b[0]) >> 32); q3 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[0])); q4 = u32(w_); }
+    { const u64 w_ = ((u64(a[5]) * b[0]) >> 32); q5 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[0])); q6 = u32(w_); }
+    { const u64 w_ = ((u64(a[7]) * b[0]) >> 32); q7 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[1])) + t2; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[1]) * b[1]) >> 32) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[3]) * b[1])) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[3]) * b[1]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[5]) * b[1])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[5]) * b[1]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[1])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[1]) >> 32) + t9 + cf; t9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[1])) + u32(0u) + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[1]) >> 32) + u32(0u) + cf; t9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[1])) + q0; q0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[0]) * b[1]) >> 32) + q1 + cf; q1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[1])) + q2 + cf; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * b[1]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[1])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * b[1]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[1])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * b[1]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q8 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[0]) * b[2])) + t2; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[0]) * b[2]) >> 32) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[2]) * b[2])) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -253,23 +268,14 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[6]) * b[2])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * b[2]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[2])) + t3; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[2]) >> 32) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[2])) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[2]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[2])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[2]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[2])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[2]) >> 32) + t10 + cf; t10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[3])) + t3; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[3]) >> 32) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[3])) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[3]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[3])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[3]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[3])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[3]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t11 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[2])) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[1]) * b[2]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[2])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * b[2]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[2])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * b[2]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[2])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[2]) >> 32) + u32(0u) + cf; q9 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[3])) + t4; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[1]) * b[3]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[3]) * b[3])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -277,7 +283,16 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[5]) * b[3])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[5]) * b[3]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[7]) * b[3])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[3]) >> 32) + t11 + cf; t11 = u32(w_); }
+    { const u64 w_ = ((u64(a[7]) * b[3]) >> 32) + u32(0u) + cf; t11 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[3])) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[0]) * b[3]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[3])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * b[3]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[3])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * b[3]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[3])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * b[3]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q10 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[0]) * b[4])) + t4; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[0]) * b[4]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[2]) * b[4])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -287,23 +302,14 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[6]) * b[4])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * b[4]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t12 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[4])) + t5; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[4]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[4])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[4]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[4])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[4]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[4])) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[4]) >> 32) + t12 + cf; t12 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[5])) + t5; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[5]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[5])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[5]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[5])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[5]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[5])) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[5]) >> 32) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t13 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[4])) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[1]) * b[4]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[4])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * b[4]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[4])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * b[4]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[4])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[4]) >> 32) + u32(0u) + cf; q11 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[5])) + t6; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[1]) * b[5]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[3]) * b[5])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -311,7 +317,16 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[5]) * b[5])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[5]) * b[5]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[7]) * b[5])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[5]) >> 32) + t13 + cf; t13 = u32(w_); }
+    { const u64 w_ = ((u64(a[7]) * b[5]) >> 32) + u32(0u) + cf; t13 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[5])) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[0]) * b[5]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[5])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * b[5]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[5])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * b[5]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[5])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * b[5]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q12 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[0]) * b[6])) + t6; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[0]) * b[6]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[2]) * b[6])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -321,23 +336,14 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[6]) * b[6])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * b[6]) >> 32) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t14 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[6])) + t7; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[6]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[6])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[6]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[6])) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[6]) >> 32) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[6])) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[6]) >> 32) + t14 + cf; t14 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[7])) + t7; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[7]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[7])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[7]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[7])) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[7]) >> 32) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[7])) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[7]) >> 32) + t14 + cf; t14 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t15 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[6])) + q6; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[1]) * b[6]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[6])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * b[6]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[6])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * b[6]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[6])) + q12 + cf; q12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[6]) >> 32) + u32(0u) + cf; q13 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[7])) + t8; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[1]) * b[7]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[3]) * b[7])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -345,7 +351,31 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[5]) * b[7])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[5]) * b[7]) >> 32) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[7]) * b[7])) + t14 + cf; t14 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[7]) >> 32) + t15 + cf; t15 = u32(w_); }
+    { const u64 w_ = ((u64(a[7]) * b[7]) >> 32) + u32(0u) + cf; t15 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[7])) + q6; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[0]) * b[7]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[7])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * b[7]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[7])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * b[7]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[7])) + q12 + cf; q12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * b[7]) >> 32) + q13 + cf; q13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q14 = u32(w_); }
+    { const u64 w_ = u64(t1) + q0; t1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t2) + q1 + cf; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t3) + q2 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t4) + q3 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t5) + q4 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t6) + q5 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t7) + q6 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t8) + q7 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t9) + q8 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t10) + q9 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t11) + q10 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t12) + q11 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t13) + q12 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t14) + q13 + cf; t14 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t15) + q14 + cf; t15 = u32(w_); }
     { const u64 w_ = u64(u32(u64(t8) * u32(977u))) + t0; w0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(t8) * u32(977u)) >> 32) + t1 + cf; w1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(t10) * u32(977u))) + t2 + cf; w2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -900,11 +930,11 @@ SV_HD void fe32_half_limbs(u32 r[8], const u32 a[8]) {
 #endif
 }
 
-// r = a * b (mod n), fully reduced (< n) for any 256-bit inputs. 351 instructions.
+// r = a * b (mod n), fully reduced (< n) for any 256-bit inputs. 366 instructions.
 SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
 #if defined(__CUDA_ARCH__)
     asm("{\n\t"
-        ".reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, q0, q1, q2, q3, q4, q5, q6, q7, q8, s0, s1, s2, s3, s4, s5, s6, s7, s8, k, c0, c1, c2, c3, u0, u1, u2, u3, u4, u5, u6, u7;\n\t"
+        ".reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, t14, q13, t15, q14, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, s0, s1, s2, s3, s4, s5, s6, s7, s8, k, c0, c1, c2, c3, u0, u1, u2, u3, u4, u5, u6, u7;\n\t"
         "mul.lo.u32 t0, %8, %16;\n\t"
         "mul.hi.u32 t1, %8, %16;\n\t"
         "mul.lo.u32 t2, %10, %16;\n\t"
@@ -913,31 +943,31 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "mul.hi.u32 t5, %12, %16;\n\t"
         "mul.lo.u32 t6, %14, %16;\n\t"
         "mul.hi.u32 t7, %14, %16;\n\t"
-        "mad.lo.cc.u32 t1, %9, %16, t1;\n\t"
-        "madc.hi.cc.u32 t2, %9, %16, t2;\n\t"
-        "madc.lo.cc.u32 t3, %11, %16, t3;\n\t"
-        "madc.hi.cc.u32 t4, %11, %16, t4;\n\t"
-        "madc.lo.cc.u32 t5, %13, %16, t5;\n\t"
-        "madc.hi.cc.u32 t6, %13, %16, t6;\n\t"
-        "madc.lo.cc.u32 t7, %15, %16, t7;\n\t"
-        "madc.hi.u32 t8, %15, %16, 0;\n\t"
-        "mad.lo.cc.u32 t1, %8, %17, t1;\n\t"
-        "madc.hi.cc.u32 t2, %8, %17, t2;\n\t"
-        "madc.lo.cc.u32 t3, %10, %17, t3;\n\t"
-        "madc.hi.cc.u32 t4, %10, %17, t4;\n\t"
-        "madc.lo.cc.u32 t5, %12, %17, t5;\n\t"
-        "madc.hi.cc.u32 t6, %12, %17, t6;\n\t"
-        "madc.lo.cc.u32 t7, %14, %17, t7;\n\t"
-        "madc.hi.cc.u32 t8, %14, %17, t8;\n\t"
-        "addc.u32 t9, 0, 0;\n\t"
+        "mul.lo.u32 q0, %9, %16;\n\t"
+        "mul.hi.u32 q1, %9, %16;\n\t"
+        "mul.lo.u32 q2, %11, %16;\n\t"
+        "mul.hi.u32 q3, %11, %16;\n\t"
+        "mul.lo.u32 q4, %13, %16;\n\t"
+        "mul.hi.u32 q5, %13, %16;\n\t"
+        "mul.lo.u32 q6, %15, %16;\n\t"
+        "mul.hi.u32 q7, %15, %16;\n\t"
         "mad.lo.cc.u32 t2, %9, %17, t2;\n\t"
         "madc.hi.cc.u32 t3, %9, %17, t3;\n\t"
         "madc.lo.cc.u32 t4, %11, %17, t4;\n\t"
         "madc.hi.cc.u32 t5, %11, %17, t5;\n\t"
         "madc.lo.cc.u32 t6, %13, %17, t6;\n\t"
         "madc.hi.cc.u32 t7, %13, %17, t7;\n\t"
-        "madc.lo.cc.u32 t8, %15, %17, t8;\n\t"
-        "madc.hi.u32 t9, %15, %17, t9;\n\t"
+        "madc.lo.cc.u32 t8, %15, %17, 0;\n\t"
+        "madc.hi.u32 t9, %15, %17, 0;\n\t"
+        "mad.lo.cc.u32 q0, %8, %17, q0;\n\t"
+        "madc.hi.cc.u32 q1, %8, %17, q1;\n\t"
+        "madc.lo.cc.u32 q2, %10, %17, q2;\n\t"
+        "madc.hi.cc.u32 q3, %10, %17, q3;\n\t"
+        "madc.lo.cc.u32 q4, %12, %17, q4;\n\t"
+        "madc.hi.cc.u32 q5, %12, %17, q5;\n\t"
+        "madc.lo.cc.u32 q6, %14, %17, q6;\n\t"
+        "madc.hi.cc.u32 q7, %14, %17, q7;\n\t"
+        "addc.u32 q8, 0, 0;\n\t"
         "mad.lo.cc.u32 t2, %8, %18, t2;\n\t"
         "madc.hi.cc.u32 t3, %8, %18, t3;\n\t"
         "madc.lo.cc.u32 t4, %10, %18, t4;\n\t"
@@ -947,23 +977,14 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t8, %14, %18, t8;\n\t"
         "madc.hi.cc.u32 t9, %14, %18, t9;\n\t"
         "addc.u32 t10, 0, 0;\n\t"
-        "mad.lo.cc.u32 t3, %9, %18, t3;\n\t"
-        "madc.hi.cc.u32 t4, %9, %18, t4;\n\t"
-        "madc.lo.cc.u32 t5, %11, %18, t5;\n\t"
-        "madc.hi.cc.u32 t6, %11, %18, t6;\n\t"
-        "madc.lo.cc.u32 t7, %13, %18, t7;\n\t"
-        "madc.hi.cc.u32 t8, %13, %18, t8;\n\t"
-        "madc.lo.cc.u32 t9, %15, %18, t9;\n\t"
-        "madc.hi.u32 t10, %15, %18, t10;\n\t"
-        "mad.lo.cc.u32 t3, %8, %19, t3;\n\t"
-        "madc.hi.cc.u32 t4, %8, %19, t4;\n\t"
-        "madc.lo.cc.u32 t5, %10, %19, t5;\n\t"
-        "madc.hi.cc.u32 t6, %10, %19, t6;\n\t"
-        "madc.lo.cc.u32 t7, %12, %19, t7;\n\t"
-        "madc.hi.cc.u32 t8, %12, %19, t8;\n\t"
-        "madc.lo.cc.u32 t9, %14, %19, t9;\n\t"
-        "madc.hi.cc.u32 t10, %14, %19, t10;\n\t"
-        "addc.u32 t11, 0, 0;\n\t"
+        "mad.lo.cc.u32 q2, %9, %18, q2;\n\t"
+        "madc.hi.cc.u32 q3, %9, %18, q3;\n\t"
+        "madc.lo.cc.u32 q4, %11, %18, q4;\n\t"
+        "madc.hi.cc.u32 q5, %11, %18, q5;\n\t"
+        "madc.lo.cc.u32 q6, %13, %18, q6;\n\t"
+        "madc.hi.cc.u32 q7, %13, %18, q7;\n\t"
+        "madc.lo.cc.u32 q8, %15, %18, q8;\n\t"
+        "madc.hi.u32 q9, %15, %18, 0;\n\t"
         "mad.lo.cc.u32 t4, %9, %19, t4;\n\t"
         "madc.hi.cc.u32 t5, %9, %19, t5;\n\t"
         "madc.lo.cc.u32 t6, %11, %19, t6;\n\t"
@@ -971,7 +992,16 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t8, %13, %19, t8;\n\t"
         "madc.hi.cc.u32 t9, %13, %19, t9;\n\t"
         "madc.lo.cc.u32 t10, %15, %19, t10;\n\t"
-        "madc.hi.u32 t11, %15, %19, t11;\n\t"
+        "madc.hi.u32 t11, %15, %19, 0;\n\t"
+        "mad.lo.cc.u32 q2, %8, %19, q2;\n\t"
+        "madc.hi.cc.u32 q3, %8, %19, q3;\n\t"
+        "madc.lo.cc.u32 q4, %10, %19, q4;\n\t"
+        "madc.hi.cc.u32 q5, %10, %19, q5;\n\t"
+        "madc.lo.cc.u32 q6, %12, %19, q6;\n\t"
+        "madc.hi.cc.u32 q7, %12, %19, q7;\n\t"
+        "madc.lo.cc.u32 q8, %14, %19, q8;\n\t"
+        "madc.hi.cc.u32 q9, %14, %19, q9;\n\t"
+        "addc.u32 q10, 0, 0;\n\t"
         "mad.lo.cc.u32 t4, %8, %20, t4;\n\t"
         "madc.hi.cc.u32 t5, %8, %20, t5;\n\t"
         "madc.lo.cc.u32 t6, %10, %20, t6;\n\t"
@@ -981,23 +1011,14 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t10, %14, %20, t10;\n\t"
         "madc.hi.cc.u32 t11, %14, %20, t11;\n\t"
         "addc.u32 t12, 0, 0;\n\t"
-        "mad.lo.cc.u32 t5, %9, %20, t5;\n\t"
-        "madc.hi.cc.u32 t6, %9, %20, t6;\n\t"
-        "madc.lo.cc.u32 t7, %11, %20, t7;\n\t"
-        "madc.hi.cc.u32 t8, %11, %20, t8;\n\t"
-        "madc.lo.cc.u32 t9, %13, %20, t9;\n\t"
-        "madc.hi.cc.u32 t10, %13, %20, t10;\n\t"
-        "madc.lo.cc.u32 t11, %15, %20, t11;\n\t"
-        "madc.hi.u32 t12, %15, %20, t12;\n\t"
-        "mad.lo.cc.u32 t5, %8, %21, t5;\n\t"
-        "madc.hi.cc.u32 t6, %8, %21, t6;\n\t"
-        "madc.lo.cc.u32 t7, %10, %21, t7;\n\t"
-        "madc.hi.cc.u32 t8, %10, %21, t8;\n\t"
-        "madc.lo.cc.u32 t9, %12, %21, t9;\n\t"
-        "madc.hi.cc.u32 t10, %12, %21, t10;\n\t"
-        "madc.lo.cc.u32 t11, %14, %21, t11;\n\t"
-        "madc.hi.cc.u32 t12, %14, %21, t12;\n\t"
-        "addc.u32 t13, 0, 0;\n\t"
+        "mad.lo.cc.u32 q4, %9, %20, q4;\n\t"
+        "madc.hi.cc.u32 q5, %9, %20, q5;\n\t"
+        "madc.lo.cc.u32 q6, %11, %20, q6;\n\t"
+        "madc.hi.cc.u32 q7, %11, %20, q7;\n\t"
+        "madc.lo.cc.u32 q8, %13, %20, q8;\n\t"
+        "madc.hi.cc.u32 q9, %13, %20, q9;\n\t"
+        "madc.lo.cc.u32 q10, %15, %20, q10;\n\t"
+        "madc.hi.u32 q11, %15, %20, 0;\n\t"
         "mad.lo.cc.u32 t6, %9, %21, t6;\n\t"
         "madc.hi.cc.u32 t7, %9, %21, t7;\n\t"
         "madc.lo.cc.u32 t8, %11, %21, t8;\n\t"
@@ -1005,7 +1026,16 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t10, %13, %21, t10;\n\t"
         "madc.hi.cc.u32 t11, %13, %21, t11;\n\t"
         "madc.lo.cc.u32 t12, %15, %21, t12;\n\t"
-        "madc.hi.u32 t13, %15, %21, t13;\n\t"
+        "madc.hi.u32 t13, %15, %21, 0;\n\t"
+        "mad.lo.cc.u32 q4, %8, %21, q4;\n\t"
+        "madc.hi.cc.u32 q5, %8, %21, q5;\n\t"
+        "madc.lo.cc.u32 q6, %10, %21, q6;\n\t"
+        "madc.hi.cc.u32 q7, %10, %21, q7;\n\t"
+        "madc.lo.cc.u32 q8, %12, %21, q8;\n\t"
+        "madc.hi.cc.u32 q9, %12, %21, q9;\n\t"
+        "madc.lo.cc.u32 q10, %14, %21, q10;\n\t"
+        "madc.hi.cc.u32 q11, %14, %21, q11;\n\t"
+        "addc.u32 q12, 0, 0;\n\t"
         "mad.lo.cc.u32 t6, %8, %22, t6;\n\t"
         "madc.hi.cc.u32 t7, %8, %22, t7;\n\t"
         "madc.lo.cc.u32 t8, %10, %22, t8;\n\t"
@@ -1015,23 +1045,14 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t12, %14, %22, t12;\n\t"
         "madc.hi.cc.u32 t13, %14, %22, t13;\n\t"
         "addc.u32 t14, 0, 0;\n\t"
-        "mad.lo.cc.u32 t7, %9, %22, t7;\n\t"
-        "madc.hi.cc.u32 t8, %9, %22, t8;\n\t"
-        "madc.lo.cc.u32 t9, %11, %22, t9;\n\t"
-        "madc.hi.cc.u32 t10, %11, %22, t10;\n\t"
-        "madc.lo.cc.u32 t11, %13, %22, t11;\n\t"
-        "madc.hi.cc.u32 t12, %13, %22, t12;\n\t"
-        "madc.lo.cc.u32 t13, %15, %22, t13;\n\t"
-        "madc.hi.u32 t14, %15, %22, t14;\n\t"
-        "mad.lo.cc.u32 t7, %8, %23, t7;\n\t"
-        "madc.hi.cc.u32 t8, %8, %23, t8;\n\t"
-        "madc.lo.cc.u32 t9, %10, %23, t9;\n\t"
-        "madc.hi.cc.u32 t10, %10, %23, t10;\n\t"
-        "madc.lo.cc.u32 t11, %12, %23, t11;\n\t"
-        "madc.hi.cc.u32 t12, %12, %23, t12;\n\t"
-        "madc.lo.cc.u32 t13, %14, %23, t13;\n\t"
-        "madc.hi.cc.u32 t14, %14, %23, t14;\n\t"
-        "addc.u32 t15, 0, 0;\n\t"
+        "mad.lo.cc.u32 q6, %9, %22, q6;\n\t"
+        "madc.hi.cc.u32 q7, %9, %22, q7;\n\t"
+        "madc.lo.cc.u32 q8, %11, %22, q8;\n\t"
+        "madc.hi.cc.u32 q9, %11, %22, q9;\n\t"
+        "madc.lo.cc.u32 q10, %13, %22, q10;\n\t"
+        "madc.hi.cc.u32 q11, %13, %22, q11;\n\t"
+        "madc.lo.cc.u32 q12, %15, %22, q12;\n\t"
+        "madc.hi.u32 q13, %15, %22, 0;\n\t"
         "mad.lo.cc.u32 t8, %9, %23, t8;\n\t"
         "madc.hi.cc.u32 t9, %9, %23, t9;\n\t"
         "madc.lo.cc.u32 t10, %11, %23, t10;\n\t"
@@ -1039,7 +1060,31 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "madc.lo.cc.u32 t12, %13, %23, t12;\n\t"
         "madc.hi.cc.u32 t13, %13, %23, t13;\n\t"
         "madc.lo.cc.u32 t14, %15, %23, t14;\n\t"
-        "madc.hi.u32 t15, %15, %23, t15;\n\t"
+        "madc.hi.u32 t15, %15, %23, 0;\n\t"
+        "mad.lo.cc.u32 q6, %8, %23, q6;\n\t"
+        "madc.hi.cc.u32 q7, %8, %23, q7;\n\t"
+        "madc.lo.cc.u32 q8, %10, %23, q8;\n\t"
+        "madc.hi.cc.u32 q9, %10, %23, q9;\n\t"
+        "madc.lo.cc.u32 q10, %12, %23, q10;\n\t"
+        "madc.hi.cc.u32 q11, %12, %23, q11;\n\t"
+        "madc.lo.cc.u32 q12, %14, %23, q12;\n\t"
+        "madc.hi.cc.u32 q13, %14, %23, q13;\n\t"
+        "addc.u32 q14, 0, 0;\n\t"
+        "add.cc.u32 t1, t1, q0;\n\t"
+        "addc.cc.u32 t2, t2, q1;\n\t"
+        "addc.cc.u32 t3, t3, q2;\n\t"
+        "addc.cc.u32 t4, t4, q3;\n\t"
+        "addc.cc.u32 t5, t5, q4;\n\t"
+        "addc.cc.u32 t6, t6, q5;\n\t"
+        "addc.cc.u32 t7, t7, q6;\n\t"
+        "addc.cc.u32 t8, t8, q7;\n\t"
+        "addc.cc.u32 t9, t9, q8;\n\t"
+        "addc.cc.u32 t10, t10, q9;\n\t"
+        "addc.cc.u32 t11, t11, q10;\n\t"
+        "addc.cc.u32 t12, t12, q11;\n\t"
+        "addc.cc.u32 t13, t13, q12;\n\t"
+        "addc.cc.u32 t14, t14, q13;\n\t"
+        "addc.u32 t15, t15, q14;\n\t"
         "mul.lo.u32 m0, t8, 0x2fc9bebf;\n\t"
         "mul.hi.u32 m1, t8, 0x2fc9bebf;\n\t"
         "mul.lo.u32 m2, t10, 0x2fc9bebf;\n\t"
@@ -1260,7 +1305,7 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
 #else
-    u32 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, q0, q1, q2, q3, q4, q5, q6, q7, q8, s0, s1, s2, s3, s4, s5, s6, s7, s8, k, c0, c1, c2, c3, u0, u1, u2, u3, u4, u5, u6, u7;
+    u32 t0, t1, t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, t14, q13, t15, q14, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, s0, s1, s2, s3, s4, s5, s6, s7, s8, k, c0, c1, c2, c3, u0, u1, u2, u3, u4, u5, u6, u7;
     u32 cf = 0;
     (void)cf;
     { const u64 w_ = u64(u32(u64(a[0]) * b[0])); t0 = u32(w_); }
@@ -1271,31 +1316,31 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = ((u64(a[4]) * b[0]) >> 32); t5 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[6]) * b[0])); t6 = u32(w_); }
     { const u64 w_ = ((u64(a[6]) * b[0]) >> 32); t7 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[0])) + t1; t1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[0]) >> 32) + t2 + cf; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[0])) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[0]) >> 32) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[0])) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[0]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[0])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[0]) >> 32) + u32(0u) + cf; t8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[1])) + t1; t1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[1]) >> 32) + t2 + cf; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[1])) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[1]) >> 32) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[1])) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[1]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[1])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[1]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[0])); q0 = u32(w_); }
+    { const u64 w_ = ((u64(a[1]) * b[0]) >> 32); q1 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[0])); q2 = u32(w_); }
+    { const u64 w_ = ((u64(a[3]) * b[0]) >> 32); q3 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[0])); q4 = u32(w_); }
+    { const u64 w_ = ((u64(a[5]) * b[0]) >> 32); q5 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[0])); q6 = u32(w_); }
+    { const u64 w_ = ((u64(a[7]) * b[0]) >> 32); q7 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[1])) + t2; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[1]) * b[1]) >> 32) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[3]) * b[1])) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[3]) * b[1]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[5]) * b[1])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[5]) * b[1]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[1])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[1]) >> 32) + t9 + cf; t9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[1])) + u32(0u) + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[1]) >> 32) + u32(0u) + cf; t9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[1])) + q0; q0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[0]) * b[1]) >> 32) + q1 + cf; q1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[1])) + q2 + cf; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * b[1]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[1])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * b[1]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[1])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * b[1]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q8 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[0]) * b[2])) + t2; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[0]) * b[2]) >> 32) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[2]) * b[2])) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -1305,23 +1350,14 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[6]) * b[2])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * b[2]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[2])) + t3; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[2]) >> 32) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[2])) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[2]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[2])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[2]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[2])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[2]) >> 32) + t10 + cf; t10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[3])) + t3; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[3]) >> 32) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[3])) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[3]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[3])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[3]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[3])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[3]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t11 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[2])) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[1]) * b[2]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[2])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * b[2]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[2])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * b[2]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[2])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[2]) >> 32) + u32(0u) + cf; q9 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[3])) + t4; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[1]) * b[3]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[3]) * b[3])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -1329,7 +1365,16 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[5]) * b[3])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[5]) * b[3]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[7]) * b[3])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[3]) >> 32) + t11 + cf; t11 = u32(w_); }
+    { const u64 w_ = ((u64(a[7]) * b[3]) >> 32) + u32(0u) + cf; t11 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[3])) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[0]) * b[3]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[3])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * b[3]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[3])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * b[3]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[3])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * b[3]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q10 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[0]) * b[4])) + t4; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[0]) * b[4]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[2]) * b[4])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -1339,23 +1384,14 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[6]) * b[4])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * b[4]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t12 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[4])) + t5; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[4]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[4])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[4]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[4])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[4]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[4])) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[4]) >> 32) + t12 + cf; t12 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[5])) + t5; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[5]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[5])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[5]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[5])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[5]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[5])) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[5]) >> 32) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t13 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[4])) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[1]) * b[4]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[4])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * b[4]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[4])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * b[4]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[4])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[4]) >> 32) + u32(0u) + cf; q11 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[5])) + t6; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[1]) * b[5]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[3]) * b[5])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -1363,7 +1399,16 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[5]) * b[5])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[5]) * b[5]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[7]) * b[5])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[5]) >> 32) + t13 + cf; t13 = u32(w_); }
+    { const u64 w_ = ((u64(a[7]) * b[5]) >> 32) + u32(0u) + cf; t13 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[5])) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[0]) * b[5]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[5])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * b[5]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[5])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * b[5]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[5])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * b[5]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q12 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[0]) * b[6])) + t6; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[0]) * b[6]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[2]) * b[6])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -1373,23 +1418,14 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[6]) * b[6])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * b[6]) >> 32) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t14 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[6])) + t7; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[6]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[6])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[6]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[6])) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[6]) >> 32) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[6])) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[6]) >> 32) + t14 + cf; t14 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[7])) + t7; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[7]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[7])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[7]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[7])) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[7]) >> 32) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[7])) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[7]) >> 32) + t14 + cf; t14 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t15 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[6])) + q6; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[1]) * b[6]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[6])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * b[6]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[6])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * b[6]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[6])) + q12 + cf; q12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[6]) >> 32) + u32(0u) + cf; q13 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[7])) + t8; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[1]) * b[7]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[3]) * b[7])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -1397,7 +1433,31 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[5]) * b[7])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[5]) * b[7]) >> 32) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[7]) * b[7])) + t14 + cf; t14 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[7]) >> 32) + t15 + cf; t15 = u32(w_); }
+    { const u64 w_ = ((u64(a[7]) * b[7]) >> 32) + u32(0u) + cf; t15 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[7])) + q6; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[0]) * b[7]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[7])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * b[7]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[7])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * b[7]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[7])) + q12 + cf; q12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * b[7]) >> 32) + q13 + cf; q13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q14 = u32(w_); }
+    { const u64 w_ = u64(t1) + q0; t1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t2) + q1 + cf; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t3) + q2 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t4) + q3 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t5) + q4 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t6) + q5 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t7) + q6 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t8) + q7 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t9) + q8 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t10) + q9 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t11) + q10 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t12) + q11 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t13) + q12 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t14) + q13 + cf; t14 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t15) + q14 + cf; t15 = u32(w_); }
     { const u64 w_ = u64(u32(u64(t8) * u32(0x2fc9bebfu))); m0 = u32(w_); }
     { const u64 w_ = ((u64(t8) * u32(0x2fc9bebfu)) >> 32); m1 = u32(w_); }
     { const u64 w_ = u64(u32(u64(t10) * u32(0x2fc9bebfu))); m2 = u32(w_); }
@@ -1614,289 +1674,6 @@ SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u7 ^ s7); u7 = u32(w_); }
     { const u64 w_ = u64(u7 & k); u7 = u32(w_); }
     { const u64 w_ = u64(u7 ^ s7); r[7] = u32(w_); }
-#endif
-}
-
-// r = a * b exactly (512 bits, 16 limbs). 135 instructions.
-SV_HD void mul_256x256_limbs(u32 r[16], const u32 a[8], const u32 b[8]) {
-#if defined(__CUDA_ARCH__)
-    asm("{\n\t"
-        "mul.lo.u32 %0, %16, %24;\n\t"
-        "mul.hi.u32 %1, %16, %24;\n\t"
-        "mul.lo.u32 %2, %18, %24;\n\t"
-        "mul.hi.u32 %3, %18, %24;\n\t"
-        "mul.lo.u32 %4, %20, %24;\n\t"
-        "mul.hi.u32 %5, %20, %24;\n\t"
-        "mul.lo.u32 %6, %22, %24;\n\t"
-        "mul.hi.u32 %7, %22, %24;\n\t"
-        "mad.lo.cc.u32 %1, %17, %24, %1;\n\t"
-        "madc.hi.cc.u32 %2, %17, %24, %2;\n\t"
-        "madc.lo.cc.u32 %3, %19, %24, %3;\n\t"
-        "madc.hi.cc.u32 %4, %19, %24, %4;\n\t"
-        "madc.lo.cc.u32 %5, %21, %24, %5;\n\t"
-        "madc.hi.cc.u32 %6, %21, %24, %6;\n\t"
-        "madc.lo.cc.u32 %7, %23, %24, %7;\n\t"
-        "madc.hi.u32 %8, %23, %24, 0;\n\t"
-        "mad.lo.cc.u32 %1, %16, %25, %1;\n\t"
-        "madc.hi.cc.u32 %2, %16, %25, %2;\n\t"
-        "madc.lo.cc.u32 %3, %18, %25, %3;\n\t"
-        "madc.hi.cc.u32 %4, %18, %25, %4;\n\t"
-        "madc.lo.cc.u32 %5, %20, %25, %5;\n\t"
-        "madc.hi.cc.u32 %6, %20, %25, %6;\n\t"
-        "madc.lo.cc.u32 %7, %22, %25, %7;\n\t"
-        "madc.hi.cc.u32 %8, %22, %25, %8;\n\t"
-        "addc.u32 %9, 0, 0;\n\t"
-        "mad.lo.cc.u32 %2, %17, %25, %2;\n\t"
-        "madc.hi.cc.u32 %3, %17, %25, %3;\n\t"
-        "madc.lo.cc.u32 %4, %19, %25, %4;\n\t"
-        "madc.hi.cc.u32 %5, %19, %25, %5;\n\t"
-        "madc.lo.cc.u32 %6, %21, %25, %6;\n\t"
-        "madc.hi.cc.u32 %7, %21, %25, %7;\n\t"
-        "madc.lo.cc.u32 %8, %23, %25, %8;\n\t"
-        "madc.hi.u32 %9, %23, %25, %9;\n\t"
-        "mad.lo.cc.u32 %2, %16, %26, %2;\n\t"
-        "madc.hi.cc.u32 %3, %16, %26, %3;\n\t"
-        "madc.lo.cc.u32 %4, %18, %26, %4;\n\t"
-        "madc.hi.cc.u32 %5, %18, %26, %5;\n\t"
-        "madc.lo.cc.u32 %6, %20, %26, %6;\n\t"
-        "madc.hi.cc.u32 %7, %20, %26, %7;\n\t"
-        "madc.lo.cc.u32 %8, %22, %26, %8;\n\t"
-        "madc.hi.cc.u32 %9, %22, %26, %9;\n\t"
-        "addc.u32 %10, 0, 0;\n\t"
-        "mad.lo.cc.u32 %3, %17, %26, %3;\n\t"
-        "madc.hi.cc.u32 %4, %17, %26, %4;\n\t"
-        "madc.lo.cc.u32 %5, %19, %26, %5;\n\t"
-        "madc.hi.cc.u32 %6, %19, %26, %6;\n\t"
-        "madc.lo.cc.u32 %7, %21, %26, %7;\n\t"
-        "madc.hi.cc.u32 %8, %21, %26, %8;\n\t"
-        "madc.lo.cc.u32 %9, %23, %26, %9;\n\t"
-        "madc.hi.u32 %10, %23, %26, %10;\n\t"
-        "mad.lo.cc.u32 %3, %16, %27, %3;\n\t"
-        "madc.hi.cc.u32 %4, %16, %27, %4;\n\t"
-        "madc.lo.cc.u32 %5, %18, %27, %5;\n\t"
-        "madc.hi.cc.u32 %6, %18, %27, %6;\n\t"
-        "madc.lo.cc.u32 %7, %20, %27, %7;\n\t"
-        "madc.hi.cc.u32 %8, %20, %27, %8;\n\t"
-        "madc.lo.cc.u32 %9, %22, %27, %9;\n\t"
-        "madc.hi.cc.u32 %10, %22, %27, %10;\n\t"
-        "addc.u32 %11, 0, 0;\n\t"
-        "mad.lo.cc.u32 %4, %17, %27, %4;\n\t"
-        "madc.hi.cc.u32 %5, %17, %27, %5;\n\t"
-        "madc.lo.cc.u32 %6, %19, %27, %6;\n\t"
-        "madc.hi.cc.u32 %7, %19, %27, %7;\n\t"
-        "madc.lo.cc.u32 %8, %21, %27, %8;\n\t"
-        "madc.hi.cc.u32 %9, %21, %27, %9;\n\t"
-        "madc.lo.cc.u32 %10, %23, %27, %10;\n\t"
-        "madc.hi.u32 %11, %23, %27, %11;\n\t"
-        "mad.lo.cc.u32 %4, %16, %28, %4;\n\t"
-        "madc.hi.cc.u32 %5, %16, %28, %5;\n\t"
-        "madc.lo.cc.u32 %6, %18, %28, %6;\n\t"
-        "madc.hi.cc.u32 %7, %18, %28, %7;\n\t"
-        "madc.lo.cc.u32 %8, %20, %28, %8;\n\t"
-        "madc.hi.cc.u32 %9, %20, %28, %9;\n\t"
-        "madc.lo.cc.u32 %10, %22, %28, %10;\n\t"
-        "madc.hi.cc.u32 %11, %22, %28, %11;\n\t"
-        "addc.u32 %12, 0, 0;\n\t"
-        "mad.lo.cc.u32 %5, %17, %28, %5;\n\t"
-        "madc.hi.cc.u32 %6, %17, %28, %6;\n\t"
-        "madc.lo.cc.u32 %7, %19, %28, %7;\n\t"
-        "madc.hi.cc.u32 %8, %19, %28, %8;\n\t"
-        "madc.lo.cc.u32 %9, %21, %28, %9;\n\t"
-        "madc.hi.cc.u32 %10, %21, %28, %10;\n\t"
-        "madc.lo.cc.u32 %11, %23, %28, %11;\n\t"
-        "madc.hi.u32 %12, %23, %28, %12;\n\t"
-        "mad.lo.cc.u32 %5, %16, %29, %5;\n\t"
-        "madc.hi.cc.u32 %6, %16, %29, %6;\n\t"
-        "madc.lo.cc.u32 %7, %18, %29, %7;\n\t"
-        "madc.hi.cc.u32 %8, %18, %29, %8;\n\t"
-        "madc.lo.cc.u32 %9, %20, %29, %9;\n\t"
-        "madc.hi.cc.u32 %10, %20, %29, %10;\n\t"
-        "madc.lo.cc.u32 %11, %22, %29, %11;\n\t"
-        "madc.hi.cc.u32 %12, %22, %29, %12;\n\t"
-        "addc.u32 %13, 0, 0;\n\t"
-        "mad.lo.cc.u32 %6, %17, %29, %6;\n\t"
-        "madc.hi.cc.u32 %7, %17, %29, %7;\n\t"
-        "madc.lo.cc.u32 %8, %19, %29, %8;\n\t"
-        "madc.hi.cc.u32 %9, %19, %29, %9;\n\t"
-        "madc.lo.cc.u32 %10, %21, %29, %10;\n\t"
-        "madc.hi.cc.u32 %11, %21, %29, %11;\n\t"
-        "madc.lo.cc.u32 %12, %23, %29, %12;\n\t"
-        "madc.hi.u32 %13, %23, %29, %13;\n\t"
-        "mad.lo.cc.u32 %6, %16, %30, %6;\n\t"
-        "madc.hi.cc.u32 %7, %16, %30, %7;\n\t"
-        "madc.lo.cc.u32 %8, %18, %30, %8;\n\t"
-        "madc.hi.cc.u32 %9, %18, %30, %9;\n\t"
-        "madc.lo.cc.u32 %10, %20, %30, %10;\n\t"
-        "madc.hi.cc.u32 %11, %20, %30, %11;\n\t"
-        "madc.lo.cc.u32 %12, %22, %30, %12;\n\t"
-        "madc.hi.cc.u32 %13, %22, %30, %13;\n\t"
-        "addc.u32 %14, 0, 0;\n\t"
-        "mad.lo.cc.u32 %7, %17, %30, %7;\n\t"
-        "madc.hi.cc.u32 %8, %17, %30, %8;\n\t"
-        "madc.lo.cc.u32 %9, %19, %30, %9;\n\t"
-        "madc.hi.cc.u32 %10, %19, %30, %10;\n\t"
-        "madc.lo.cc.u32 %11, %21, %30, %11;\n\t"
-        "madc.hi.cc.u32 %12, %21, %30, %12;\n\t"
-        "madc.lo.cc.u32 %13, %23, %30, %13;\n\t"
-        "madc.hi.u32 %14, %23, %30, %14;\n\t"
-        "mad.lo.cc.u32 %7, %16, %31, %7;\n\t"
-        "madc.hi.cc.u32 %8, %16, %31, %8;\n\t"
-        "madc.lo.cc.u32 %9, %18, %31, %9;\n\t"
-        "madc.hi.cc.u32 %10, %18, %31, %10;\n\t"
-        "madc.lo.cc.u32 %11, %20, %31, %11;\n\t"
-        "madc.hi.cc.u32 %12, %20, %31, %12;\n\t"
-        "madc.lo.cc.u32 %13, %22, %31, %13;\n\t"
-        "madc.hi.cc.u32 %14, %22, %31, %14;\n\t"
-        "addc.u32 %15, 0, 0;\n\t"
-        "mad.lo.cc.u32 %8, %17, %31, %8;\n\t"
-        "madc.hi.cc.u32 %9, %17, %31, %9;\n\t"
-        "madc.lo.cc.u32 %10, %19, %31, %10;\n\t"
-        "madc.hi.cc.u32 %11, %19, %31, %11;\n\t"
-        "madc.lo.cc.u32 %12, %21, %31, %12;\n\t"
-        "madc.hi.cc.u32 %13, %21, %31, %13;\n\t"
-        "madc.lo.cc.u32 %14, %23, %31, %14;\n\t"
-        "madc.hi.u32 %15, %23, %31, %15;\n\t"
-        "}\n\t"
-        : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7]), "=&r"(r[8]), "=&r"(r[9]), "=&r"(r[10]), "=&r"(r[11]), "=&r"(r[12]), "=&r"(r[13]), "=&r"(r[14]), "=&r"(r[15])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
-#else
-    u32 cf = 0;
-    (void)cf;
-    { const u64 w_ = u64(u32(u64(a[0]) * b[0])); r[0] = u32(w_); }
-    { const u64 w_ = ((u64(a[0]) * b[0]) >> 32); r[1] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[0])); r[2] = u32(w_); }
-    { const u64 w_ = ((u64(a[2]) * b[0]) >> 32); r[3] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[0])); r[4] = u32(w_); }
-    { const u64 w_ = ((u64(a[4]) * b[0]) >> 32); r[5] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[0])); r[6] = u32(w_); }
-    { const u64 w_ = ((u64(a[6]) * b[0]) >> 32); r[7] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[0])) + r[1]; r[1] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[0]) >> 32) + r[2] + cf; r[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[0])) + r[3] + cf; r[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[0]) >> 32) + r[4] + cf; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[0])) + r[5] + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[0]) >> 32) + r[6] + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[0])) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[0]) >> 32) + u32(0u) + cf; r[8] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[1])) + r[1]; r[1] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[1]) >> 32) + r[2] + cf; r[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[1])) + r[3] + cf; r[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[1]) >> 32) + r[4] + cf; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[1])) + r[5] + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[1]) >> 32) + r[6] + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[1])) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[1]) >> 32) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; r[9] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[1])) + r[2]; r[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[1]) >> 32) + r[3] + cf; r[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[1])) + r[4] + cf; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[1]) >> 32) + r[5] + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[1])) + r[6] + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[1]) >> 32) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[1])) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[1]) >> 32) + r[9] + cf; r[9] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[2])) + r[2]; r[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[2]) >> 32) + r[3] + cf; r[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[2])) + r[4] + cf; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[2]) >> 32) + r[5] + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[2])) + r[6] + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[2]) >> 32) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[2])) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[2]) >> 32) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; r[10] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[2])) + r[3]; r[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[2]) >> 32) + r[4] + cf; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[2])) + r[5] + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[2]) >> 32) + r[6] + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[2])) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[2]) >> 32) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[2])) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[2]) >> 32) + r[10] + cf; r[10] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[3])) + r[3]; r[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[3]) >> 32) + r[4] + cf; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[3])) + r[5] + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[3]) >> 32) + r[6] + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[3])) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[3]) >> 32) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[3])) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[3]) >> 32) + r[10] + cf; r[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; r[11] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[3])) + r[4]; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[3]) >> 32) + r[5] + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[3])) + r[6] + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[3]) >> 32) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[3])) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[3]) >> 32) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[3])) + r[10] + cf; r[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[3]) >> 32) + r[11] + cf; r[11] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[4])) + r[4]; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[4]) >> 32) + r[5] + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[4])) + r[6] + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[4]) >> 32) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[4])) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[4]) >> 32) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[4])) + r[10] + cf; r[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[4]) >> 32) + r[11] + cf; r[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; r[12] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[4])) + r[5]; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[4]) >> 32) + r[6] + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[4])) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[4]) >> 32) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[4])) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[4]) >> 32) + r[10] + cf; r[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[4])) + r[11] + cf; r[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[4]) >> 32) + r[12] + cf; r[12] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[5])) + r[5]; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[5]) >> 32) + r[6] + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[5])) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[5]) >> 32) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[5])) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[5]) >> 32) + r[10] + cf; r[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[5])) + r[11] + cf; r[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[5]) >> 32) + r[12] + cf; r[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; r[13] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[5])) + r[6]; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[5]) >> 32) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[5])) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[5]) >> 32) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[5])) + r[10] + cf; r[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[5]) >> 32) + r[11] + cf; r[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[5])) + r[12] + cf; r[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[5]) >> 32) + r[13] + cf; r[13] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[6])) + r[6]; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[6]) >> 32) + r[7] + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[6])) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[6]) >> 32) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[6])) + r[10] + cf; r[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[6]) >> 32) + r[11] + cf; r[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[6])) + r[12] + cf; r[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[6]) >> 32) + r[13] + cf; r[13] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; r[14] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[6])) + r[7]; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[6]) >> 32) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[6])) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[6]) >> 32) + r[10] + cf; r[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[6])) + r[11] + cf; r[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[6]) >> 32) + r[12] + cf; r[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[6])) + r[13] + cf; r[13] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[6]) >> 32) + r[14] + cf; r[14] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[7])) + r[7]; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[7]) >> 32) + r[8] + cf; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[7])) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[7]) >> 32) + r[10] + cf; r[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[7])) + r[11] + cf; r[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[7]) >> 32) + r[12] + cf; r[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[7])) + r[13] + cf; r[13] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[7]) >> 32) + r[14] + cf; r[14] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; r[15] = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[7])) + r[8]; r[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[7]) >> 32) + r[9] + cf; r[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[7])) + r[10] + cf; r[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[7]) >> 32) + r[11] + cf; r[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[7])) + r[12] + cf; r[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[7]) >> 32) + r[13] + cf; r[13] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[7])) + r[14] + cf; r[14] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[7]) >> 32) + r[15] + cf; r[15] = u32(w_); }
 #endif
 }
 

@@ -16,8 +16,9 @@ the sequence relies on (a non-.cc add that would drop a carry fails).
 
 Primitives (inputs and outputs "weakly reduced": any value < 2^256; the
 result is congruent mod p to the exact one):
-  mul   r = a * b          product rows as even/odd mad.lo/madc.hi pairs (one
-                           IMAD.WIDE.U32 with carries each), then two folds
+  mul   r = a * b          product rows as mad.lo/madc.hi pairs (one
+                           IMAD.WIDE.U32 with carries each) on even-aligned
+                           register pairs in two accumulators, then two folds
                            with 2^256 = 2^32 + 977 (mod p) and a final one
   sqr   r = a * a          cross products once, doubled, plus the squares
   add   r = a + b          256-bit add, the carry folded back twice
@@ -25,7 +26,6 @@ result is congruent mod p to the exact one):
   half  r = a / 2          a + (p if a is odd), shifted right by one
   scmul r = a * b mod n    the product, three folds with 2^256 = 2^256 - n
                            (mod n), one conditional subtraction: fully reduced
-  prod  t = a * b          the 512-bit product alone
 
 Usage: scripts/gen-fe32.py [--check-only | --verify-header]
   (FE32_TRIALS sets the random trials per primitive, default 30000)
@@ -44,34 +44,55 @@ NN = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 # programs: lists of (opcode, dest, src...) over named 32-bit registers;
 # sources are register names or decimal/hex literals
 # ---------------------------------------------------------------------------
-def product_rows(a, b, t, square=False):
-    """t[0..15] = a * b. Row i adds a * b_i: the even limbs of a as one carry
-    chain of (lo, hi) pairs over t[i..i+8), the odd limbs as a second chain
-    over t[i+1..i+9). A (mad.lo.cc, madc.hi.cc) pair on the same operands is
-    one IMAD.WIDE.U32 with carry in and out in SASS."""
+def product_rows_aligned(a, b, t):
+    """t[0..15] = a * b with every (lo, hi) pair on an even-aligned register
+    pair, so that ptxas needs no moves to feed IMAD.WIDE's 64-bit addend: row i
+    adds the limbs a_j with j = i (mod 2) into A (pairs at even positions i + j)
+    and the others into B, kept shifted down one limb (B'[k] = B[k + 1], pairs
+    again at even k). Then t = A + B' 2^32. A (mad.lo.cc, madc.hi.cc) pair on
+    the same operands is one IMAD.WIDE.U32 with carry in and out in SASS. Each
+    accumulator holds part of rows 0..i, so it is < 2^(32 (i + 9)) and its
+    carries stop where stated (the emulator checks every one)."""
     p = []
-    for j in range(0, 8, 2):
-        p.append(("mul.lo.u32", f"{t}{j}", f"{a}{j}", f"{b}0"))
-        p.append(("mul.hi.u32", f"{t}{j + 1}", f"{a}{j}", f"{b}0"))
-    for k, j in enumerate(range(1, 8, 2)):
-        op_lo = "mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32"
-        p.append((op_lo, f"{t}{j}", f"{a}{j}", f"{b}0", f"{t}{j}"))
-        last = j == 7
-        p.append(("madc.hi.u32" if last else "madc.hi.cc.u32", f"{t}{j + 1}", f"{a}{j}", f"{b}0",
-                  "0" if last else f"{t}{j + 1}"))
-    for i in range(1, 8):
-        for k, j in enumerate(range(0, 8, 2)):
-            p.append(("mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32", f"{t}{i + j}", f"{a}{j}", f"{b}{i}",
-                      f"{t}{i + j}"))
-            p.append(("madc.hi.cc.u32", f"{t}{i + j + 1}", f"{a}{j}", f"{b}{i}", f"{t}{i + j + 1}"))
-        p.append(("addc.u32", f"{t}{i + 8}", "0", "0"))
-        for k, j in enumerate(range(1, 8, 2)):
-            p.append(("mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32", f"{t}{i + j}", f"{a}{j}", f"{b}{i}",
-                      f"{t}{i + j}"))
-            last = j == 7
-            # after row i the sum is < 2^(32 (i + 9)): no carry out of t[i+8]
-            p.append(("madc.hi.u32" if last else "madc.hi.cc.u32", f"{t}{i + j + 1}", f"{a}{j}", f"{b}{i}",
-                      f"{t}{i + j + 1}"))
+    A = [f"{t}{k}" for k in range(16)]
+    B = [f"q{k}" for k in range(15)]
+    tops = {"A": -1, "B": -1}
+
+    def chain(acc, name, pairs, bound, b_i):
+        # pairs: (j, position of lo) in order; bound: highest limb the sum may use
+        top = tops[name]
+        if all(pos > top for _, pos in pairs):  # disjoint plain products
+            for j, pos in pairs:
+                p.append(("mul.lo.u32", acc[pos], f"{a}{j}", b_i))
+                p.append(("mul.hi.u32", acc[pos + 1], f"{a}{j}", b_i))
+            tops[name] = max(top, pairs[-1][1] + 1)
+            return
+        for k, (j, pos) in enumerate(pairs):
+            lo_add = acc[pos] if pos <= top else "0"
+            hi_add = acc[pos + 1] if pos + 1 <= top else "0"
+            last = k == len(pairs) - 1
+            p.append(("mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32", acc[pos], f"{a}{j}", b_i, lo_add))
+            final = last and pos + 1 == bound
+            p.append(("madc.hi.u32" if final else "madc.hi.cc.u32", acc[pos + 1], f"{a}{j}", b_i, hi_add))
+        last_hi = pairs[-1][1] + 1
+        if last_hi < bound:
+            assert last_hi + 1 > top, "the carry limb must be fresh"
+            p.append(("addc.u32", acc[last_hi + 1], "0", "0"))
+            tops[name] = last_hi + 1
+        else:
+            tops[name] = max(top, last_hi)
+
+    for i in range(8):
+        same = [j for j in range(8) if j % 2 == i % 2]
+        other = [j for j in range(8) if j % 2 != i % 2]
+        chain(A, "A", [(j, i + j) for j in same], i + 8, f"{b}{i}")
+        chain(B, "B", [(j, i + j - 1) for j in other], i + 7, f"{b}{i}")
+    assert tops["A"] == 15 and tops["B"] == 14, tops
+    # t = A + B' 2^32
+    p.append(("add.cc.u32", A[1], A[1], B[0]))
+    for k in range(2, 15):
+        p.append(("addc.cc.u32", A[k], A[k], B[k - 1]))
+    p.append(("addc.u32", A[15], A[15], B[14]))
     return p
 
 
@@ -164,7 +185,7 @@ def reduce_rows(t, r):
 
 def mul_rows(A, B, T):
     """T[0..len(A)+len(B)) = A * B for operand lists (registers or
-    constants), as the even/odd pair chains of product_rows for any sizes.
+    constants), as chains of (lo, hi) pairs for any sizes.
     Row i touches limbs up to i + len(A), a fresh one: the chain without
     a[-1] runs first and its carry opens that limb; the chain with a[-1] ends
     there. After row i the sum is < 2^(32 (len(A) + i + 1)): no carry leaves."""
@@ -269,19 +290,15 @@ def sc_reduce_rows(t, r):
 
 
 def sc_mul_program():
-    return product_rows("a", "b", "t") + sc_reduce_rows("t", "r")
+    return product_rows_aligned("a", "b", "t") + sc_reduce_rows("t", "r")
 
 
 def mul_program():
-    return product_rows("a", "b", "t") + reduce_rows("t", "r")
+    return product_rows_aligned("a", "b", "t") + reduce_rows("t", "r")
 
 
 def sqr_program():
     return square_rows("a", "t") + reduce_rows("t", "r")
-
-
-def prod_program():
-    return product_rows("a", "b", "r")
 
 
 def add_program():
@@ -412,7 +429,7 @@ def check(trials=int(__import__("os").environ.get("FE32_TRIALS", "30000"))):
     top = (1 << 256) - 1
     special = [0, 1, 2, top, top - 1, NN, NN - 1, NN + 1, P, P - 1, P + 1, P + 977, top - C, top - C + 1, 1 << 255, (1 << 255) - 1,
                MASK, top ^ MASK, C, C - 1, 2 * P - top, (top // 2) + 1]
-    progs = {"mul": mul_program(), "sqr": sqr_program(), "prod": prod_program(), "add": add_program(),
+    progs = {"mul": mul_program(), "sqr": sqr_program(), "add": add_program(),
              "sub": sub_program(), "half": half_program(), "scmul": sc_mul_program()}
     n = len(special)
     for t in range(trials):
@@ -426,8 +443,6 @@ def check(trials=int(__import__("os").environ.get("FE32_TRIALS", "30000"))):
         assert r < 1 << 256 and r % P == a * b % P, ("mul", hex(a), hex(b))
         r = join(run(progs["sqr"], a=a), "r")
         assert r < 1 << 256 and r % P == a * a % P, ("sqr", hex(a))
-        r = join(run(progs["prod"], a=a, b=b), "r", 16)
-        assert r == a * b, ("prod", hex(a), hex(b))
         r = join(run(progs["add"], a=a, b=b), "r")
         assert r < 1 << 256 and r % P == (a + b) % P, ("add", hex(a), hex(b))
         r = join(run(progs["sub"], a=a, b=b), "r")
@@ -562,8 +577,6 @@ SPECS = [
     ("fe32_half_limbs", half_program, [("a", 8)], [("r", 8)], "r = a / 2 (mod p), weakly reduced"),
     ("sc32_mul_limbs", sc_mul_program, [("a", 8), ("b", 8)], [("r", 8)],
      "r = a * b (mod n), fully reduced (< n) for any 256-bit inputs"),
-    ("mul_256x256_limbs", prod_program, [("a", 8), ("b", 8)], [("r", 16)],
-     "r = a * b exactly (512 bits, 16 limbs)"),
 ]
 
 HEADER = """// GENERATED by scripts/gen-fe32.py -- do not edit; edit the generator.
