@@ -802,7 +802,7 @@ SV_HD void fe32_add_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
 SV_HD void fe32_sub_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
 #if defined(__CUDA_ARCH__)
     asm("{\n\t"
-        ".reg .u32 m, k, c;\n\t"
+        ".reg .u32 c, k, d;\n\t"
         "sub.cc.u32 %0, %8, %16;\n\t"
         "subc.cc.u32 %1, %9, %17;\n\t"
         "subc.cc.u32 %2, %10, %18;\n\t"
@@ -811,22 +811,22 @@ SV_HD void fe32_sub_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "subc.cc.u32 %5, %13, %21;\n\t"
         "subc.cc.u32 %6, %14, %22;\n\t"
         "subc.cc.u32 %7, %15, %23;\n\t"
-        "subc.u32 m, 0, 0;\n\t"
-        "and.b32 k, m, 977;\n\t"
-        "and.b32 c, m, 1;\n\t"
+        "subc.u32 c, 0, 0;\n\t"
+        "and.b32 k, c, 977;\n\t"
+        "and.b32 d, c, 1;\n\t"
         "sub.cc.u32 %0, %0, k;\n\t"
-        "subc.cc.u32 %1, %1, c;\n\t"
+        "subc.cc.u32 %1, %1, d;\n\t"
         "subc.cc.u32 %2, %2, 0;\n\t"
         "subc.cc.u32 %3, %3, 0;\n\t"
         "subc.cc.u32 %4, %4, 0;\n\t"
         "subc.cc.u32 %5, %5, 0;\n\t"
         "subc.cc.u32 %6, %6, 0;\n\t"
         "subc.cc.u32 %7, %7, 0;\n\t"
-        "subc.u32 m, 0, 0;\n\t"
-        "and.b32 k, m, 977;\n\t"
-        "and.b32 c, m, 1;\n\t"
+        "subc.u32 c, 0, 0;\n\t"
+        "and.b32 k, c, 977;\n\t"
+        "and.b32 d, c, 1;\n\t"
         "sub.cc.u32 %0, %0, k;\n\t"
-        "subc.cc.u32 %1, %1, c;\n\t"
+        "subc.cc.u32 %1, %1, d;\n\t"
         "subc.cc.u32 %2, %2, 0;\n\t"
         "subc.cc.u32 %3, %3, 0;\n\t"
         "subc.cc.u32 %4, %4, 0;\n\t"
@@ -837,7 +837,7 @@ SV_HD void fe32_sub_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
 #else
-    u32 m, k, c;
+    u32 c, k, d;
     u32 cf = 0;
     (void)cf;
     { const u64 w_ = u64(a[0]) - b[0]; r[0] = u32(w_); cf = u32(w_ >> 63); }
@@ -848,22 +848,22 @@ SV_HD void fe32_sub_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(a[5]) - b[5] - cf; r[5] = u32(w_); cf = u32(w_ >> 63); }
     { const u64 w_ = u64(a[6]) - b[6] - cf; r[6] = u32(w_); cf = u32(w_ >> 63); }
     { const u64 w_ = u64(a[7]) - b[7] - cf; r[7] = u32(w_); cf = u32(w_ >> 63); }
-    { const u64 w_ = u64(u32(0u)) - u32(0u) - cf; m = u32(w_); }
-    { const u64 w_ = u64(m & u32(977u)); k = u32(w_); }
-    { const u64 w_ = u64(m & u32(1u)); c = u32(w_); }
+    { const u64 w_ = u64(u32(0u)) - u32(0u) - cf; c = u32(w_); }
+    { const u64 w_ = u64(c & u32(977u)); k = u32(w_); }
+    { const u64 w_ = u64(c & u32(1u)); d = u32(w_); }
     { const u64 w_ = u64(r[0]) - k; r[0] = u32(w_); cf = u32(w_ >> 63); }
-    { const u64 w_ = u64(r[1]) - c - cf; r[1] = u32(w_); cf = u32(w_ >> 63); }
+    { const u64 w_ = u64(r[1]) - d - cf; r[1] = u32(w_); cf = u32(w_ >> 63); }
     { const u64 w_ = u64(r[2]) - u32(0u) - cf; r[2] = u32(w_); cf = u32(w_ >> 63); }
     { const u64 w_ = u64(r[3]) - u32(0u) - cf; r[3] = u32(w_); cf = u32(w_ >> 63); }
     { const u64 w_ = u64(r[4]) - u32(0u) - cf; r[4] = u32(w_); cf = u32(w_ >> 63); }
     { const u64 w_ = u64(r[5]) - u32(0u) - cf; r[5] = u32(w_); cf = u32(w_ >> 63); }
     { const u64 w_ = u64(r[6]) - u32(0u) - cf; r[6] = u32(w_); cf = u32(w_ >> 63); }
     { const u64 w_ = u64(r[7]) - u32(0u) - cf; r[7] = u32(w_); cf = u32(w_ >> 63); }
-    { const u64 w_ = u64(u32(0u)) - u32(0u) - cf; m = u32(w_); }
-    { const u64 w_ = u64(m & u32(977u)); k = u32(w_); }
-    { const u64 w_ = u64(m & u32(1u)); c = u32(w_); }
+    { const u64 w_ = u64(u32(0u)) - u32(0u) - cf; c = u32(w_); }
+    { const u64 w_ = u64(c & u32(977u)); k = u32(w_); }
+    { const u64 w_ = u64(c & u32(1u)); d = u32(w_); }
     { const u64 w_ = u64(r[0]) - k; r[0] = u32(w_); cf = u32(w_ >> 63); }
-    { const u64 w_ = u64(r[1]) - c - cf; r[1] = u32(w_); cf = u32(w_ >> 63); }
+    { const u64 w_ = u64(r[1]) - d - cf; r[1] = u32(w_); cf = u32(w_ >> 63); }
     { const u64 w_ = u64(r[2]) - u32(0u) - cf; r[2] = u32(w_); cf = u32(w_ >> 63); }
     { const u64 w_ = u64(r[3]) - u32(0u) - cf; r[3] = u32(w_); cf = u32(w_ >> 63); }
     { const u64 w_ = u64(r[4]) - u32(0u) - cf; r[4] = u32(w_); cf = u32(w_ >> 63); }

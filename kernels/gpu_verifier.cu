@@ -29,8 +29,8 @@ namespace k = sigverify::kernels;
 constexpr int kMaxThreadsPerBlock = 256;
 // Minimum resident blocks of kMaxThreadsPerBlock per SM asked of ptxas
 // (caps registers at 65536 / (256 * this)). Kernel v1: 2 (128 registers)
-// measured 1.37x faster than 1 (214). Kernel v2: 1 (no cap, 255 registers,
-// no spills) measured 5% faster than 2 (128 registers, 2.3 KB of spills): its
+// measured 1.37x faster than 1 (214). Kernel v2: 1 (no cap; 178 registers,
+// no spills); 2 (128 registers, 2.3 KB of spills) measured 5% slower, and its
 // occupancy is bounded by the per-thread shared memory (2 blocks of 128
 // threads per SM) either way (BENCHMARKS.md, machine B).
 #ifndef SV_MIN_BLOCKS_PER_SM
@@ -243,11 +243,9 @@ struct DeviceVerifier::Impl {
         timing.kernel_ms += ms;
         const std::size_t rec = wire::record_size(rows.kind);
         for (std::size_t i = 0; i < l.count; ++i) {
-            bool ok = l.h_verdicts[i] == k::kVerdictValid;
-            if (l.h_verdicts[i] == k::kVerdictRecheck) {  // a special case of the uniform ladder
-                ok = k::verify_record_v1(rows.row(l.first + i), rows.kind, rows.encoding);
-                ++timing.rechecked;
-            }
+            const std::uint8_t verdict = l.h_verdicts[i];
+            if (verdict == k::kVerdictRecheck) ++timing.rechecked;  // a special case of the uniform ladder
+            const bool ok = k::resolve_verdict32(verdict, rows.row(l.first + i), rows.kind, rows.encoding);
             if (ok) {
                 ++c.valid;
             } else {

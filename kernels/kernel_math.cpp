@@ -82,10 +82,14 @@ bool verify_record_v1(const std::uint8_t* record, wire::RecordKind kind, wire::S
     return schnorr_verify_record(record, tab);
 }
 
+bool resolve_verdict32(std::uint8_t verdict, const std::uint8_t* record, wire::RecordKind kind,
+                       wire::SigEncoding encoding) {
+    if (verdict == kVerdictRecheck) return verify_record_v1(record, kind, encoding);
+    return verdict == kVerdictValid;
+}
+
 bool verify_record(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
-    const std::uint8_t v = verify_record32(record, kind, encoding);
-    if (v == kVerdictRecheck) return verify_record_v1(record, kind, encoding);
-    return v == kVerdictValid;
+    return resolve_verdict32(verify_record32(record, kind, encoding), record, kind, encoding);
 }
 
 HostCounts verify_range(const wire::RowSpan& rows, std::size_t begin, std::size_t end,

@@ -36,6 +36,11 @@ std::uint8_t verify_record32(const std::uint8_t* record, wire::RecordKind kind, 
 // Kernel v1's verdict (the exact path that resolves kVerdictRecheck).
 bool verify_record_v1(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
 
+// The one rule that turns a kernel v2 verdict (host or GPU) into valid /
+// invalid: kVerdictRecheck is decided by kernel v1's exact math on the record.
+bool resolve_verdict32(std::uint8_t verdict, const std::uint8_t* record, wire::RecordKind kind,
+                       wire::SigEncoding encoding);
+
 // Verdict for one record (EcdsaRecord or SchnorrRecord bytes): kernel v2,
 // with rechecks resolved by kernel v1.
 bool verify_record(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
