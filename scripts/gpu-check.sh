@@ -55,7 +55,7 @@ DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v1 regcap2}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
-# Kernel variants against the default build (kernel v2, 182 registers, no cap):
+# Kernel variants against the default build (kernel v2, 178 registers, no cap):
 declare -A VDEFS=(
     [v1]="-DSV_KERNEL_V1"                          # kernel v1 (wNAF, 64-bit limbs), the old default
     [v1_regcap1]="-DSV_KERNEL_V1 -DSV_MIN_BLOCKS_PER_SM=1"
