@@ -47,8 +47,12 @@ want="valid=$V invalid=$I"
 cmake -S "$SRC/tests/ops/consumer" -B "$T/cbuild" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$P" \
   > "$T/cmake.log" 2>&1 || { cat "$T/cmake.log"; fail "consumer: find_package(sigverify) configure"; }
 cmake --build "$T/cbuild" -j2 > "$T/cbuild.log" 2>&1 || { cat "$T/cbuild.log"; fail "consumer: CMake build"; }
-ldd "$T/cbuild/consumer_shared" | grep -q "$P/lib/libsigverify.so" || fail "consumer_shared does not use the installed libsigverify.so"
-! ldd "$T/cbuild/consumer_static" | grep -q libsigverify || fail "consumer_static links libsigverify dynamically"
+# ldd's output to files first: under pipefail, `ldd | grep -q` fails whenever
+# grep exits before ldd has written everything (SIGPIPE), a flake under load.
+ldd "$T/cbuild/consumer_shared" >"$T/ldd_shared.txt"
+ldd "$T/cbuild/consumer_static" >"$T/ldd_static.txt" || true  # "not a dynamic executable" exits 1
+grep -q "$P/lib/libsigverify.so" "$T/ldd_shared.txt" || fail "consumer_shared does not use the installed libsigverify.so"
+! grep -q libsigverify "$T/ldd_static.txt" || fail "consumer_static links libsigverify dynamically"
 runs=0
 for exe in consumer_shared consumer_static consumer_c; do
   got=$("$T/cbuild/$exe" "$RUN" "$T/e.rows") || fail "$exe failed"
