@@ -20,9 +20,12 @@ install(FILES ${PROJECT_SOURCE_DIR}/systemd/sigverifyd.conf DESTINATION ${CMAKE_
 install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # --- headers ------------------------------------------------------------------
-# client.hpp includes "shm_protocol/segment_layout.hpp" and "shm_protocol/wire_format.hpp";
+# client.hpp includes the ring ABI (segment_layout.hpp), what both sides compute over it
+# (segment_access.hpp: status texts, layout checks) and the row layouts (wire_format.hpp);
 # they go under include/sigverify/, which sigverify::wire (and sigverify.pc) add to the include path.
-install(FILES ${PROJECT_SOURCE_DIR}/shm_protocol/segment_layout.hpp ${PROJECT_SOURCE_DIR}/shm_protocol/wire_format.hpp
+# The daemon's submission validator (daemon/submission_checks.hpp) and fd_passing.hpp are not installed.
+install(FILES ${PROJECT_SOURCE_DIR}/shm_protocol/segment_layout.hpp ${PROJECT_SOURCE_DIR}/shm_protocol/segment_access.hpp
+  ${PROJECT_SOURCE_DIR}/shm_protocol/wire_format.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sigverify/shm_protocol)
 
 # --- CMake package ------------------------------------------------------------

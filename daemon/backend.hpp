@@ -15,7 +15,7 @@
 #include <string>
 
 #include "reference/reference_verifier.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/wire_format.hpp"
 
 namespace sigverify::daemon {

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <limits>
 
+#include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
 namespace sigverify::daemon {

@@ -23,6 +23,7 @@
 
 #include "daemon/mapping_guard.hpp"
 #include "daemon/self_test.hpp"
+#include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
 namespace sigverify::daemon {

@@ -18,6 +18,7 @@
 
 #include "daemon/mapping_guard.hpp"
 #include "daemon/scheduler.hpp"
+#include "daemon/submission_checks.hpp"
 #include "shm_protocol/doorbell.hpp"
 
 namespace bip = boost::interprocess;

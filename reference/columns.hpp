@@ -46,9 +46,10 @@ namespace sigverify::reference {
 
 class WorkerPool;
 
-constexpr std::size_t kMessageWidth = 32;
-constexpr std::size_t kSignatureWidth = 64;
-constexpr std::size_t key_width(RecordKind kind) { return kind == RecordKind::ecdsa ? 33 : 32; }
+// Column widths: defined once, next to the record layouts (wire_format.hpp).
+constexpr std::size_t kMessageWidth = wire::kColumnMessageWidth;
+constexpr std::size_t kSignatureWidth = wire::kColumnSignatureWidth;
+constexpr std::size_t key_width(RecordKind kind) { return wire::column_key_width(kind); }
 
 // Sizes of libbitcoin's correlate entries.
 constexpr std::size_t kEcdsaCorrelateSize = 6;

@@ -26,6 +26,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
 namespace sigverify::shm {

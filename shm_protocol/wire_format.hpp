@@ -189,6 +189,18 @@ inline std::optional<SigEncoding> parse_sig_encoding(std::string_view s) {
     return std::nullopt;
 }
 
+// Column tables (Opcode::verify_columns, libbitcoin's tables): the same record
+// fields, each in its own column of fixed width, row i at i * width.
+constexpr std::size_t kColumnMessageWidth = sizeof(EcdsaRecord::hash);
+constexpr std::size_t kColumnSignatureWidth = sizeof(EcdsaRecord::sig);
+constexpr std::size_t column_key_width(RecordKind kind) {
+    return kind == RecordKind::ecdsa ? sizeof(EcdsaRecord::point) : sizeof(SchnorrRecord::xonly);
+}
+static_assert(kColumnMessageWidth == sizeof(SchnorrRecord::hash) && kColumnSignatureWidth == sizeof(SchnorrRecord::sig));
+static_assert(kColumnMessageWidth + column_key_width(RecordKind::ecdsa) + kColumnSignatureWidth == kEcdsaRecordSize);
+static_assert(kColumnMessageWidth + column_key_width(RecordKind::schnorr) + kColumnSignatureWidth ==
+              kSchnorrRecordSize);
+
 // Decoded values of the canonical tails.
 constexpr std::uint32_t kBlockFkWriting = 0xFFFFFF;
 

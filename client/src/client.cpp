@@ -487,9 +487,9 @@ struct Client::Impl {
     };
     static ColumnPlacement place_columns(wire::RecordKind kind, std::size_t tail_size, std::uint64_t count) {
         ColumnPlacement p;
-        p.key = align_up(count * shm::kColumnMessageWidth);
-        p.signature = p.key + align_up(count * shm::column_key_width(kind));
-        p.correlate = p.signature + align_up(count * shm::kColumnSignatureWidth);
+        p.key = align_up(count * wire::kColumnMessageWidth);
+        p.signature = p.key + align_up(count * wire::column_key_width(kind));
+        p.correlate = p.signature + align_up(count * wire::kColumnSignatureWidth);
         p.results = p.correlate + align_up(count * tail_size);
         p.total = p.results + align_up(count);
         return p;
@@ -782,7 +782,7 @@ struct Client::Impl {
         if (n == 0) return total;
         const wire::SigEncoding enc =
             cols.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : cols.encoding;
-        const std::size_t key_width = shm::column_key_width(cols.kind);
+        const std::size_t key_width = wire::column_key_width(cols.kind);
         std::size_t chunk;
         {
             std::lock_guard lk(mu);
@@ -801,9 +801,9 @@ struct Client::Impl {
             c.encoding = enc;
             c.count = count;
             c.tail_size = tail;
-            c.message = cols.message + begin * shm::kColumnMessageWidth;
+            c.message = cols.message + begin * wire::kColumnMessageWidth;
             c.key = cols.key + begin * key_width;
-            c.signature = cols.signature + begin * shm::kColumnSignatureWidth;
+            c.signature = cols.signature + begin * wire::kColumnSignatureWidth;
             c.correlate = tail != 0 ? cols.correlate + begin * tail : nullptr;
             return c;
         };
@@ -812,10 +812,10 @@ struct Client::Impl {
             [&](std::size_t begin, std::size_t count, Batch& b, bool wait) {
                 const Status st = reserve_columns(cols.kind, tail, count, b, wait);
                 if (st != Status::ok) return st;
-                std::memcpy(b.rows, cols.message + begin * shm::kColumnMessageWidth, count * shm::kColumnMessageWidth);
+                std::memcpy(b.rows, cols.message + begin * wire::kColumnMessageWidth, count * wire::kColumnMessageWidth);
                 std::memcpy(b.key, cols.key + begin * key_width, count * key_width);
-                std::memcpy(b.signature, cols.signature + begin * shm::kColumnSignatureWidth,
-                            count * shm::kColumnSignatureWidth);
+                std::memcpy(b.signature, cols.signature + begin * wire::kColumnSignatureWidth,
+                            count * wire::kColumnSignatureWidth);
                 if (tail != 0) std::memcpy(b.correlate, cols.correlate + begin * tail, count * tail);
                 return st;
             },

@@ -14,6 +14,7 @@
 #include "batch_check.hpp"
 #include "daemon_fixture.hpp"
 #include "shm_protocol/doorbell.hpp"
+#include "shm_protocol/fd_passing.hpp"
 
 // --- allocation counter ------------------------------------------------------
 static std::atomic<std::uint64_t> g_allocations{0};
@@ -99,19 +100,7 @@ private:
         reply.protocol_version = shm::kProtocolVersion;
         reply.segment_size = l.segment_size;
         reply.epoch = kEpoch;
-        iovec iov{&reply, sizeof reply};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &mfd, sizeof mfd);
-        sendmsg(fd, &msg, MSG_NOSIGNAL);
+        shm::send_packet(fd, &reply, sizeof reply, mfd);
         close(mfd);
         shm::MappedAck ack{};
         recv(fd, &ack, sizeof ack, 0);

@@ -12,6 +12,9 @@
 #include "daemon_fixture.hpp"
 #include "reference/columns.hpp"
 #include "shm_protocol/doorbell.hpp"
+#include "shm_protocol/fd_passing.hpp"
+#include "shm_protocol/segment_access.hpp"
+#include "daemon/submission_checks.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
 using namespace sigverify;
@@ -111,16 +114,9 @@ struct RawSession {
     void send_raw(const void* p, std::size_t n) { (void)send(sock, p, n, MSG_NOSIGNAL); }
 
     bool recv_reply() {
-        iovec iov{&reply, sizeof reply};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        reply_bytes = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c))
-            if (c->cmsg_type == SCM_RIGHTS) std::memcpy(&seg_fd, CMSG_DATA(c), sizeof(int));
+        const shm::ReceivedPacket r = shm::receive_packet(sock, &reply, sizeof reply, shm::KeepDescriptor::first);
+        reply_bytes = r.bytes;
+        if (r.fd >= 0) seg_fd = r.fd;
         return reply_bytes == static_cast<ssize_t>(sizeof reply);
     }
 

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "daemon/submission_checks.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
 using namespace sigverify;

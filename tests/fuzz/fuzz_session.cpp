@@ -50,6 +50,9 @@
 #include "daemon/session.hpp"
 #include "reference/row_generator.hpp"
 #include "shm_protocol/doorbell.hpp"
+#include "shm_protocol/fd_passing.hpp"
+#include "shm_protocol/segment_access.hpp"
+#include "daemon/submission_checks.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
 using namespace sigverify;
@@ -127,56 +130,14 @@ void init_world() {
     }
 }
 
-bool send_packet(int fd, const void* p, std::size_t n, int pass_fd = -1) {
-    iovec iov{const_cast<void*>(p), n};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    if (pass_fd >= 0) {
-        std::memset(control, 0, sizeof control);
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-    }
-    return sendmsg(fd, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
-}
-
 // Receives the HelloReply and the descriptor passed with it (-1 when none).
 ssize_t recv_reply(int fd, shm::HelloReply& reply, int& seg_fd) {
-    seg_fd = -1;
     alignas(8) std::uint8_t buf[512];
-    iovec iov{buf, sizeof buf};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n;
-    do {
-        n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    } while (n < 0 && errno == EINTR);
-    int passed = 0;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (std::size_t i = 0; i < count; ++i) {
-                int f;
-                std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
-                if (seg_fd < 0) seg_fd = f;
-                else close(f);
-                ++passed;
-            }
-        }
-    }
-    FUZZ_CHECK(passed <= 1);  // the daemon passes at most the segment
-    if (n == static_cast<ssize_t>(sizeof reply)) std::memcpy(&reply, buf, sizeof reply);
-    return n;
+    const shm::ReceivedPacket r = shm::receive_packet(fd, buf, sizeof buf, shm::KeepDescriptor::first);
+    seg_fd = r.fd;
+    FUZZ_CHECK(r.fds_closed == 0);  // the daemon passes at most the segment
+    if (r.bytes == static_cast<ssize_t>(sizeof reply)) std::memcpy(&reply, buf, sizeof reply);
+    return r.bytes;
 }
 
 bool peer_closed(int fd, int ms) {
@@ -209,7 +170,7 @@ public:
         switch (how % 8) {
         case 5: {  // raw bytes of any length (including the right one)
             const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(0, 200));
-            if (!send_packet(sock_, bytes.data(), bytes.size())) return false;
+            if (!shm::send_packet(sock_, bytes.data(), bytes.size())) return false;
             break;
         }
         case 6:  // no hello at all: the peer closes
@@ -231,7 +192,7 @@ public:
             const auto name = in_.ConsumeBytes<char>(sizeof h.client_name);
             if (!name.empty()) std::memcpy(h.client_name, name.data(), name.size());
             const int pass = (how % 8) == 7 ? sock_ : -1;  // a hostile peer passing a descriptor
-            if (!send_packet(sock_, &h, sizeof h, pass)) return false;
+            if (!shm::send_packet(sock_, &h, sizeof h, pass)) return false;
             break;
         }
         }
@@ -282,20 +243,20 @@ public:
         const std::uint8_t ack_how = in_.ConsumeIntegral<std::uint8_t>() % 8;
         if (ack_how == 6) {
             shm::MappedAck ack{shm::kAckMagic, static_cast<std::uint32_t>(shm::Status::bad_segment)};
-            send_packet(sock_, &ack, sizeof ack);
+            shm::send_packet(sock_, &ack, sizeof ack);
             FUZZ_CHECK(peer_closed(sock_, 3000));
             return false;
         }
         if (ack_how == 7) {
             const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(0, 16));
-            send_packet(sock_, bytes.data(), bytes.size());
+            shm::send_packet(sock_, bytes.data(), bytes.size());
             if (bytes.size() == sizeof(shm::MappedAck) && std::memcmp(bytes.data(), "SVAK\0\0\0\0", 8) == 0)
                 return true;
             FUZZ_CHECK(peer_closed(sock_, 3000));
             return false;
         }
         shm::MappedAck ack{shm::kAckMagic, 0};
-        FUZZ_CHECK(send_packet(sock_, &ack, sizeof ack));
+        FUZZ_CHECK(shm::send_packet(sock_, &ack, sizeof ack));
         return true;
     }
 
@@ -323,7 +284,7 @@ public:
             case 9: scribble_header(); break;
             case 10: {  // a stray packet on the control socket after the handshake
                 const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(1, 32));
-                send_packet(sock_, bytes.data(), bytes.size());
+                shm::send_packet(sock_, bytes.data(), bytes.size());
                 break;
             }
             default:

@@ -21,6 +21,8 @@
 #include "batch_check.hpp"
 #include "daemon_fixture.hpp"
 #include "shm_protocol/doorbell.hpp"
+#include "shm_protocol/fd_passing.hpp"
+#include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
 using namespace sigverify;
@@ -150,16 +152,9 @@ struct Raw {
         shm::copy_text(hr.client_name, "raw-victim");
         if (send(sock, &hr, sizeof hr, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof hr)) return false;
         shm::HelloReply reply{};
-        iovec iov{&reply, sizeof reply};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != static_cast<ssize_t>(sizeof reply) || reply.status != 0) return false;
-        for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c))
-            if (c->cmsg_type == SCM_RIGHTS) std::memcpy(&seg_fd, CMSG_DATA(c), sizeof(int));
+        const shm::ReceivedPacket r = shm::receive_packet(sock, &reply, sizeof reply, shm::KeepDescriptor::first);
+        if (r.fd >= 0) seg_fd = r.fd;
+        if (r.bytes != static_cast<ssize_t>(sizeof reply) || reply.status != 0) return false;
         size = reply.segment_size;
         void* m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, seg_fd, 0);
         if (m == MAP_FAILED) return false;

@@ -33,6 +33,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/segment_layout.hpp"
 #include "shm_protocol/wire_format.hpp"
 

@@ -1,0 +1,157 @@
+// The daemon's validation of one submission entry from a client's ring.
+//
+// Every field of an entry is hostile: the reader copies the entry out of
+// shared memory and calls check_submission on the copy, which accepts it only
+// when every opcode/enum value is known, reserved bits are zero and every range
+// it names (rows, columns, results) lies inside the arena without overflow and
+// without a written range overlapping a read one. Daemon-only: not installed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shm_protocol/segment_access.hpp"
+#include "shm_protocol/segment_layout.hpp"
+#include "shm_protocol/wire_format.hpp"
+
+namespace sigverify::shm {
+
+// Validation of one submission (a copy, never the shared slot itself).
+// On success fills the checked values. All arithmetic is overflow-safe.
+struct CheckedSubmission {
+    Opcode opcode = Opcode::invalid;
+    wire::RecordKind kind = wire::RecordKind::ecdsa;
+    wire::SigEncoding encoding = wire::SigEncoding::opaque;
+    wire::Mode mode = wire::Mode::results;
+    std::uint8_t table = kTableUnspecified;
+    std::size_t key_size = 0;        // verify: row tail bytes; verify_columns: tail_size
+    std::uint64_t rows_offset = 0;   // verify: row 0; verify_columns: the message column
+    std::uint64_t results_offset = 0;
+    std::uint64_t row_count = 0;
+    std::uint64_t stride = 0;        // record + key_size (verify_columns: bytes per row over all columns)
+    std::uint64_t rows_bytes = 0;    // row_count * stride
+    // verify_columns only.
+    std::uint64_t key_offset = 0;
+    std::uint64_t signature_offset = 0;
+    std::uint64_t correlate_offset = 0;  // 0 when key_size (tail_size) is 0
+};
+
+namespace detail {
+// [offset, offset + count * width) inside [0, arena_size), without overflow;
+// count * width must be known not to overflow (count <= arena_size / width).
+constexpr bool range_in_arena(std::uint64_t offset, std::uint64_t count, std::uint64_t width,
+                              std::uint64_t arena_size) {
+    const std::uint64_t bytes = count * width;
+    return offset <= arena_size && bytes <= arena_size - offset;
+}
+// Two ranges already known to lie inside the arena (so the ends do not
+// overflow) overlap; empty ranges overlap nothing.
+constexpr bool ranges_overlap(std::uint64_t a, std::uint64_t a_bytes, std::uint64_t b, std::uint64_t b_bytes) {
+    return a_bytes != 0 && b_bytes != 0 && a < b + b_bytes && b < a + a_bytes;
+}
+}  // namespace detail
+
+inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_size, CheckedSubmission& out,
+                               std::uint32_t* detail_out = nullptr) {
+    CheckedSubmission c;
+    if (detail_out != nullptr) *detail_out = 0;
+    if (e.flags != 0) return Status::bad_entry;
+    const bool columns = e.opcode == static_cast<std::uint8_t>(Opcode::verify_columns);
+    if (!columns && !reserved_words_zero(e)) return Status::bad_entry;
+    if (e.opcode == static_cast<std::uint8_t>(Opcode::nop)) {
+        if (e.row_count != 0 || e.rows_offset != 0 || e.results_offset != 0) return Status::bad_entry;
+        c.opcode = Opcode::nop;
+        out = c;
+        return Status::ok;
+    }
+    if (e.opcode != static_cast<std::uint8_t>(Opcode::verify) && !columns) return Status::bad_entry;
+    c.opcode = columns ? Opcode::verify_columns : Opcode::verify;
+    if (e.record_kind > static_cast<std::uint8_t>(wire::RecordKind::schnorr)) return Status::bad_entry;
+    c.kind = static_cast<wire::RecordKind>(e.record_kind);
+    if (e.encoding > static_cast<std::uint8_t>(wire::SigEncoding::compact)) return Status::bad_entry;
+    if (c.kind == wire::RecordKind::schnorr && e.encoding != 0) return Status::bad_entry;
+    c.encoding = static_cast<wire::SigEncoding>(e.encoding);
+    if (e.mode > static_cast<std::uint8_t>(wire::Mode::collect)) return Status::bad_entry;
+    c.mode = static_cast<wire::Mode>(e.mode);
+    if (e.table != kTableUnspecified && e.table > static_cast<std::uint8_t>(wire::Table::threshold))
+        return Status::bad_entry;
+    if (e.table != kTableUnspecified &&
+        wire::record_kind(static_cast<wire::Table>(e.table)) != c.kind)
+        return Status::bad_entry;
+    c.table = e.table;
+    c.key_size = e.key_size;
+    c.stride = wire::stride(c.kind, c.key_size);
+    c.row_count = e.row_count;
+    c.rows_offset = e.rows_offset;
+    c.results_offset = e.results_offset;
+    if (columns) {
+        if (c.mode == wire::Mode::collect && c.results_offset != 0) return Status::bad_entry;
+        const ColumnOffsets o = column_offsets(e);
+        c.key_offset = o.key_offset;
+        c.signature_offset = o.signature_offset;
+        c.correlate_offset = o.correlate_offset;
+        const std::uint64_t tail = c.key_size;
+        if (tail == 0 && c.correlate_offset != 0) return Status::bad_entry;
+        auto range_error = [&](ColumnDetail d) {
+            if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(d);
+            return Status::bad_range;
+        };
+        // The bound also keeps every count * width below (see range_in_arena):
+        // each width is at most record + tail_size = stride.
+        if (c.row_count > arena_size / c.stride) return range_error(ColumnDetail::row_count);
+        c.rows_bytes = c.row_count * c.stride;
+        const std::uint64_t n = c.row_count;
+        const std::uint64_t key_width = wire::column_key_width(c.kind);
+        if (!detail::range_in_arena(c.rows_offset, n, wire::kColumnMessageWidth, arena_size))
+            return range_error(ColumnDetail::message);
+        if (!detail::range_in_arena(c.key_offset, n, key_width, arena_size)) return range_error(ColumnDetail::key);
+        if (!detail::range_in_arena(c.signature_offset, n, wire::kColumnSignatureWidth, arena_size))
+            return range_error(ColumnDetail::signature);
+        if (tail != 0 && !detail::range_in_arena(c.correlate_offset, n, tail, arena_size))
+            return range_error(ColumnDetail::correlate);
+        struct Range {
+            std::uint64_t offset, bytes;
+        };
+        const Range read[3] = {{c.rows_offset, n * wire::kColumnMessageWidth},
+                               {c.key_offset, n * key_width},
+                               {c.signature_offset, n * wire::kColumnSignatureWidth}};
+        const Range correlate{c.correlate_offset, n * tail};
+        if (c.mode == wire::Mode::results) {
+            if (!detail::range_in_arena(c.results_offset, n, 1, arena_size)) return range_error(ColumnDetail::results);
+            const Range results{c.results_offset, n};
+            for (const Range& r : read)
+                if (detail::ranges_overlap(results.offset, results.bytes, r.offset, r.bytes))
+                    return range_error(ColumnDetail::overlap);
+            if (detail::ranges_overlap(results.offset, results.bytes, correlate.offset, correlate.bytes))
+                return range_error(ColumnDetail::overlap);
+        } else {
+            for (const Range& r : read)
+                if (detail::ranges_overlap(correlate.offset, correlate.bytes, r.offset, r.bytes))
+                    return range_error(ColumnDetail::overlap);
+        }
+        out = c;
+        return Status::ok;
+    }
+    // rows: [rows_offset, rows_offset + row_count * stride) inside the arena
+    if (c.row_count > arena_size / c.stride) return Status::bad_range;
+    c.rows_bytes = c.row_count * c.stride;  // <= arena_size, no overflow
+    if (c.rows_offset > arena_size || c.rows_bytes > arena_size - c.rows_offset) return Status::bad_range;
+    if (c.mode == wire::Mode::results) {
+        // results: [results_offset, results_offset + row_count) inside the arena,
+        // not overlapping the rows
+        if (c.results_offset > arena_size || c.row_count > arena_size - c.results_offset)
+            return Status::bad_range;
+        if (c.row_count != 0) {
+            const std::uint64_t r0 = c.results_offset, r1 = c.results_offset + c.row_count;
+            const std::uint64_t w0 = c.rows_offset, w1 = c.rows_offset + c.rows_bytes;
+            if (r0 < w1 && w0 < r1) return Status::bad_range;
+        }
+    } else if (c.results_offset != 0) {
+        return Status::bad_entry;
+    }
+    out = c;
+    return Status::ok;
+}
+
+
+}  // namespace sigverify::shm
