@@ -237,7 +237,7 @@ struct Row {
 BatchResult daemon_round_trip(Client& c, const wire::RowSpan& src, std::uint8_t table, std::uint8_t* results,
                               bool zero_copy) {
     if (!zero_copy) return c.run(src, wire::Mode::results, results, table);
-    Batch b;
+    RowBatch b;
     Status st = c.reserve(src.kind, src.key_size, src.count, b);
     if (st != Status::ok) return BatchResult{st};
     std::memcpy(b.rows, src.data, src.size_bytes());

@@ -117,31 +117,52 @@ std::unique_ptr<Client> Client::connect(const ClientOptions& options) {
     return c;
 }
 
-Status Client::reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, Batch& batch,
+Status Client::reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, RowBatch& batch, bool wait) {
+    if (tail_size > wire::kMaxKeySize || static_cast<std::uint8_t>(kind) > 1) return Status::invalid_argument;
+    return impl_->reserve(kind, tail_size, count, batch, wait);
+}
+
+Status Client::reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, ColumnBatch& batch,
                                bool wait) {
     if (tail_size > wire::kMaxKeySize || static_cast<std::uint8_t>(kind) > 1) return Status::invalid_argument;
     return impl_->reserve_columns(kind, tail_size, count, batch, wait);
 }
 
-Status Client::reserve(wire::RecordKind kind, std::size_t key_size, std::size_t count, Batch& batch, bool wait) {
-    if (key_size > wire::kMaxKeySize || static_cast<std::uint8_t>(kind) > 1) return Status::invalid_argument;
-    return impl_->reserve(kind, key_size, count, batch, wait);
+namespace {
+bool bad_submit_enums(wire::Mode mode, wire::SigEncoding encoding) {
+    return static_cast<std::uint8_t>(mode) > 1 || static_cast<std::uint8_t>(encoding) > 1;
+}
+}  // namespace
+
+Status Client::submit(RowBatch& batch, wire::Mode mode, wire::SigEncoding encoding, std::uint8_t table) {
+    if (bad_submit_enums(mode, encoding)) return Status::invalid_argument;
+    return impl_->submit(detail::ref(batch), shm::Opcode::verify, mode, encoding, table, &batch.encoding);
 }
 
-Status Client::submit(Batch& batch, wire::Mode mode, wire::SigEncoding encoding, std::uint8_t table) {
-    if (static_cast<std::uint8_t>(mode) > 1 || static_cast<std::uint8_t>(encoding) > 1) return Status::invalid_argument;
-    return impl_->submit(batch, shm::Opcode::verify, mode, encoding, table);
+Status Client::submit(ColumnBatch& batch, wire::Mode mode, wire::SigEncoding encoding, std::uint8_t table) {
+    if (bad_submit_enums(mode, encoding)) return Status::invalid_argument;
+    return impl_->submit(detail::ref(batch), shm::Opcode::verify, mode, encoding, table, &batch.encoding);
 }
 
-BatchResult Client::wait(Batch& batch) { return impl_->wait(batch, true); }
+BatchResult Client::wait(RowBatch& batch) { return impl_->wait(detail::ref(batch), true); }
+BatchResult Client::wait(ColumnBatch& batch) { return impl_->wait(detail::ref(batch), true); }
 
-BatchResult Client::poll(Batch& batch) { return impl_->wait(batch, false); }
+BatchResult Client::poll(RowBatch& batch) { return impl_->wait(detail::ref(batch), false); }
+BatchResult Client::poll(ColumnBatch& batch) { return impl_->wait(detail::ref(batch), false); }
 
-void Client::release(Batch& batch) { impl_->release(batch); }
+void Client::release(RowBatch& batch) {
+    impl_->release(detail::ref(batch));
+    batch.generation = 0;
+}
 
-std::size_t Client::max_batch_rows(wire::RecordKind kind, std::size_t key_size) const {
+void Client::release(ColumnBatch& batch) {
+    impl_->release(detail::ref(batch));
+    batch.generation = 0;
+}
+
+std::size_t Client::max_batch_rows(wire::RecordKind kind, std::size_t tail_size) const {
     std::lock_guard lk(impl_->mu);
-    return impl_->live ? impl_->max_alloc_rows(kind, key_size) : 0;
+    return impl_->live ? impl_->max_alloc_rows(kind, tail_size) : 0;
 }
 
 std::size_t Client::max_column_batch_rows(wire::RecordKind kind, std::size_t tail_size) const {
@@ -153,12 +174,13 @@ std::size_t Client::max_column_batch_rows(wire::RecordKind kind, std::size_t tai
 
 Status Client::ping(std::uint64_t* rtt_ns) {
     const auto t0 = Clock::now();
-    Batch b;
+    RowBatch b;
     Status st = impl_->reserve(wire::RecordKind::ecdsa, 0, 0, b, true);
     if (st != Status::ok) return st;
-    st = impl_->submit(b, shm::Opcode::nop, wire::Mode::results, wire::SigEncoding::opaque, shm::kTableUnspecified);
-    const BatchResult r = impl_->wait_raw(b, true);
-    impl_->release(b);
+    st = impl_->submit(detail::ref(b), shm::Opcode::nop, wire::Mode::results, wire::SigEncoding::opaque,
+                       shm::kTableUnspecified, nullptr);
+    const BatchResult r = impl_->wait_raw(detail::ref(b), true);
+    impl_->release(detail::ref(b));
     if (st == Status::ok) st = r.status;
     if (rtt_ns != nullptr)
         *rtt_ns = static_cast<std::uint64_t>(

@@ -47,6 +47,17 @@ constexpr std::size_t kPipelineDepth = 4;      // copy API: submissions in fligh
 constexpr auto kSpinTime = std::chrono::microseconds(200);  // busy-poll before a futex sleep
 constexpr auto kReconnectInterval = std::chrono::milliseconds(500);
 
+// Which slot a RowBatch or ColumnBatch holds: (slot, generation), the
+// generation 0 when it holds none.
+struct SlotRef {
+    std::uint32_t slot = 0;
+    std::uint32_t generation = 0;
+};
+template <class B>
+SlotRef ref(const B& batch) {
+    return SlotRef{batch.slot, batch.generation};
+}
+
 inline std::uint64_t align_up(std::uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 // A status that means the daemon could not do the work (the local fallback
@@ -118,18 +129,23 @@ struct Client::Impl {
                                 std::uint32_t& index);
     std::uint64_t max_alloc_rows(wire::RecordKind kind, std::size_t tail_size) const;
     std::uint64_t max_alloc_column_rows(wire::RecordKind kind, std::size_t tail_size) const;
-    Status reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, Batch& b, bool wait);
-    Status reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, Batch& b, bool wait);
-    Slot* slot_of(const Batch& b);
-    Status submit(Batch& b, shm::Opcode opcode, wire::Mode mode, wire::SigEncoding enc, std::uint8_t table);
-    BatchResult wait_raw(Batch& b, bool block);   // no fallback
-    BatchResult wait(Batch& b, bool block);       // with the local fallback
-    void release(Batch& b);
+    Status reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, RowBatch& b, bool wait);
+    Status reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, ColumnBatch& b,
+                           bool wait);
+    Slot* slot_of(detail::SlotRef b);
+    // Submits a reserved batch; sets *encoding_out to the encoding sent (opaque
+    // for Schnorr) once the batch is known. A failed submission marks the
+    // slot done with its status, for wait to report.
+    Status submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mode, wire::SigEncoding enc, std::uint8_t table,
+                  wire::SigEncoding* encoding_out);
+    BatchResult wait_raw(detail::SlotRef b, bool block);  // no fallback
+    BatchResult wait(detail::SlotRef b, bool block);      // with the local fallback, in place in the arena
+    void release(detail::SlotRef b);
 
     // --- copy API (copy_api.cpp) ---------------------------------------------
     BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table);
     BatchResult run_columns(const Columns& cols, wire::Mode mode, std::uint8_t* results, std::uint8_t table);
-    template <class Fill, class CopyBack, class Local, class FallsBack>
+    template <class PieceBatch, class Fill, class CopyBack, class Local, class FallsBack>
     BatchResult pipeline(std::size_t n, std::size_t chunk, wire::Mode mode, wire::SigEncoding enc, std::uint8_t table,
                          Fill&& fill, CopyBack&& copy_back, Local&& local_run, FallsBack&& falls_back);
 };

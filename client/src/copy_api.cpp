@@ -27,12 +27,20 @@ using detail::kPipelineDepth;
 // ---------------------------------------------------------------------------
 // The pipeline shared by rows and columns
 // ---------------------------------------------------------------------------
-template <class Fill, class CopyBack, class Local, class FallsBack>
+// The pipeline of both copy APIs: pieces of at most `chunk` of the n rows,
+// up to kPipelineDepth in flight. fill(begin, count, batch, wait) reserves a
+// piece and copies the caller's input into it (reserve's status);
+// copy_back(begin, count, batch) copies a verified piece's output to the
+// caller; local_run(begin, count) verifies rows here, used with
+// fallback=local when the daemon fails a piece or `falls_back`(reserve's
+// status) says so. The caller has zeroed its results (fail closed).
+// PieceBatch is RowBatch or ColumnBatch.
+template <class PieceBatch, class Fill, class CopyBack, class Local, class FallsBack>
 BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode mode, wire::SigEncoding enc,
                                    std::uint8_t table, Fill&& fill, CopyBack&& copy_back, Local&& local_run,
                                    FallsBack&& falls_back) {
     struct InFlight {
-        Batch batch;
+        PieceBatch batch;
         std::size_t begin = 0, count = 0;
     };
     InFlight q[kPipelineDepth];
@@ -48,7 +56,7 @@ BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode 
     };
     auto finish_front = [&] {
         InFlight& f = q[qh];
-        const BatchResult r = wait_raw(f.batch, true);
+        const BatchResult r = wait_raw(detail::ref(f.batch), true);
         if (r.ok()) {
             copy_back(f.begin, f.count, f.batch);
             total.valid += r.valid;
@@ -60,7 +68,8 @@ BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode 
         } else if (fail == Status::ok) {
             fail = r.status;
         }
-        release(f.batch);
+        release(detail::ref(f.batch));
+        f.batch.generation = 0;
         qh = (qh + 1) % kPipelineDepth;
         --qn;
     };
@@ -72,7 +81,7 @@ BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode 
             if (st == Status::ok) {
                 f.begin = next;
                 f.count = count;
-                submit(f.batch, shm::Opcode::verify, mode, enc, table);
+                submit(detail::ref(f.batch), shm::Opcode::verify, mode, enc, table, &f.batch.encoding);
                 // A failed submit marked the slot done with its status: wait_raw() sees it.
                 ++qn;
                 next += count;
@@ -97,6 +106,7 @@ BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode 
 // ---------------------------------------------------------------------------
 // Client::Impl: rows and columns
 // ---------------------------------------------------------------------------
+// Copy API over the zero-copy path, pipelined.
 BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
                               std::uint8_t table) {
     BatchResult total;
@@ -121,14 +131,14 @@ BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::u
     auto sub_span = [&](std::size_t begin, std::size_t count) {
         return wire::RowSpan{rows.kind, rows.key_size, rows.encoding, rows.row(begin), count};
     };
-    return pipeline(
+    return pipeline<RowBatch>(
         rows.count, chunk, mode, rows.encoding, table,
-        [&](std::size_t begin, std::size_t count, Batch& b, bool wait) {
+        [&](std::size_t begin, std::size_t count, RowBatch& b, bool wait) {
             const Status st = reserve(rows.kind, rows.key_size, count, b, wait);
             if (st == Status::ok) std::memcpy(b.rows, rows.row(begin), count * stride);
             return st;
         },
-        [&](std::size_t begin, std::size_t count, const Batch& b) {
+        [&](std::size_t begin, std::size_t count, const RowBatch& b) {
             if (mode == wire::Mode::results)
                 std::memcpy(results + begin, b.results, count);
             else
@@ -141,6 +151,8 @@ BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::u
         [&](Status st) { return is_daemon_failure(st) || st == Status::too_large; });
 }
 
+// Column copy API over the zero-copy column path, pipelined like run().
+// Results mode sends no correlate (the daemon never reads it there).
 BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std::uint8_t* results,
                                       std::uint8_t table) {
     BatchResult total;
@@ -186,19 +198,19 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
         c.correlate = tail != 0 ? cols.correlate + begin * tail : nullptr;
         return c;
     };
-    return pipeline(
+    return pipeline<ColumnBatch>(
         n, chunk, mode, enc, table,
-        [&](std::size_t begin, std::size_t count, Batch& b, bool wait) {
+        [&](std::size_t begin, std::size_t count, ColumnBatch& b, bool wait) {
             const Status st = reserve_columns(cols.kind, tail, count, b, wait);
             if (st != Status::ok) return st;
-            std::memcpy(b.rows, cols.message + begin * shm::kColumnMessageWidth, count * shm::kColumnMessageWidth);
+            std::memcpy(b.message, cols.message + begin * shm::kColumnMessageWidth, count * shm::kColumnMessageWidth);
             std::memcpy(b.key, cols.key + begin * key_width, count * key_width);
             std::memcpy(b.signature, cols.signature + begin * shm::kColumnSignatureWidth,
                         count * shm::kColumnSignatureWidth);
             if (tail != 0) std::memcpy(b.correlate, cols.correlate + begin * tail, count * tail);
             return st;
         },
-        [&](std::size_t begin, std::size_t count, const Batch& b) {
+        [&](std::size_t begin, std::size_t count, const ColumnBatch& b) {
             if (mode == wire::Mode::results)
                 std::memcpy(results + begin, b.results, count);
             else if (tail != 0)
@@ -220,15 +232,15 @@ BatchResult Client::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t
     return impl_->run(rows, mode, results, table);
 }
 
-BatchResult Client::verify_ecdsa(const std::uint8_t* rows, std::size_t n, std::size_t key_size,
+BatchResult Client::verify_ecdsa(const std::uint8_t* rows, std::size_t n, std::size_t tail_size,
                                  std::uint8_t* results, wire::SigEncoding encoding) {
-    return run(wire::RowSpan{wire::RecordKind::ecdsa, key_size, encoding, const_cast<std::uint8_t*>(rows), n},
+    return run(wire::RowSpan{wire::RecordKind::ecdsa, tail_size, encoding, const_cast<std::uint8_t*>(rows), n},
                wire::Mode::results, results);
 }
 
-BatchResult Client::verify_schnorr(const std::uint8_t* rows, std::size_t n, std::size_t key_size,
+BatchResult Client::verify_schnorr(const std::uint8_t* rows, std::size_t n, std::size_t tail_size,
                                    std::uint8_t* results) {
-    return run(wire::RowSpan{wire::RecordKind::schnorr, key_size, wire::SigEncoding::opaque,
+    return run(wire::RowSpan{wire::RecordKind::schnorr, tail_size, wire::SigEncoding::opaque,
                              const_cast<std::uint8_t*>(rows), n},
                wire::Mode::results, results);
 }
@@ -268,13 +280,13 @@ BatchResult Client::verify_threshold(std::span<const wire::ThresholdRow> rows, s
                results.data(), static_cast<std::uint8_t>(wire::Table::threshold));
 }
 
-BatchResult Client::collect_ecdsa(std::uint8_t* rows, std::size_t n, std::size_t key_size,
+BatchResult Client::collect_ecdsa(std::uint8_t* rows, std::size_t n, std::size_t tail_size,
                                   wire::SigEncoding encoding) {
-    return run(wire::RowSpan{wire::RecordKind::ecdsa, key_size, encoding, rows, n}, wire::Mode::collect, nullptr);
+    return run(wire::RowSpan{wire::RecordKind::ecdsa, tail_size, encoding, rows, n}, wire::Mode::collect, nullptr);
 }
 
-BatchResult Client::collect_schnorr(std::uint8_t* rows, std::size_t n, std::size_t key_size) {
-    return run(wire::RowSpan{wire::RecordKind::schnorr, key_size, wire::SigEncoding::opaque, rows, n},
+BatchResult Client::collect_schnorr(std::uint8_t* rows, std::size_t n, std::size_t tail_size) {
+    return run(wire::RowSpan{wire::RecordKind::schnorr, tail_size, wire::SigEncoding::opaque, rows, n},
                wire::Mode::collect, nullptr);
 }
 

@@ -107,6 +107,8 @@ std::uint32_t Client::Impl::bell_seq() const {
     return std::atomic_ref<std::uint32_t>(conn.h->client_bell.seq).load(std::memory_order_seq_cst);
 }
 
+// Sleeps (lock released) until the client bell moves past seq, at most
+// until the deadline and at most liveness_interval.
 void Client::Impl::sleep_locked(std::unique_lock<std::mutex>& lk, std::uint32_t seq, Clock::time_point deadline) {
     shm::SegmentHeader* h = conn.h;
     ++sleepers;
@@ -154,6 +156,8 @@ void Client::Impl::free_slot_locked(std::uint32_t index) {
     if (order_count == 0) arena_head = arena_tail = 0;
 }
 
+// Tries to take a slot and `bytes` contiguous arena bytes (a multiple of
+// kAlign); the slot's rows_offset is where they start.
 bool Client::Impl::try_alloc_locked(std::uint64_t bytes, std::uint32_t& index) {
     if (free_slots.empty()) return false;
     const std::uint64_t a = conn.arena_size;
@@ -187,6 +191,9 @@ std::uint64_t Client::Impl::max_alloc_rows(wire::RecordKind kind, std::size_t ta
     return (conn.arena_size - 2 * kAlign) / per_row;
 }
 
+// A slot and `bytes` of arena for a new batch: reaps completions and, with
+// `wait`, sleeps on the bell until space frees up, the daemon dies or
+// batch_timeout passes.
 Status Client::Impl::alloc_waiting_locked(std::unique_lock<std::mutex>& lk, std::uint64_t bytes, bool wait,
                                           std::uint32_t& index) {
     const Clock::time_point deadline =
@@ -203,7 +210,8 @@ Status Client::Impl::alloc_waiting_locked(std::unique_lock<std::mutex>& lk, std:
     }
 }
 
-Status Client::Impl::reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, Batch& b, bool wait) {
+Status Client::Impl::reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, RowBatch& b,
+                             bool wait) {
     std::unique_lock lk(mu);
     maybe_reconnect_locked();
     if (!live) return conn.h == nullptr && slots.empty() ? Status::unreachable : Status::disconnected;
@@ -218,12 +226,12 @@ Status Client::Impl::reserve(wire::RecordKind kind, std::size_t tail_size, std::
     s.count = count;
     s.kind = kind;
     s.tail_size = tail_size;
-    b = Batch{};
+    b = RowBatch{};
     b.rows = conn.arena + s.rows_offset;
     b.results = conn.arena + s.results_offset;
     b.count = count;
     b.kind = kind;
-    b.key_size = tail_size;
+    b.tail_size = tail_size;
     b.slot = index;
     b.generation = s.generation;
     return Status::ok;
@@ -236,7 +244,7 @@ std::uint64_t Client::Impl::max_alloc_column_rows(wire::RecordKind kind, std::si
     return (conn.arena_size - 5 * kAlign) / per_row;
 }
 
-Status Client::Impl::reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, Batch& b,
+Status Client::Impl::reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, ColumnBatch& b,
                                      bool wait) {
     std::unique_lock lk(mu);
     maybe_reconnect_locked();
@@ -261,22 +269,21 @@ Status Client::Impl::reserve_columns(wire::RecordKind kind, std::size_t tail_siz
     s.count = count;
     s.kind = kind;
     s.tail_size = tail_size;
-    b = Batch{};
-    b.columns = true;
-    b.rows = conn.arena + base;
+    b = ColumnBatch{};
+    b.message = conn.arena + base;
     b.key = conn.arena + s.key_offset;
     b.signature = conn.arena + s.signature_offset;
     b.correlate = tail_size != 0 ? conn.arena + s.correlate_offset : nullptr;
     b.results = conn.arena + s.results_offset;
     b.count = count;
     b.kind = kind;
-    b.key_size = tail_size;
+    b.tail_size = tail_size;
     b.slot = index;
     b.generation = s.generation;
     return Status::ok;
 }
 
-Client::Impl::Slot* Client::Impl::slot_of(const Batch& b) {
+Client::Impl::Slot* Client::Impl::slot_of(detail::SlotRef b) {
     if (b.generation == 0 || b.slot >= slots.size()) return nullptr;
     Slot& s = slots[b.slot];
     if (s.generation != b.generation || s.state == SlotState::free || s.state == SlotState::released)
@@ -284,15 +291,15 @@ Client::Impl::Slot* Client::Impl::slot_of(const Batch& b) {
     return &s;
 }
 
-Status Client::Impl::submit(Batch& b, shm::Opcode opcode, wire::Mode mode, wire::SigEncoding enc,
-                            std::uint8_t table) {
+Status Client::Impl::submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mode, wire::SigEncoding enc,
+                            std::uint8_t table, wire::SigEncoding* encoding_out) {
     std::unique_lock lk(mu);
     Slot* s = slot_of(b);
     if (s == nullptr || s->state != SlotState::reserved) return Status::invalid_argument;
-    if (b.kind == wire::RecordKind::schnorr) enc = wire::SigEncoding::opaque;
+    if (s->kind == wire::RecordKind::schnorr) enc = wire::SigEncoding::opaque;
     s->mode = mode;
     s->encoding = enc;
-    b.encoding = enc;
+    if (encoding_out != nullptr) *encoding_out = enc;
     auto fail_slot = [&](Status st) {
         s->state = SlotState::done;
         s->result = BatchResult{};
@@ -343,7 +350,8 @@ Status Client::Impl::submit(Batch& b, shm::Opcode opcode, wire::Mode mode, wire:
     return Status::ok;
 }
 
-BatchResult Client::Impl::wait_raw(Batch& b, bool block) {
+// Waits for a submitted batch; no fallback here (wait() adds it).
+BatchResult Client::Impl::wait_raw(detail::SlotRef b, bool block) {
     std::unique_lock lk(mu);
     if (slot_of(b) == nullptr) return BatchResult{Status::invalid_argument, 0, 0, 0};
     const Clock::time_point deadline =
@@ -362,7 +370,7 @@ BatchResult Client::Impl::wait_raw(Batch& b, bool block) {
     }
 }
 
-BatchResult Client::Impl::wait(Batch& b, bool block) {
+BatchResult Client::Impl::wait(detail::SlotRef b, bool block) {
     BatchResult r = wait_raw(b, block);
     if (r.ok() || !is_daemon_failure(r.status) || opt.fallback != Fallback::local) return r;
     if (r.status == Status::timeout) return r;  // still in flight: the daemon may write
@@ -378,17 +386,17 @@ BatchResult Client::Impl::wait(Batch& b, bool block) {
         std::lock_guard lk(mu);
         s = slot_of(b);
         if (s == nullptr) return BatchResult{Status::invalid_argument, 0, 0, 0};
-        span = wire::RowSpan{s->kind, s->tail_size, s->encoding, b.rows, s->count};
+        span = wire::RowSpan{s->kind, s->tail_size, s->encoding, conn.arena + s->rows_offset, s->count};
         is_columns = s->columns;
         columns.kind = s->kind;
         columns.encoding = s->encoding;
         columns.count = s->count;
         columns.tail_size = s->tail_size;
-        columns.message = b.rows;
-        columns.key = b.key;
-        columns.signature = b.signature;
-        columns.correlate = b.correlate;
-        results = b.results;
+        columns.message = conn.arena + s->rows_offset;
+        columns.key = conn.arena + s->key_offset;
+        columns.signature = conn.arena + s->signature_offset;
+        columns.correlate = s->tail_size != 0 ? conn.arena + s->correlate_offset : nullptr;
+        results = conn.arena + s->results_offset;
         mode = s->mode;
     }
     BatchResult lr = is_columns
@@ -399,14 +407,13 @@ BatchResult Client::Impl::wait(Batch& b, bool block) {
     return lr;
 }
 
-void Client::Impl::release(Batch& b) {
+void Client::Impl::release(detail::SlotRef b) {
     std::lock_guard lk(mu);
     Slot* s = slot_of(b);
     if (s != nullptr) {
         if (s->state == SlotState::submitted) s->abandoned = true;
         else free_slot_locked(b.slot);
     }
-    b.generation = 0;
 }
 
 }  // namespace sigverify
