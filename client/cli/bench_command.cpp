@@ -12,9 +12,6 @@
 // checked against the in-process ones: a benchmark of wrong answers is void.
 #include "client/cli/bench_command.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +33,7 @@
 #include <vector>
 
 #include "client/cli/cli_common.hpp"
+#include "client/cli/daemon_process.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 #include "sigverify/client.hpp"
@@ -142,76 +140,6 @@ double percentile(std::vector<double> v, double p) {
     return v[i];
 }
 
-// ---------------------------------------------------------------------------
-// The daemon under test: an already running one, or one we start.
-// ---------------------------------------------------------------------------
-class DaemonProcess {
-public:
-    ~DaemonProcess() { stop(); }
-
-    void start(const std::string& binary, const std::string& backend) {
-        char tmpl[] = "/tmp/sigverify-bench-XXXXXX";
-        if (!mkdtemp(tmpl)) throw DaemonError(std::string("mkdtemp: ") + std::strerror(errno));
-        dir_ = tmpl;
-        const std::string log = dir_ + "/sigverifyd.log";
-        pid_ = fork();
-        if (pid_ < 0) throw DaemonError(std::string("fork: ") + std::strerror(errno));
-        if (pid_ == 0) {
-            const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            if (fd >= 0) {
-                dup2(fd, STDOUT_FILENO);
-                dup2(fd, STDERR_FILENO);
-            }
-            execl(binary.c_str(), binary.c_str(), "--runtime-dir", dir_.c_str(), "--foreground", "--backend",
-                  backend.c_str(), "--arena-size", "512M", "--log-level", "warn", static_cast<char*>(nullptr));
-            std::fprintf(stderr, "exec %s: %s\n", binary.c_str(), std::strerror(errno));
-            _exit(127);
-        }
-        // Ready when a client can connect (bounded wait).
-        const auto deadline = Clock::now() + std::chrono::seconds(20);
-        for (;;) {
-            ClientOptions o;
-            o.runtime_dir = dir_;
-            o.name = "bench-probe";
-            Status st;
-            std::string msg;
-            if (Client::connect(o, st, msg)) break;
-            int status;
-            if (waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                throw DaemonError(binary + " exited during start-up; log: " + log);
-            }
-            if (Clock::now() > deadline) throw DaemonError(binary + " did not accept clients within 20 s; log: " + log);
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-    }
-
-    void stop() {
-        if (pid_ > 0) {
-            kill(pid_, SIGTERM);
-            int status;
-            for (int i = 0; i < 200 && waitpid(pid_, &status, WNOHANG) == 0; ++i)
-                std::this_thread::sleep_for(std::chrono::milliseconds(25));
-            if (waitpid(pid_, &status, WNOHANG) == 0) {
-                kill(pid_, SIGKILL);
-                waitpid(pid_, &status, 0);
-            }
-            pid_ = -1;
-        }
-        if (!dir_.empty()) {
-            std::error_code ec;
-            std::filesystem::remove_all(dir_, ec);
-            dir_.clear();
-        }
-    }
-
-    const std::string& dir() const { return dir_; }
-
-private:
-    pid_t pid_ = -1;
-    std::string dir_;
-};
-
 std::string find_daemon_binary(const std::string& given) {
     if (!given.empty()) return given;
     std::error_code ec;
@@ -237,7 +165,7 @@ struct Row {
 BatchResult daemon_round_trip(Client& c, const wire::RowSpan& src, std::uint8_t table, std::uint8_t* results,
                               bool zero_copy) {
     if (!zero_copy) return c.run(src, wire::Mode::results, results, table);
-    Batch b;
+    RowBatch b;
     Status st = c.reserve(src.kind, src.key_size, src.count, b);
     if (st != Status::ok) return BatchResult{st};
     std::memcpy(b.rows, src.data, src.size_bytes());
@@ -463,13 +391,23 @@ int run_bench() {
         if (s == 0) throw InputError("--sizes: batch sizes must be at least 1");
     const unsigned all_threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
 
-    DaemonProcess started;
+    DaemonProcess started;  // the daemon under test when we start it (--start-daemon)
     std::unique_ptr<Client> client;
     std::string daemon_label;
     std::string dir = a.runtime_dir;
     if (!a.no_daemon) {
         if (a.start_daemon) {
-            started.start(find_daemon_binary(a.daemon_binary), a.daemon_backend);
+            DaemonProcessOptions o;
+            o.binary = find_daemon_binary(a.daemon_binary);
+            o.args = {"--backend", a.daemon_backend, "--arena-size", "512M"};
+            o.temp_template = "/tmp/sigverify-bench-XXXXXX";
+            o.start_timeout = std::chrono::seconds(20);
+            o.stop_timeout = std::chrono::seconds(5);
+            try {
+                started.start(std::move(o));
+            } catch (const std::runtime_error& e) {
+                throw DaemonError(e.what());
+            }
             dir = started.dir();
         }
         ClientOptions o;

@@ -32,20 +32,6 @@ struct DaemonError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-struct VerifyArgs {
-    bool local = false;
-    std::string table;
-    std::optional<std::size_t> key_size;
-    std::string sig_format = "opaque";
-    bool collect = false;
-    unsigned threads = 0;
-    std::string in;
-    std::string out;
-    bool strict = false;
-    bool baseline = false;
-    std::string runtime_dir;  // daemon mode
-};
-
 // A row file read into memory with the layout the user named.
 struct RowFile {
     wire::RecordKind kind{};
@@ -72,8 +58,6 @@ void print_summary(const char* how, unsigned threads, bool collect, std::uint64_
                    double seconds);
 
 // Provided by daemon_commands.cpp.
-void add_daemon_options(CLI::App& verify_cmd, VerifyArgs& args);
-int run_verify_daemon(const VerifyArgs& args);
 // Connects to sigverifyd in runtime_dir (empty: the default), or prints why
 // not as "sigverify WHAT: cannot use sigverifyd: ..." and returns null.
 std::unique_ptr<Client> connect_daemon(const std::string& runtime_dir, const char* name, const char* what);

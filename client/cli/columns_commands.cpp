@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -15,7 +14,6 @@
 
 #include "reference/group_verdicts.hpp"
 #include "reference/reference_verifier.hpp"
-#include "sigverify/client.hpp"
 
 namespace sigverify::cli {
 namespace {
@@ -140,91 +138,6 @@ void write_column_dir(const std::string& dir, ColumnDir& c) {
     // The manifest last: a directory with a manifest is complete.
     write_file_atomically((base / kManifest).string(), reinterpret_cast<const std::uint8_t*>(text.data()),
                           text.size());
-}
-
-// ---------------------------------------------------------------------------
-// verify --columns
-// ---------------------------------------------------------------------------
-
-void add_verify_columns_options(CLI::App& verify_cmd, std::string& columns_dir) {
-    verify_cmd
-        .add_option("--columns", columns_dir,
-                    "Verify a column directory (columns.json + message, key, signature[, correlate]; "
-                    "see docs/columns.md) instead of a row file. Results: --out gets one byte per row; "
-                    "--collect: --out gets the correlate column with valid entries zeroed")
-        ->check(CLI::ExistingDirectory);
-}
-
-namespace {
-
-// verify --columns DIR through sigverifyd (Opcode::verify_columns). Writes
-// exactly what the --local path writes: the verdict bytes, or the correlate
-// column with valid rows' entries zeroed.
-int run_verify_columns_daemon(const VerifyArgs& a, ColumnDir& dir) {
-    auto c = connect_daemon(a.runtime_dir, "sigverify-cli", "verify");
-    if (!c) return int(ExitCode::daemon);
-    auto& t = dir.table;
-    Columns cols;
-    cols.kind = t.kind;
-    cols.encoding = t.encoding;
-    cols.count = t.count;
-    cols.tail_size = t.tail_size;
-    cols.message = t.message.data();
-    cols.key = t.key.data();
-    cols.signature = t.signature.data();
-    cols.correlate = t.tail_size != 0 ? t.correlate.data() : nullptr;
-    std::vector<std::uint8_t> results(a.collect ? 0 : t.count);
-    const std::uint8_t label = dir.row_table ? static_cast<std::uint8_t>(*dir.row_table) : shm::kTableUnspecified;
-    const auto start = std::chrono::steady_clock::now();
-    const BatchResult r = c->run_columns(cols, a.collect ? wire::Mode::collect : wire::Mode::results,
-                                         results.data(), label);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!r.ok()) {
-        const std::string why = c->last_error();
-        std::fprintf(stderr, "sigverify verify: sigverifyd failed the column batch: %s%s%s\n",
-                     std::string(shm::to_string(r.status)).c_str(), why.empty() ? "" : ": ", why.c_str());
-        return int(ExitCode::daemon);
-    }
-    if (!a.out.empty()) {
-        if (a.collect) write_file_atomically(a.out, t.correlate.data(), t.correlate.size());
-        else write_file_atomically(a.out, results.data(), results.size());
-    }
-    const std::uint64_t n = r.valid + r.invalid;
-    std::printf("%s (daemon, columns, epoch %016llx): rows=%llu valid=%llu invalid=%llu seconds=%.3f rows/s=%.0f\n",
-                a.collect ? "collect" : "verify", (unsigned long long)c->epoch(), (unsigned long long)n,
-                (unsigned long long)r.valid, (unsigned long long)r.invalid, seconds,
-                seconds > 0 ? double(n) / seconds : 0.0);
-    return a.strict && r.invalid ? int(ExitCode::invalid_rows) : int(ExitCode::ok);
-}
-
-}  // namespace
-
-int run_verify_columns(const CLI::App& verify_cmd, const VerifyArgs& a, const std::string& columns_dir) {
-    for (const char* flag : {"--in", "--table", "--key-size", "--sig-format", "--baseline"}) {
-        if (verify_cmd.count(flag)) {
-            std::fprintf(stderr, "sigverify verify: %s does not apply to --columns (the manifest describes the columns)\n",
-                         flag);
-            return int(ExitCode::usage);
-        }
-    }
-    if (a.collect && a.out.empty()) {
-        std::fprintf(stderr, "sigverify verify: --collect writes the collected correlate column and needs --out FILE\n");
-        return int(ExitCode::usage);
-    }
-    ColumnDir dir = load_column_dir(columns_dir);
-    if (!a.local) return run_verify_columns_daemon(a, dir);
-    const ColumnBatch batch = dir.table.view();
-    std::vector<std::uint8_t> results(a.collect ? 0 : batch.count);
-    reference::ColumnVerifier verifier(a.threads);
-    const auto start = std::chrono::steady_clock::now();
-    const auto tally = verifier.run(batch, a.collect ? wire::Mode::collect : wire::Mode::results, results.data());
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!a.out.empty()) {
-        if (a.collect) write_file_atomically(a.out, dir.table.correlate.data(), dir.table.correlate.size());
-        else write_file_atomically(a.out, results.data(), results.size());
-    }
-    print_summary("local, columns", verifier.threads(), a.collect, tally.valid, tally.invalid, seconds);
-    return a.strict && tally.invalid ? int(ExitCode::invalid_rows) : int(ExitCode::ok);
 }
 
 // ---------------------------------------------------------------------------

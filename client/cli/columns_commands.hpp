@@ -1,10 +1,11 @@
 // Column tables and group verdicts in the sigverify CLI (docs/columns.md):
 //
-//   sigverify verify --local --columns DIR   verify a column directory
 //   sigverify columns --from-rows FILE ...   split a row file into a column directory
 //   sigverify columns --to-rows DIR ...      pack a column directory into rows
 //   sigverify groups ...                     m-of-n group verdicts and per-block pass/fail
 //
+// (`sigverify verify --columns DIR`, in verify_command.cpp, reads a column
+// directory with load_column_dir.)
 // A column directory holds columns.json (the manifest) and the raw columns
 // message, key, signature and, when tail_size > 0, correlate.
 #pragma once
@@ -30,11 +31,6 @@ struct ColumnDir {
 ColumnDir load_column_dir(const std::string& dir);
 // Writes the manifest and the columns (each file written atomically).
 void write_column_dir(const std::string& dir, ColumnDir& columns);
-
-// Adds --columns DIR to `sigverify verify`.
-void add_verify_columns_options(CLI::App& verify_cmd, std::string& columns_dir);
-// Runs `verify --columns DIR` (checks that no row-file flag was given).
-int run_verify_columns(const CLI::App& verify_cmd, const VerifyArgs& args, const std::string& columns_dir);
 
 // Adds the `columns` and `groups` subcommands.
 void add_column_subcommands(CLI::App& app);

@@ -1,11 +1,12 @@
 // sigverify: command-line tool for sigverify row files.
 //
 //   sigverify gen      write deterministic, really signed rows of a table
-//   sigverify verify   verify a row file (--local: in-process libsecp256k1)
+//   sigverify verify   verify a row file or column directory, through sigverifyd
+//                      or (--local) in-process (verify_command.cpp)
 //   sigverify inspect  print the first rows of a file in readable form
 //   sigverify columns  convert between row files and column directories
 //   sigverify groups   m-of-n group verdicts and per-block pass/fail
-// (verify --columns, columns and groups live in columns_commands.cpp)
+// (columns and groups live in columns_commands.cpp)
 //
 // Exit codes (also in --help): 0 success; 1 --strict and some rows invalid;
 // 2 usage error; 3 input or output error (unreadable file, bad size);
@@ -27,6 +28,7 @@
 #include "client/cli/bench_command.hpp"
 #include "client/cli/columns_commands.hpp"
 #include "client/cli/stats_commands.hpp"
+#include "client/cli/verify_command.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 
@@ -76,46 +78,6 @@ int run_gen(const GenArgs& a) {
                 a.sig_format.c_str(), seconds, (unsigned long long)report.mutated,
                 (unsigned long long)report.high_s, a.out.c_str());
     return int(ExitCode::ok);
-}
-
-// ---------------------------------------------------------------------------
-// verify --local
-// ---------------------------------------------------------------------------
-int run_verify_local(const sv::cli::VerifyArgs& a) {
-    const sv::cli::RowFile file = sv::cli::load_row_file(a.in, a.table, a.key_size, a.sig_format);
-    std::vector<std::uint8_t> rows = file.bytes;
-    const sv::wire::RowSpan span = file.span(rows);
-    std::vector<std::uint8_t> results(a.collect ? 0 : span.count);
-
-    sv::reference::Verifier verifier(a.threads);
-    const auto start = std::chrono::steady_clock::now();
-    const auto tally = verifier.run(span, a.collect ? sv::wire::Mode::collect : sv::wire::Mode::results,
-                                    results.data());
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
-    if (!a.out.empty()) {
-        if (a.collect) sv::cli::write_file_atomically(a.out, rows.data(), rows.size());
-        else sv::cli::write_file_atomically(a.out, results.data(), results.size());
-    }
-    sv::cli::print_summary("local", verifier.threads(), a.collect, tally.valid, tally.invalid, seconds);
-
-    if (a.baseline) {
-        // Plain libsecp256k1 calls, one thread, same rows: the figure a node
-        // would get without sigverify.
-        sv::reference::RowVerifier plain;
-        std::vector<std::uint8_t> scratch(span.count);
-        const sv::wire::RowSpan original = file.span(const_cast<std::vector<std::uint8_t>&>(file.bytes));
-        const auto t0 = std::chrono::steady_clock::now();
-        std::uint64_t valid = 0;
-        for (std::size_t i = 0; i < original.count; ++i) valid += plain.verify_row(original, i);
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::printf("baseline: plain libsecp256k1 calls, 1 thread: rows=%zu valid=%llu seconds=%.3f rows/s=%.0f "
-                    "(sigverify %u threads = %.2fx)\n",
-                    original.count, (unsigned long long)valid, s, s > 0 ? double(original.count) / s : 0.0,
-                    verifier.threads(), seconds > 0 ? s / seconds : 0.0);
-        if (valid != tally.valid) throw std::runtime_error("baseline disagrees with the verifier");
-    }
-    return a.strict && tally.invalid ? int(ExitCode::invalid_rows) : int(ExitCode::ok);
 }
 
 // ---------------------------------------------------------------------------
@@ -209,25 +171,7 @@ int main(int argc, char** argv) {
     gen_cmd->add_option("--threads", gen.threads, "Signing threads (0 = all cores)")->capture_default_str();
     gen_cmd->add_option("--out", gen.out, "Output file")->required();
 
-    sv::cli::VerifyArgs verify;
-    auto* verify_cmd = app.add_subcommand("verify", "Verify a row file: one result byte per row, or collect mode");
-    verify_cmd->add_flag("--local", verify.local, "Verify in this process with libsecp256k1 instead of through sigverifyd");
-    verify_cmd->add_option("--table", verify.table, "Table: ecdsa, multisig, schnorr, threshold (required with --in)")->check(table_check);
-    verify_cmd->add_option("--key-size", verify.key_size, "Tail bytes per row (default: the table's canonical tail)")
-        ->check(CLI::Range(0, 255));
-    verify_cmd->add_option("--sig-format", verify.sig_format, "ECDSA signature encoding: opaque or compact")
-        ->check(sig_check)->capture_default_str();
-    verify_cmd->add_flag("--collect", verify.collect,
-                         "Collect mode: write the rows with the tail of every valid row zeroed (needs --out)");
-    verify_cmd->add_option("--threads", verify.threads, "Verifier threads for --local (0 = all cores)")->capture_default_str();
-    verify_cmd->add_option("--in", verify.in, "Row file to verify (or --columns DIR)")->check(CLI::ExistingFile);
-    verify_cmd->add_option("--out", verify.out, "Results mode: one byte per row (1 valid, 0 invalid); collect mode: the rows");
-    verify_cmd->add_flag("--strict", verify.strict, "Exit with status 1 when any row is invalid");
-    verify_cmd->add_flag("--baseline", verify.baseline,
-                         "Also time plain single-threaded libsecp256k1 calls on the same rows (--local)");
-    sv::cli::add_daemon_options(*verify_cmd, verify);
-    std::string verify_columns;
-    sv::cli::add_verify_columns_options(*verify_cmd, verify_columns);
+    CLI::App* verify_cmd = sv::cli::add_verify_subcommand(app);
 
     InspectArgs inspect;
     auto* inspect_cmd = app.add_subcommand("inspect", "Print the first rows of a file in readable form");
@@ -258,18 +202,7 @@ int main(int argc, char** argv) {
             if (gen.key_size && *gen.key_size > 255) throw CLI::ValidationError("--key-size must be 0..255");
             return run_gen(gen);
         }
-        if (*verify_cmd) {
-            if (!verify_columns.empty()) return sv::cli::run_verify_columns(*verify_cmd, verify, verify_columns);
-            if (verify.in.empty() || verify.table.empty()) {
-                std::fprintf(stderr, "sigverify verify: needs --in FILE and --table TABLE, or --columns DIR\n");
-                return int(ExitCode::usage);
-            }
-            if (verify.collect && verify.out.empty()) {
-                std::fprintf(stderr, "sigverify verify: --collect writes the rows with valid tails zeroed and needs --out FILE\n");
-                return int(ExitCode::usage);
-            }
-            return verify.local ? run_verify_local(verify) : sv::cli::run_verify_daemon(verify);
-        }
+        if (*verify_cmd) return sv::cli::run_verify();
         if (*inspect_cmd) return run_inspect(inspect);
         if (*bench_cmd) return sv::cli::run_bench();
         if (const int rc = sv::cli::run_column_subcommand(app); rc >= 0) return rc;

@@ -1,4 +1,5 @@
-// Test fixture: a real sigverifyd process in a temporary runtime directory.
+// Test fixture: a real sigverifyd process in a temporary runtime directory,
+// and helpers for tests that run processes.
 #pragma once
 
 #include <dirent.h>
@@ -19,6 +20,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "client/cli/daemon_process.hpp"
 
 extern char** environ;
 
@@ -59,103 +62,23 @@ inline std::vector<std::string> leftover_segments() {
     return out;
 }
 
-class DaemonProcess {
+// sigverifyd with extra arguments in a new temporary runtime directory (or
+// `dir`), removed with it; the shared implementation is
+// client/cli/daemon_process.hpp (also `sigverify bench --start-daemon`).
+class DaemonProcess : public cli::DaemonProcess {
 public:
     explicit DaemonProcess(std::vector<std::string> extra = {}, std::string dir = {})
-        : dir_(dir.empty() ? make_temp_dir() : std::move(dir)), own_dir_(true), extra_(std::move(extra)) {
-        start();
-    }
-    ~DaemonProcess() {
-        stop(SIGTERM);
-        if (own_dir_) remove_tree(dir_);
-    }
-    DaemonProcess(const DaemonProcess&) = delete;
-    DaemonProcess& operator=(const DaemonProcess&) = delete;
-
-    const std::string& dir() const { return dir_; }
-    std::string socket_path() const { return dir_ + "/sigverifyd.sock"; }
-    pid_t pid() const { return pid_; }
-    std::string log_path() const { return dir_ + "/daemon.log"; }
-
-    void start() {
-        const std::size_t started_before = count(log(), "listening on");
-        std::vector<std::string> args = {SIGVERIFYD_BIN, "--foreground", "--runtime-dir", dir_,
-                                         "--log-level", "info", "--log-file", log_path()};
-        args.insert(args.end(), extra_.begin(), extra_.end());
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        if (posix_spawn(&pid_, SIGVERIFYD_BIN, nullptr, nullptr, argv.data(), environ) != 0)
-            throw std::runtime_error("cannot spawn sigverifyd");
-        // Wait for the "listening" log line (written after listen()); probing
-        // with connections would occupy client slots.
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        while (std::chrono::steady_clock::now() < deadline) {
-            if (count(log(), "listening on") > started_before) return;
-            int status;
-            if (waitpid(pid_, &status, WNOHANG) == pid_) {
-                pid_ = -1;
-                throw std::runtime_error("sigverifyd exited during startup: " + log());
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-        throw std::runtime_error("sigverifyd did not start listening");
-    }
-
-    static std::size_t count(const std::string& text, const std::string& what) {
-        std::size_t n = 0;
-        for (std::size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-        return n;
-    }
-
-    bool connectable() const {
-        sockaddr_un addr{};
-        addr.sun_family = AF_UNIX;
-        const std::string p = socket_path();
-        std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
-        const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-        close(fd);
-        return ok;
-    }
-
-    // Sends sig and waits; returns the wait status (or -1 if not running).
-    int stop(int sig, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
-        if (pid_ <= 0) return -1;
-        kill(pid_, sig);
-        const auto deadline = std::chrono::steady_clock::now() + limit;
-        int status = 0;
-        for (;;) {
-            const pid_t r = waitpid(pid_, &status, WNOHANG);
-            if (r == pid_) break;
-            if (std::chrono::steady_clock::now() > deadline) {
-                kill(pid_, SIGKILL);
-                waitpid(pid_, &status, 0);
-                pid_ = -1;
-                return -2;  // did not stop in time
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-        pid_ = -1;
-        return status;
-    }
-
-    std::string log() const {
-        std::string out;
-        if (FILE* f = std::fopen(log_path().c_str(), "r")) {
-            char buf[4096];
-            std::size_t n;
-            while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-            std::fclose(f);
-        }
-        return out;
-    }
+        : cli::DaemonProcess(options(std::move(extra), std::move(dir))) {}
 
 private:
-    std::string dir_;
-    bool own_dir_;
-    std::vector<std::string> extra_;
-    pid_t pid_ = -1;
+    static cli::DaemonProcessOptions options(std::vector<std::string> extra, std::string dir) {
+        cli::DaemonProcessOptions o;
+        o.binary = SIGVERIFYD_BIN;
+        o.args = std::move(extra);
+        o.runtime_dir = std::move(dir);
+        o.temp_template = "/tmp/sigverifyd-test-XXXXXX";
+        return o;
+    }
 };
 
 // Runs fn in a forked child; returns its exit status (0 = fn returned true).

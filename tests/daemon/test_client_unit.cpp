@@ -197,7 +197,7 @@ TEST_CASE("no heap allocation per batch after connect", "[client][alloc]") {
     auto rows2 = rows;
     std::vector<std::uint8_t> results(n);
     REQUIRE(c->verify_schnorr(rows.data(), n, 3, results.data()).ok());  // warm-up
-    Batch b;
+    RowBatch b;
     const std::uint64_t before = g_allocations.load();
     bool ok = true;
     for (int i = 0; i < 5; ++i) {
@@ -235,7 +235,7 @@ TEST_CASE("no heap allocation per column batch after connect", "[client][alloc][
     const std::uint64_t valid = std::count(results.begin(), results.end(), 1);
     REQUIRE(valid > 0);
     REQUIRE(valid < n);
-    Batch b;
+    ColumnBatch b;
     const std::uint64_t before = g_allocations.load();
     bool ok = true;
     std::uint64_t counted = 0;
@@ -245,7 +245,7 @@ TEST_CASE("no heap allocation per column batch after connect", "[client][alloc][
         counted += r.valid;
         ok &= c->collect_ecdsa_columns(message.data(), key.data(), signature.data(), correlate.data(), n, 6).ok();
         ok &= c->reserve_columns(wire::RecordKind::ecdsa, 6, 10, b) == Status::ok;
-        std::memcpy(b.rows, message.data(), 10 * 32);
+        std::memcpy(b.message, message.data(), 10 * 32);
         std::memcpy(b.key, key.data(), 10 * 33);
         std::memcpy(b.signature, signature.data(), 10 * 64);
         std::memcpy(b.correlate, correlate.data(), 10 * 6);
@@ -286,7 +286,7 @@ TEST_CASE("column batches are never sent to a daemon older than ABI 1.1", "[clie
         CHECK(r.status == Status::bad_entry);
         CHECK(c->last_error().find("ABI") != std::string::npos);
         CHECK(std::all_of(got.begin(), got.end(), [](std::uint8_t v) { return v == 0; }));  // fail closed, nothing sent
-        Batch b;
+        ColumnBatch b;
         CHECK(c->reserve_columns(wire::RecordKind::schnorr, 0, 1, b) == Status::bad_entry);
         // Rows still go to it.
         CHECK(c->verify_schnorr(rows.data(), n, 3, got.data()).ok());

@@ -209,19 +209,19 @@ TEST_CASE("zero-copy column batches: reserve, write in place, submit, wait", "[d
         const std::size_t tail = cols.tail_size;
         const std::size_t kw = reference::key_width(kind);
 
-        Batch b;
+        ColumnBatch b;
         CHECK(c->reserve_columns(kind, tail, c->max_column_batch_rows(kind, tail) + 1, b) == Status::too_large);
         for (Mode mode : {Mode::results, Mode::collect}) {
             REQUIRE(c->reserve_columns(kind, tail, n, b) == Status::ok);
-            REQUIRE(b.columns);
+            REQUIRE(b.tail_size == tail);
             REQUIRE(b.count == n);
             REQUIRE(b.correlate != nullptr);
             // The parts are disjoint and inside one allocation, in order.
-            CHECK(b.key >= b.rows + n * 32);
+            CHECK(b.key >= b.message + n * 32);
             CHECK(b.signature >= b.key + n * kw);
             CHECK(b.correlate >= b.signature + n * 64);
             CHECK(b.results >= b.correlate + n * tail);
-            std::memcpy(b.rows, cols.message.data(), n * 32);
+            std::memcpy(b.message, cols.message.data(), n * 32);
             std::memcpy(b.key, cols.key.data(), n * kw);
             std::memcpy(b.signature, cols.signature.data(), n * 64);
             std::memcpy(b.correlate, cols.correlate.data(), n * tail);
@@ -244,12 +244,12 @@ TEST_CASE("zero-copy column batches: reserve, write in place, submit, wait", "[d
                 }
             }
             CHECK(wrong == 0);
-            if (mode == Mode::collect) CHECK(std::memcmp(b.rows, cols.message.data(), n * 32) == 0);
+            if (mode == Mode::collect) CHECK(std::memcmp(b.message, cols.message.data(), n * 32) == 0);
             c->release(b);
         }
     }
     // Bad arguments are refused on the client side.
-    Batch b;
+    ColumnBatch b;
     CHECK(c->reserve_columns(RecordKind::ecdsa, 256, 1, b) == Status::invalid_argument);
     std::uint8_t res[1];
     CHECK(c->verify_ecdsa_columns(nullptr, nullptr, nullptr, 1, res).status == Status::invalid_argument);

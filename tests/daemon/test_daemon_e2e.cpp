@@ -115,7 +115,7 @@ TEST_CASE("zero-copy path: reserve in the arena, fill, submit several, poll and 
     const wire::Table tables[] = {wire::Table::ecdsa, wire::Table::schnorr, wire::Table::multisig};
     const std::size_t n = 500;
     std::vector<std::vector<std::uint8_t>> rows;
-    Batch batches[3];
+    RowBatch batches[3];
     for (int i = 0; i < 3; ++i) {
         const wire::Table t = tables[i];
         rows.push_back(make_rows(t, n, wire::SigEncoding::compact, 40 + i));
@@ -146,20 +146,20 @@ TEST_CASE("zero-copy path: reserve in the arena, fill, submit several, poll and 
         }
         c->release(batches[i]);
     }
-    Batch huge;
+    RowBatch huge;
     CHECK(c->reserve(wire::RecordKind::ecdsa, 3, c->max_batch_rows(wire::RecordKind::ecdsa, 3) + 1, huge) ==
           Status::too_large);
     // The arena is reusable after release: a batch of the maximum size fits.
-    Batch max;
+    RowBatch max;
     REQUIRE(c->reserve(wire::RecordKind::schnorr, 0, c->max_batch_rows(wire::RecordKind::schnorr, 0), max, false) ==
             Status::ok);
     // The arena is full now: a non-blocking reserve says so, a bounded one times out.
-    Batch more;
+    RowBatch more;
     CHECK(c->reserve(wire::RecordKind::schnorr, 0, 10, more, false) == Status::ring_full);
     ClientOptions bounded = options_for(d, "bounded");
     bounded.batch_timeout = std::chrono::milliseconds(100);
     auto c2 = Client::connect(bounded);
-    Batch all;
+    RowBatch all;
     REQUIRE(c2->reserve(wire::RecordKind::ecdsa, 3, c2->max_batch_rows(wire::RecordKind::ecdsa, 3), all) == Status::ok);
     const auto t0 = std::chrono::steady_clock::now();
     CHECK(c2->reserve(wire::RecordKind::ecdsa, 3, 1, more) == Status::timeout);

@@ -437,7 +437,7 @@ TEST_CASE("clients SIGKILLed at every protocol point, repeatedly: daemon alive, 
             }
             auto c = Client::connect(options_for(d, "victim"));
             const std::size_t n = point == 4 ? 1500 : 200;
-            Batch b;
+            RowBatch b;
             if (c->reserve(wire::RecordKind::ecdsa, 3, n, b) != Status::ok) return false;
             std::memcpy(b.rows, victim_rows.data(), n * 132);
             if (point == 2) {

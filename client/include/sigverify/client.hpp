@@ -7,8 +7,9 @@
 //
 // Thread-safety: every member function may be called from several threads at
 // once. Batches of different threads are in flight concurrently (up to the ring
-// size); the library serializes only its short ring/arena bookkeeping. A Batch
-// (zero-copy) belongs to the thread that reserved it until it is released.
+// size); the library serializes only its short ring/arena bookkeeping. A
+// zero-copy RowBatch or ColumnBatch belongs to the thread that reserved it
+// until it is released.
 //
 // Allocation: connect() allocates everything a session needs; verifying,
 // collecting, reserving, submitting and waiting allocate nothing.
@@ -75,24 +76,39 @@ private:
     Status status_;
 };
 
-// A zero-copy batch: rows (and result bytes) inside the shared arena.
-// A column batch (reserve_columns) has its four columns there instead: rows is
-// then the message column and key_size the correlate bytes per row (tail_size).
-struct Batch {
-    std::uint8_t* rows = nullptr;     // count * stride bytes, write rows here (columns: message, count * 32)
+// A zero-copy row batch (reserve): rows and result bytes inside the shared
+// arena. Write count rows of stride wire::stride(kind, tail_size) at rows,
+// submit, wait; the verdicts (results mode) or the rows with valid tails
+// zeroed (collect mode) are then in place.
+struct RowBatch {
+    std::uint8_t* rows = nullptr;     // count * stride bytes: write the rows here
     std::uint8_t* results = nullptr;  // count bytes, verdicts after wait() (results mode)
     std::size_t count = 0;
     wire::RecordKind kind = wire::RecordKind::ecdsa;
-    std::size_t key_size = 0;         // row tail bytes (columns: tail_size)
+    std::size_t tail_size = 0;        // bytes after each row's fixed record (0..255)
     wire::SigEncoding encoding = wire::SigEncoding::opaque;  // set by submit()
-    bool columns = false;             // reserved with reserve_columns
-    std::uint8_t* key = nullptr;        // columns: count * 33 (ECDSA) / 32 (Schnorr)
-    std::uint8_t* signature = nullptr;  // columns: count * 64
-    std::uint8_t* correlate = nullptr;  // columns: count * key_size (null when key_size is 0)
     std::uint32_t slot = 0;           // internal
     std::uint32_t generation = 0;     // internal (0 = not reserved)
 
-    wire::RowSpan span() const { return wire::RowSpan{kind, key_size, encoding, rows, count}; }
+    wire::RowSpan span() const { return wire::RowSpan{kind, tail_size, encoding, rows, count}; }
+};
+
+// A zero-copy column batch (reserve_columns): the columns and result bytes
+// inside the shared arena, each 64-byte aligned. Write count entries into
+// each column, submit, wait; the verdicts (results mode) or the correlate
+// column with valid rows' entries zeroed (collect mode) are then in place.
+struct ColumnBatch {
+    std::uint8_t* message = nullptr;    // count * 32
+    std::uint8_t* key = nullptr;        // count * 33 (ECDSA, compressed) / 32 (Schnorr, x-only)
+    std::uint8_t* signature = nullptr;  // count * 64
+    std::uint8_t* correlate = nullptr;  // count * tail_size (null when tail_size is 0)
+    std::uint8_t* results = nullptr;    // count bytes, verdicts after wait() (results mode)
+    std::size_t count = 0;
+    wire::RecordKind kind = wire::RecordKind::ecdsa;
+    std::size_t tail_size = 0;          // correlate bytes per row (0..255)
+    wire::SigEncoding encoding = wire::SigEncoding::opaque;  // set by submit()
+    std::uint32_t slot = 0;             // internal
+    std::uint32_t generation = 0;       // internal (0 = not reserved)
 };
 
 // A batch given as column tables (libbitcoin's layout since mid-2026), in
@@ -128,9 +144,9 @@ public:
 
     // --- copy API (batches of any size; split over the arena transparently) --
     // results must hold n bytes; they are zeroed first (fail closed).
-    BatchResult verify_ecdsa(const std::uint8_t* rows, std::size_t n, std::size_t key_size,
+    BatchResult verify_ecdsa(const std::uint8_t* rows, std::size_t n, std::size_t tail_size,
                              std::uint8_t* results, wire::SigEncoding encoding = wire::SigEncoding::opaque);
-    BatchResult verify_schnorr(const std::uint8_t* rows, std::size_t n, std::size_t key_size,
+    BatchResult verify_schnorr(const std::uint8_t* rows, std::size_t n, std::size_t tail_size,
                                std::uint8_t* results);
     BatchResult verify_ecdsa(std::span<const wire::EcdsaRow> rows, std::span<std::uint8_t> results,
                              wire::SigEncoding encoding = wire::SigEncoding::opaque);
@@ -138,10 +154,10 @@ public:
                                 wire::SigEncoding encoding = wire::SigEncoding::opaque);
     BatchResult verify_schnorr(std::span<const wire::SchnorrRow> rows, std::span<std::uint8_t> results);
     BatchResult verify_threshold(std::span<const wire::ThresholdRow> rows, std::span<std::uint8_t> results);
-    // Collect: zeroes the key_size tail of every valid row in place.
-    BatchResult collect_ecdsa(std::uint8_t* rows, std::size_t n, std::size_t key_size,
+    // Collect: zeroes the tail (tail_size bytes) of every valid row in place.
+    BatchResult collect_ecdsa(std::uint8_t* rows, std::size_t n, std::size_t tail_size,
                               wire::SigEncoding encoding = wire::SigEncoding::opaque);
-    BatchResult collect_schnorr(std::uint8_t* rows, std::size_t n, std::size_t key_size);
+    BatchResult collect_schnorr(std::uint8_t* rows, std::size_t n, std::size_t tail_size);
     BatchResult collect_ecdsa(std::span<wire::EcdsaRow> rows, wire::SigEncoding encoding = wire::SigEncoding::opaque);
     BatchResult collect_multisig(std::span<wire::MultisigRow> rows,
                                  wire::SigEncoding encoding = wire::SigEncoding::opaque);
@@ -178,26 +194,31 @@ public:
     // returns timeout), else returns ring_full. too_large when the
     // batch can never fit (see max_batch_rows); unreachable/disconnected when
     // there is no daemon session.
-    Status reserve(wire::RecordKind kind, std::size_t key_size, std::size_t count, Batch& batch, bool wait = true);
-    // Reserves a column batch of count rows: the message (batch.rows), key,
-    // signature and, when tail_size > 0, correlate columns, plus count result
-    // bytes, each 64-byte aligned in the arena. Write the columns in place,
-    // then submit/wait/release as for rows. Same statuses as reserve(), and
-    // bad_entry when the daemon is older than ABI 1.1.
-    Status reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, Batch& batch,
+    Status reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, RowBatch& batch,
+                   bool wait = true);
+    // Reserves a column batch of count rows: the message, key, signature and,
+    // when tail_size > 0, correlate columns, plus count result bytes. Write
+    // the columns in place, then submit/wait/release as for rows. Same
+    // statuses as reserve(), and bad_entry when the daemon is older than ABI 1.1.
+    Status reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, ColumnBatch& batch,
                            bool wait = true);
-    Status submit(Batch& batch, wire::Mode mode, wire::SigEncoding encoding = wire::SigEncoding::opaque,
+    Status submit(RowBatch& batch, wire::Mode mode, wire::SigEncoding encoding = wire::SigEncoding::opaque,
+                  std::uint8_t table = shm::kTableUnspecified);
+    Status submit(ColumnBatch& batch, wire::Mode mode, wire::SigEncoding encoding = wire::SigEncoding::opaque,
                   std::uint8_t table = shm::kTableUnspecified);
     // Blocks until the batch completes (or the daemon is gone / batch_timeout).
     // With Fallback::local a failed batch is verified in place, locally.
-    BatchResult wait(Batch& batch);
+    BatchResult wait(RowBatch& batch);
+    BatchResult wait(ColumnBatch& batch);
     // Non-blocking: status pending while the batch is in flight.
-    BatchResult poll(Batch& batch);
+    BatchResult poll(RowBatch& batch);
+    BatchResult poll(ColumnBatch& batch);
     // Frees the arena space of a reserved/completed batch. A batch still in
     // flight is abandoned: its space is freed when its completion arrives.
-    void release(Batch& batch);
+    void release(RowBatch& batch);
+    void release(ColumnBatch& batch);
     // Largest batch reserve() can ever satisfy.
-    std::size_t max_batch_rows(wire::RecordKind kind, std::size_t key_size) const;
+    std::size_t max_batch_rows(wire::RecordKind kind, std::size_t tail_size) const;
     // Largest batch reserve_columns() can ever satisfy.
     std::size_t max_column_batch_rows(wire::RecordKind kind, std::size_t tail_size) const;
 

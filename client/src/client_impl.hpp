@@ -1,0 +1,152 @@
+// libsigverify internals: Client::Impl, the state of one client, and the map
+// of which file implements which part of it.
+//
+//   client.cpp          the public Client: connect, session queries, the
+//                       zero-copy calls; the session's life (connect,
+//                       reconnect, death detection)
+//   connection.cpp      socket, handshake, segment mapping (Connection)
+//   ring.cpp            slots and arena space, submission, reaping
+//                       completions, waiting (spin, then futex sleep)
+//   copy_api.cpp        the copy APIs for rows and columns: split a caller's
+//                       batch into pieces, copy them in, pipeline, copy out
+//   local_fallback.cpp  in-process verification (LocalFallback)
+//
+// Locking: one mutex (mu) guards everything below it. Functions named
+// *_locked expect it held; sleep_locked() drops it while sleeping. The
+// fallback verifiers and the caller's memory copies run without it.
+//
+// Slots: a batch in flight owns one slot and one contiguous stretch of the
+// arena. Arena space is handed out in allocation order (a ring of virtual
+// positions: arena_head..arena_tail) and freed in the same order, so a
+// released slot returns its space only once every older slot is released.
+// slots.size() never exceeds the submission ring, so a submission always
+// finds room once the daemon consumed the earlier ones. A slot's generation
+// changes on every allocation; batches and completions carry (slot,
+// generation), so a stale one is never applied.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "connection.hpp"
+#include "local_fallback.hpp"
+#include "sigverify/client.hpp"
+
+namespace sigverify {
+namespace detail {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint64_t kAlign = shm::kArenaAlign;
+constexpr std::size_t kMaxChunkRows = 32768;   // copy API: rows per submission at most
+constexpr std::size_t kPipelineDepth = 4;      // copy API: submissions in flight per call
+constexpr auto kReconnectInterval = std::chrono::milliseconds(500);
+
+// Which slot a RowBatch or ColumnBatch holds: (slot, generation), the
+// generation 0 when it holds none.
+struct SlotRef {
+    std::uint32_t slot = 0;
+    std::uint32_t generation = 0;
+};
+template <class B>
+SlotRef ref(const B& batch) {
+    return SlotRef{batch.slot, batch.generation};
+}
+
+inline std::uint64_t align_up(std::uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+// A status that means the daemon could not do the work (the local fallback
+// may step in), as opposed to a caller error.
+inline bool is_daemon_failure(Status s) {
+    return s == Status::disconnected || s == Status::shutting_down || s == Status::cancelled ||
+           s == Status::backend_error || s == Status::stale_epoch || s == Status::unreachable ||
+           s == Status::timeout;
+}
+
+}  // namespace detail
+
+struct Client::Impl {
+    using Clock = detail::Clock;
+
+    enum class SlotState : std::uint8_t { free, reserved, submitted, done, released };
+    struct Slot {
+        SlotState state = SlotState::free;
+        bool abandoned = false;
+        std::uint32_t generation = 0;
+        std::uint64_t begin = 0, end = 0;  // virtual arena positions (end-begin includes padding)
+        std::uint64_t rows_offset = 0, results_offset = 0;
+        // Column batches: rows_offset is the message column.
+        bool columns = false;
+        std::uint64_t key_offset = 0, signature_offset = 0, correlate_offset = 0;
+        std::size_t count = 0;
+        wire::RecordKind kind = wire::RecordKind::ecdsa;
+        std::size_t tail_size = 0;
+        wire::SigEncoding encoding = wire::SigEncoding::opaque;
+        wire::Mode mode = wire::Mode::results;
+        BatchResult result;
+    };
+
+    explicit Impl(const ClientOptions& options);
+    ~Impl() { conn.close(); }
+
+    ClientOptions opt;
+    detail::LocalFallback local;
+
+    mutable std::mutex mu;
+    detail::Connection conn;
+    bool live = false;          // conn usable (daemon alive as far as we know)
+    std::string last_error;
+
+    std::vector<Slot> slots;
+    std::vector<std::uint32_t> free_slots;
+    std::vector<std::uint32_t> order;  // allocation order (ring of slots.size())
+    std::size_t order_head = 0, order_count = 0;
+    std::uint64_t arena_head = 0, arena_tail = 0;  // virtual positions
+    std::uint32_t in_use = 0;
+    std::uint32_t sleepers = 0;        // threads sleeping on the mapping without the lock
+    std::uint32_t next_generation = 1;
+    Clock::time_point last_reconnect{};
+
+    // --- session (client.cpp) ------------------------------------------------
+    Status connect_locked();
+    void maybe_reconnect_locked();
+    void mark_dead_locked(const std::string& why);
+    bool alive_locked();
+
+    // --- ring (ring.cpp) -----------------------------------------------------
+    void setup_slots();
+    void reap_locked();
+    std::uint32_t bell_seq() const;
+    void sleep_locked(std::unique_lock<std::mutex>& lk, std::uint32_t seq, Clock::time_point deadline);
+    void free_slot_locked(std::uint32_t index);
+    bool try_alloc_locked(std::uint64_t bytes, std::uint32_t& index);
+    Status alloc_waiting_locked(std::unique_lock<std::mutex>& lk, std::uint64_t bytes, bool wait,
+                                std::uint32_t& index);
+    std::uint64_t max_alloc_rows(wire::RecordKind kind, std::size_t tail_size) const;
+    std::uint64_t max_alloc_column_rows(wire::RecordKind kind, std::size_t tail_size) const;
+    Status reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, RowBatch& b, bool wait);
+    Status reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, ColumnBatch& b,
+                           bool wait);
+    Slot* slot_of(detail::SlotRef b);
+    // Submits a reserved batch; sets *encoding_out to the encoding sent (opaque
+    // for Schnorr) once the batch is known. A failed submission marks the
+    // slot done with its status, for wait to report.
+    Status submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mode, wire::SigEncoding enc, std::uint8_t table,
+                  wire::SigEncoding* encoding_out);
+    BatchResult wait_raw(detail::SlotRef b, bool block);  // no fallback
+    BatchResult wait(detail::SlotRef b, bool block);      // with the local fallback, in place in the arena
+    void release(detail::SlotRef b);
+
+    // --- copy API (copy_api.cpp) ---------------------------------------------
+    BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table);
+    BatchResult run_columns(const Columns& cols, wire::Mode mode, std::uint8_t* results, std::uint8_t table);
+    template <class PieceBatch, class Fill, class CopyBack, class Local, class FallsBack>
+    BatchResult pipeline(std::size_t n, std::size_t chunk, wire::Mode mode, wire::SigEncoding enc, std::uint8_t table,
+                         Fill&& fill, CopyBack&& copy_back, Local&& local_run, FallsBack&& falls_back);
+};
+
+}  // namespace sigverify

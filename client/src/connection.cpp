@@ -1,0 +1,144 @@
+// libsigverify internals: connecting to sigverifyd (see connection.hpp).
+//
+// The handshake: connect the SOCK_SEQPACKET control socket, send a
+// HelloRequest, receive the HelloReply with the segment's fd as SCM_RIGHTS,
+// map the segment, check its header (state ready, layout, epoch equal to the
+// reply's) and answer with a MappedAck (ok, or bad_segment and give up). A
+// refusing daemon answers with a status and closes. Every failure path closes
+// what it opened (the socket, the passed fd, the mapping).
+#include "connection.hpp"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "shm_protocol/fd_passing.hpp"
+
+namespace sigverify::detail {
+
+void Connection::close() {
+    if (map != nullptr) munmap(map, map_size);
+    if (fd >= 0) ::close(fd);
+    *this = Connection{};
+}
+
+std::string default_runtime_dir() {
+    if (const char* env = std::getenv("SIGVERIFY_RUNTIME_DIR"); env != nullptr && *env != '\0') return env;
+    return "/run/sigverifyd";
+}
+
+Status open_connection(const ClientOptions& opt, Connection& out, std::string& err) {
+    const std::string dir = opt.runtime_dir.empty() ? default_runtime_dir() : opt.runtime_dir;
+    const std::string path = dir + "/sigverifyd.sock";
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) {
+        err = "socket path too long: " + path;
+        return Status::invalid_argument;
+    }
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        err = std::string("socket: ") + std::strerror(errno);
+        return Status::system_error;
+    }
+    Connection c;
+    c.fd = fd;
+    auto fail = [&](Status s, std::string text) {
+        err = std::move(text);
+        c.close();
+        return s;
+    };
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        const int e = errno;
+        if (e == EACCES || e == EPERM)
+            return fail(Status::permission_denied, "cannot connect to " + path + ": " + std::strerror(e));
+        return fail(Status::unreachable, "no sigverifyd at " + path + ": " + std::strerror(e));
+    }
+    timeval tv;
+    tv.tv_sec = static_cast<time_t>(opt.connect_timeout.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((opt.connect_timeout.count() % 1000) * 1000);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+
+    shm::HelloRequest hello{};
+    hello.magic = shm::kHelloMagic;
+    hello.protocol_version = opt.protocol_version;
+    hello.requested_arena_size = opt.arena_size;
+    hello.requested_ring_entries = opt.ring_entries;
+    shm::copy_text(hello.client_name, opt.name.empty() ? "pid-" + std::to_string(getpid()) : opt.name);
+    // A refusing daemon may already have answered and closed: ignore send
+    // errors and read the reply that is queued for us.
+    (void)send(fd, &hello, sizeof hello, MSG_NOSIGNAL);
+
+    shm::HelloReply reply{};
+    // Keeps the segment descriptor; closes any other one a hostile peer attached.
+    const shm::ReceivedPacket packet = shm::receive_packet(fd, &reply, sizeof reply, shm::KeepDescriptor::first);
+    const ssize_t n = packet.bytes;
+    int seg_fd = packet.fd;
+    struct FdCloser {
+        int& f;
+        ~FdCloser() {
+            if (f >= 0) ::close(f);
+        }
+    } seg_closer{seg_fd};
+    if (n < 0) {
+        errno = packet.error;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return fail(Status::timeout, "sigverifyd at " + path + " did not answer the handshake in time");
+        return fail(Status::unreachable, "handshake with sigverifyd at " + path + " failed: " + std::strerror(errno));
+    }
+    if (n == 0) return fail(Status::handshake, "sigverifyd at " + path + " closed the connection during the handshake");
+    if (n != static_cast<ssize_t>(sizeof reply) || reply.magic != shm::kReplyMagic)
+        return fail(Status::handshake, "malformed handshake reply from " + path);
+    if (reply.status != 0) {
+        const Status st = reply.status < shm::kStatusCount ? static_cast<Status>(reply.status) : Status::handshake;
+        return fail(st, "sigverifyd refused the connection: " + std::string(shm::read_text(reply.error)));
+    }
+    if (seg_fd < 0) return fail(Status::handshake, "sigverifyd did not pass the shared segment");
+    struct stat st;
+    if (fstat(seg_fd, &st) != 0) return fail(Status::system_error, std::string("fstat: ") + std::strerror(errno));
+    if (reply.segment_size < shm::kHeaderSize || static_cast<std::uint64_t>(st.st_size) < reply.segment_size ||
+        reply.segment_size > shm::kMaxArenaSize + (std::uint64_t(1) << 24))
+        return fail(Status::bad_segment, "shared segment has the wrong size");
+    void* map = mmap(nullptr, reply.segment_size, PROT_READ | PROT_WRITE, MAP_SHARED, seg_fd, 0);
+    if (map == MAP_FAILED) return fail(Status::system_error, std::string("mmap: ") + std::strerror(errno));
+    c.map = map;
+    c.map_size = reply.segment_size;
+    auto* h = static_cast<shm::SegmentHeader*>(map);
+    auto nack = [&](const char* why) {
+        shm::MappedAck ack{shm::kAckMagic, static_cast<std::uint32_t>(Status::bad_segment)};
+        (void)send(fd, &ack, sizeof ack, MSG_NOSIGNAL);
+        return fail(Status::bad_segment, std::string("invalid shared segment: ") + why);
+    };
+    if (shm::word(h->state).load(std::memory_order_acquire) != static_cast<std::uint32_t>(shm::SegmentState::ready))
+        return nack("not ready");
+    shm::SegmentHeader copy;
+    std::memcpy(&copy, h, sizeof copy);
+    if (const char* why = shm::check_header(copy, c.map_size)) return nack(why);
+    if (copy.epoch != reply.epoch) return nack("epoch differs from the handshake");
+    c.h = h;
+    c.sqes = reinterpret_cast<shm::SubmissionEntry*>(static_cast<std::uint8_t*>(map) + copy.sq_entries_offset);
+    c.cqes = reinterpret_cast<shm::CompletionEntry*>(static_cast<std::uint8_t*>(map) + copy.cq_entries_offset);
+    c.arena = static_cast<std::uint8_t*>(map) + copy.arena_offset;
+    c.arena_size = copy.arena_size;
+    c.sq_entries = copy.sq_entries;
+    c.cq_entries = copy.cq_entries;
+    c.epoch = copy.epoch;
+    c.abi_minor = copy.abi_minor;
+    c.sq_tail = shm::word(h->sq_tail).load(std::memory_order_acquire);
+    c.cq_head = shm::word(h->cq_head).load(std::memory_order_acquire);
+    shm::MappedAck ack{shm::kAckMagic, 0};
+    if (send(fd, &ack, sizeof ack, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof ack))
+        return fail(Status::disconnected, "sigverifyd closed the connection after the handshake");
+    out = c;
+    return Status::ok;
+}
+
+}  // namespace sigverify::detail

@@ -1,0 +1,363 @@
+// libsigverify internals: the copy APIs (verify_* / collect_* / run for rows,
+// *_columns / run_columns for column tables) over the zero-copy ring path.
+//
+// A caller's batch may be any size: it is cut into pieces of at most
+// kMaxChunkRows rows (and at most a quarter of the arena), each piece
+// reserved, copied into the arena, submitted and, up to kPipelineDepth pieces
+// in flight, waited for and copied back (verdict bytes, or the collected rows
+// / correlate entries). Results are zeroed before anything is sent (fail
+// closed). With Fallback::local, a piece the daemon fails, and every piece
+// after a reserve the daemon cannot serve, is verified here instead.
+// Verdicts are the same whichever path a row takes.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "client_impl.hpp"
+
+namespace sigverify {
+
+using detail::align_up;
+using detail::is_daemon_failure;
+using detail::kAlign;
+using detail::kMaxChunkRows;
+using detail::kPipelineDepth;
+
+// ---------------------------------------------------------------------------
+// The pipeline shared by rows and columns
+// ---------------------------------------------------------------------------
+// The pipeline of both copy APIs: pieces of at most `chunk` of the n rows,
+// up to kPipelineDepth in flight. fill(begin, count, batch, wait) reserves a
+// piece and copies the caller's input into it (reserve's status);
+// copy_back(begin, count, batch) copies a verified piece's output to the
+// caller; local_run(begin, count) verifies rows here, used with
+// fallback=local when the daemon fails a piece or `falls_back`(reserve's
+// status) says so. The caller has zeroed its results (fail closed).
+// PieceBatch is RowBatch or ColumnBatch.
+template <class PieceBatch, class Fill, class CopyBack, class Local, class FallsBack>
+BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode mode, wire::SigEncoding enc,
+                                   std::uint8_t table, Fill&& fill, CopyBack&& copy_back, Local&& local_run,
+                                   FallsBack&& falls_back) {
+    struct InFlight {
+        PieceBatch batch;
+        std::size_t begin = 0, count = 0;
+    };
+    InFlight q[kPipelineDepth];
+    std::size_t qh = 0, qn = 0, next = 0;
+    Status fail = Status::ok;
+    BatchResult total;
+    auto run_locally = [&](std::size_t begin, std::size_t count) {
+        const BatchResult lr = local_run(begin, count);
+        if (lr.status != Status::ok && fail == Status::ok) fail = lr.status;
+        total.valid += lr.valid;
+        total.invalid += lr.invalid;
+        total.local_rows += lr.local_rows;
+    };
+    auto finish_front = [&] {
+        InFlight& f = q[qh];
+        const BatchResult r = wait_raw(detail::ref(f.batch), true);
+        if (r.ok()) {
+            copy_back(f.begin, f.count, f.batch);
+            total.valid += r.valid;
+            total.invalid += r.invalid;
+        } else if (r.status == Status::timeout) {
+            if (fail == Status::ok) fail = r.status;
+        } else if (opt.fallback == Fallback::local && is_daemon_failure(r.status)) {
+            run_locally(f.begin, f.count);
+        } else if (fail == Status::ok) {
+            fail = r.status;
+        }
+        release(detail::ref(f.batch));
+        f.batch.generation = 0;
+        qh = (qh + 1) % kPipelineDepth;
+        --qn;
+    };
+    while ((next < n && fail == Status::ok) || qn > 0) {
+        if (next < n && qn < kPipelineDepth && fail == Status::ok) {
+            const std::size_t count = std::min(chunk, n - next);
+            InFlight& f = q[(qh + qn) % kPipelineDepth];
+            const Status st = fill(next, count, f.batch, qn == 0);
+            if (st == Status::ok) {
+                f.begin = next;
+                f.count = count;
+                submit(detail::ref(f.batch), shm::Opcode::verify, mode, enc, table, &f.batch.encoding);
+                // A failed submit marked the slot done with its status: wait_raw() sees it.
+                ++qn;
+                next += count;
+                continue;
+            }
+            if (st != Status::ring_full) {
+                if (opt.fallback == Fallback::local && falls_back(st)) {
+                    run_locally(next, n - next);
+                } else if (fail == Status::ok) {
+                    fail = st;
+                }
+                next = n;
+                continue;
+            }
+        }
+        if (qn > 0) finish_front();
+    }
+    if (fail != Status::ok) total.status = fail;
+    return total;
+}
+
+// ---------------------------------------------------------------------------
+// Client::Impl: rows and columns
+// ---------------------------------------------------------------------------
+// Copy API over the zero-copy path, pipelined.
+BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
+                              std::uint8_t table) {
+    BatchResult total;
+    if (!rows.valid() || (mode == wire::Mode::results && results == nullptr && rows.count != 0) ||
+        (rows.kind == wire::RecordKind::ecdsa && rows.encoding != wire::SigEncoding::opaque &&
+         rows.encoding != wire::SigEncoding::compact)) {
+        total.status = Status::invalid_argument;
+        return total;
+    }
+    if (mode == wire::Mode::results && rows.count != 0) std::memset(results, 0, rows.count);  // fail closed
+    if (rows.count == 0) return total;
+    const std::size_t stride = rows.row_stride();
+    std::size_t chunk;
+    {
+        std::lock_guard lk(mu);
+        maybe_reconnect_locked();
+        const std::uint64_t arena_quarter_rows =
+            live ? (conn.arena_size / 4 > 2 * kAlign ? (conn.arena_size / 4 - 2 * kAlign) / (stride + 1) : 0) : 0;
+        chunk = std::max<std::uint64_t>(1, std::min<std::uint64_t>(arena_quarter_rows, kMaxChunkRows));
+        if (live && chunk > max_alloc_rows(rows.kind, rows.key_size)) chunk = max_alloc_rows(rows.kind, rows.key_size);
+    }
+    auto sub_span = [&](std::size_t begin, std::size_t count) {
+        return wire::RowSpan{rows.kind, rows.key_size, rows.encoding, rows.row(begin), count};
+    };
+    return pipeline<RowBatch>(
+        rows.count, chunk, mode, rows.encoding, table,
+        [&](std::size_t begin, std::size_t count, RowBatch& b, bool wait) {
+            const Status st = reserve(rows.kind, rows.key_size, count, b, wait);
+            if (st == Status::ok) std::memcpy(b.rows, rows.row(begin), count * stride);
+            return st;
+        },
+        [&](std::size_t begin, std::size_t count, const RowBatch& b) {
+            if (mode == wire::Mode::results)
+                std::memcpy(results + begin, b.results, count);
+            else
+                std::memcpy(rows.row(begin), b.rows, count * stride);
+        },
+        // Verifier::run indexes results from row 0 of the sub-span.
+        [&](std::size_t begin, std::size_t count) {
+            return local.run(sub_span(begin, count), mode, mode == wire::Mode::results ? results + begin : nullptr);
+        },
+        [&](Status st) { return is_daemon_failure(st) || st == Status::too_large; });
+}
+
+// Column copy API over the zero-copy column path, pipelined like run().
+// Results mode sends no correlate (the daemon never reads it there).
+BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std::uint8_t* results,
+                                      std::uint8_t table) {
+    BatchResult total;
+    const std::size_t n = cols.count;
+    const std::size_t tail = mode == wire::Mode::collect ? cols.tail_size : 0;
+    const bool bad_enums = static_cast<std::uint8_t>(cols.kind) > 1 || static_cast<std::uint8_t>(mode) > 1 ||
+                           (cols.kind == wire::RecordKind::ecdsa && cols.encoding != wire::SigEncoding::opaque &&
+                            cols.encoding != wire::SigEncoding::compact);
+    const bool missing = n != 0 && (cols.message == nullptr || cols.key == nullptr || cols.signature == nullptr ||
+                                    (mode == wire::Mode::results && results == nullptr) ||
+                                    (tail != 0 && cols.correlate == nullptr));
+    if (bad_enums || missing || cols.tail_size > wire::kMaxKeySize ||
+        n > std::numeric_limits<std::size_t>::max() / (wire::stride(cols.kind, cols.tail_size) + 1)) {
+        total.status = Status::invalid_argument;
+        return total;
+    }
+    if (mode == wire::Mode::results && n != 0) std::memset(results, 0, n);  // fail closed
+    if (n == 0) return total;
+    const wire::SigEncoding enc =
+        cols.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : cols.encoding;
+    const std::size_t key_width = wire::column_key_width(cols.kind);
+    std::size_t chunk;
+    {
+        std::lock_guard lk(mu);
+        maybe_reconnect_locked();
+        const std::uint64_t per_row = wire::stride(cols.kind, tail) + 1;
+        const std::uint64_t arena_quarter_rows =
+            live ? (conn.arena_size / 4 > 5 * kAlign ? (conn.arena_size / 4 - 5 * kAlign) / per_row : 0) : 0;
+        chunk = std::max<std::uint64_t>(1, std::min<std::uint64_t>(arena_quarter_rows, kMaxChunkRows));
+        if (live && chunk > max_alloc_column_rows(cols.kind, tail))
+            chunk = max_alloc_column_rows(cols.kind, tail);
+    }
+    // Rows [begin, begin + count) of the caller's columns.
+    auto sub_batch = [&](std::size_t begin, std::size_t count) {
+        reference::ColumnBatch c;
+        c.kind = cols.kind;
+        c.encoding = enc;
+        c.count = count;
+        c.tail_size = tail;
+        c.message = cols.message + begin * wire::kColumnMessageWidth;
+        c.key = cols.key + begin * key_width;
+        c.signature = cols.signature + begin * wire::kColumnSignatureWidth;
+        c.correlate = tail != 0 ? cols.correlate + begin * tail : nullptr;
+        return c;
+    };
+    return pipeline<ColumnBatch>(
+        n, chunk, mode, enc, table,
+        [&](std::size_t begin, std::size_t count, ColumnBatch& b, bool wait) {
+            const Status st = reserve_columns(cols.kind, tail, count, b, wait);
+            if (st != Status::ok) return st;
+            std::memcpy(b.message, cols.message + begin * wire::kColumnMessageWidth, count * wire::kColumnMessageWidth);
+            std::memcpy(b.key, cols.key + begin * key_width, count * key_width);
+            std::memcpy(b.signature, cols.signature + begin * wire::kColumnSignatureWidth,
+                        count * wire::kColumnSignatureWidth);
+            if (tail != 0) std::memcpy(b.correlate, cols.correlate + begin * tail, count * tail);
+            return st;
+        },
+        [&](std::size_t begin, std::size_t count, const ColumnBatch& b) {
+            if (mode == wire::Mode::results)
+                std::memcpy(results + begin, b.results, count);
+            else if (tail != 0)
+                std::memcpy(cols.correlate + begin * tail, b.correlate, count * tail);
+        },
+        // ColumnVerifier indexes results from row 0 of the sub-batch.
+        [&](std::size_t begin, std::size_t count) {
+            return local.run_columns(sub_batch(begin, count), mode,
+                                     mode == wire::Mode::results ? results + begin : nullptr);
+        },
+        // An old daemon (bad_entry) is covered by the fallback as an absent one is.
+        [&](Status st) { return is_daemon_failure(st) || st == Status::too_large || st == Status::bad_entry; });
+}
+
+// ---------------------------------------------------------------------------
+// Client: the public copy calls
+// ---------------------------------------------------------------------------
+BatchResult Client::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table) {
+    return impl_->run(rows, mode, results, table);
+}
+
+BatchResult Client::verify_ecdsa(const std::uint8_t* rows, std::size_t n, std::size_t tail_size,
+                                 std::uint8_t* results, wire::SigEncoding encoding) {
+    return run(wire::RowSpan{wire::RecordKind::ecdsa, tail_size, encoding, const_cast<std::uint8_t*>(rows), n},
+               wire::Mode::results, results);
+}
+
+BatchResult Client::verify_schnorr(const std::uint8_t* rows, std::size_t n, std::size_t tail_size,
+                                   std::uint8_t* results) {
+    return run(wire::RowSpan{wire::RecordKind::schnorr, tail_size, wire::SigEncoding::opaque,
+                             const_cast<std::uint8_t*>(rows), n},
+               wire::Mode::results, results);
+}
+
+namespace {
+template <class Row>
+wire::RowSpan table_span(std::span<Row> rows, wire::Table table, wire::SigEncoding enc) {
+    using Bare = std::remove_const_t<Row>;
+    return wire::RowSpan{wire::record_kind(table), wire::canonical_key_size(table), enc,
+                         reinterpret_cast<std::uint8_t*>(const_cast<Bare*>(rows.data())), rows.size()};
+}
+}  // namespace
+
+BatchResult Client::verify_ecdsa(std::span<const wire::EcdsaRow> rows, std::span<std::uint8_t> results,
+                                 wire::SigEncoding encoding) {
+    if (results.size() < rows.size()) return BatchResult{Status::invalid_argument, 0, 0, 0};
+    return run(table_span(rows, wire::Table::ecdsa, encoding), wire::Mode::results, results.data(),
+               static_cast<std::uint8_t>(wire::Table::ecdsa));
+}
+
+BatchResult Client::verify_multisig(std::span<const wire::MultisigRow> rows, std::span<std::uint8_t> results,
+                                    wire::SigEncoding encoding) {
+    if (results.size() < rows.size()) return BatchResult{Status::invalid_argument, 0, 0, 0};
+    return run(table_span(rows, wire::Table::multisig, encoding), wire::Mode::results, results.data(),
+               static_cast<std::uint8_t>(wire::Table::multisig));
+}
+
+BatchResult Client::verify_schnorr(std::span<const wire::SchnorrRow> rows, std::span<std::uint8_t> results) {
+    if (results.size() < rows.size()) return BatchResult{Status::invalid_argument, 0, 0, 0};
+    return run(table_span(rows, wire::Table::schnorr, wire::SigEncoding::opaque), wire::Mode::results,
+               results.data(), static_cast<std::uint8_t>(wire::Table::schnorr));
+}
+
+BatchResult Client::verify_threshold(std::span<const wire::ThresholdRow> rows, std::span<std::uint8_t> results) {
+    if (results.size() < rows.size()) return BatchResult{Status::invalid_argument, 0, 0, 0};
+    return run(table_span(rows, wire::Table::threshold, wire::SigEncoding::opaque), wire::Mode::results,
+               results.data(), static_cast<std::uint8_t>(wire::Table::threshold));
+}
+
+BatchResult Client::collect_ecdsa(std::uint8_t* rows, std::size_t n, std::size_t tail_size,
+                                  wire::SigEncoding encoding) {
+    return run(wire::RowSpan{wire::RecordKind::ecdsa, tail_size, encoding, rows, n}, wire::Mode::collect, nullptr);
+}
+
+BatchResult Client::collect_schnorr(std::uint8_t* rows, std::size_t n, std::size_t tail_size) {
+    return run(wire::RowSpan{wire::RecordKind::schnorr, tail_size, wire::SigEncoding::opaque, rows, n},
+               wire::Mode::collect, nullptr);
+}
+
+BatchResult Client::collect_ecdsa(std::span<wire::EcdsaRow> rows, wire::SigEncoding encoding) {
+    return run(table_span(rows, wire::Table::ecdsa, encoding), wire::Mode::collect, nullptr,
+               static_cast<std::uint8_t>(wire::Table::ecdsa));
+}
+
+BatchResult Client::collect_multisig(std::span<wire::MultisigRow> rows, wire::SigEncoding encoding) {
+    return run(table_span(rows, wire::Table::multisig, encoding), wire::Mode::collect, nullptr,
+               static_cast<std::uint8_t>(wire::Table::multisig));
+}
+
+BatchResult Client::collect_schnorr(std::span<wire::SchnorrRow> rows) {
+    return run(table_span(rows, wire::Table::schnorr, wire::SigEncoding::opaque), wire::Mode::collect, nullptr,
+               static_cast<std::uint8_t>(wire::Table::schnorr));
+}
+
+BatchResult Client::collect_threshold(std::span<wire::ThresholdRow> rows) {
+    return run(table_span(rows, wire::Table::threshold, wire::SigEncoding::opaque), wire::Mode::collect, nullptr,
+               static_cast<std::uint8_t>(wire::Table::threshold));
+}
+
+BatchResult Client::run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table) {
+    return impl_->run_columns(columns, mode, results, table);
+}
+
+namespace {
+Columns make_columns(wire::RecordKind kind, wire::SigEncoding encoding, const std::uint8_t* message,
+                     const std::uint8_t* key, const std::uint8_t* signature, std::uint8_t* correlate, std::size_t n,
+                     std::size_t tail_size) {
+    Columns c;
+    c.kind = kind;
+    c.encoding = encoding;
+    c.count = n;
+    c.tail_size = tail_size;
+    c.message = message;
+    c.key = key;
+    c.signature = signature;
+    c.correlate = correlate;
+    return c;
+}
+}  // namespace
+
+BatchResult Client::verify_ecdsa_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                         const std::uint8_t* signature, std::size_t n, std::uint8_t* results,
+                                         wire::SigEncoding encoding) {
+    return run_columns(make_columns(wire::RecordKind::ecdsa, encoding, message, key, signature, nullptr, n, 0),
+                       wire::Mode::results, results);
+}
+
+BatchResult Client::verify_schnorr_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                           const std::uint8_t* signature, std::size_t n, std::uint8_t* results) {
+    return run_columns(
+        make_columns(wire::RecordKind::schnorr, wire::SigEncoding::opaque, message, key, signature, nullptr, n, 0),
+        wire::Mode::results, results);
+}
+
+BatchResult Client::collect_ecdsa_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                          const std::uint8_t* signature, std::uint8_t* correlate, std::size_t n,
+                                          std::size_t tail_size, wire::SigEncoding encoding) {
+    return run_columns(make_columns(wire::RecordKind::ecdsa, encoding, message, key, signature, correlate, n, tail_size),
+                       wire::Mode::collect, nullptr);
+}
+
+BatchResult Client::collect_schnorr_columns(const std::uint8_t* message, const std::uint8_t* key,
+                                            const std::uint8_t* signature, std::uint8_t* correlate, std::size_t n,
+                                            std::size_t tail_size) {
+    return run_columns(make_columns(wire::RecordKind::schnorr, wire::SigEncoding::opaque, message, key, signature,
+                                    correlate, n, tail_size),
+                       wire::Mode::collect, nullptr);
+}
+
+}  // namespace sigverify
