@@ -29,24 +29,22 @@ install(FILES ${PROJECT_SOURCE_DIR}/shm_protocol/segment_layout.hpp ${PROJECT_SO
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sigverify/shm_protocol)
 
 # --- CMake package ------------------------------------------------------------
-if(TARGET sigverify_client AND TARGET sigverify_client_static)
-  target_compile_features(sigverify_wire INTERFACE cxx_std_20)  # std::span in the public headers
-  set_target_properties(sigverify_wire PROPERTIES EXPORT_NAME wire)
-  set_target_properties(sigverify_reference PROPERTIES EXPORT_NAME reference)
-  set_target_properties(sigverify_client PROPERTIES EXPORT_NAME client)
-  set_target_properties(sigverify_client_static PROPERTIES EXPORT_NAME client_static)
-  # The static client's link-only dependency (the local fallback verifier) ships with it.
-  install(TARGETS sigverify_wire sigverify_reference EXPORT sigverifyTargets
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-  set(SIGVERIFY_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/sigverify)
-  install(EXPORT sigverifyTargets NAMESPACE sigverify:: DESTINATION ${SIGVERIFY_CMAKEDIR})
-  configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/sigverifyConfig.cmake.in
-    ${PROJECT_BINARY_DIR}/cmake/sigverifyConfig.cmake INSTALL_DESTINATION ${SIGVERIFY_CMAKEDIR})
-  write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/sigverifyConfigVersion.cmake
-    VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
-  install(FILES ${PROJECT_BINARY_DIR}/cmake/sigverifyConfig.cmake ${PROJECT_BINARY_DIR}/cmake/sigverifyConfigVersion.cmake
-    DESTINATION ${SIGVERIFY_CMAKEDIR})
-endif()
+target_compile_features(sigverify_wire INTERFACE cxx_std_20)  # std::span in the public headers
+set_target_properties(sigverify_wire PROPERTIES EXPORT_NAME wire)
+set_target_properties(sigverify_reference PROPERTIES EXPORT_NAME reference)
+set_target_properties(sigverify_client PROPERTIES EXPORT_NAME client)
+set_target_properties(sigverify_client_static PROPERTIES EXPORT_NAME client_static)
+# The static client's link-only dependency (the local fallback verifier) ships with it.
+install(TARGETS sigverify_wire sigverify_reference EXPORT sigverifyTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+set(SIGVERIFY_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/sigverify)
+install(EXPORT sigverifyTargets NAMESPACE sigverify:: DESTINATION ${SIGVERIFY_CMAKEDIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/sigverifyConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/cmake/sigverifyConfig.cmake INSTALL_DESTINATION ${SIGVERIFY_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/sigverifyConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/sigverifyConfig.cmake ${PROJECT_BINARY_DIR}/cmake/sigverifyConfigVersion.cmake
+  DESTINATION ${SIGVERIFY_CMAKEDIR})
 
 # --- pkg-config ---------------------------------------------------------------
 # Relocatable: prefix is found from the .pc file's own place (${pcfiledir}),
