@@ -44,8 +44,7 @@ public:
     std::string name() const override { return "gpu"; }
     unsigned concurrency() const override { return workers_; }
     std::size_t preferred_chunk_rows() const override { return chunk_rows_; }
-    ChunkResult verify(unsigned worker, const wire::RowSpan& rows, std::size_t begin, std::size_t end,
-                       wire::Mode mode, std::uint8_t* results) noexcept override;
+    ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
 
 private:
     struct Slot {

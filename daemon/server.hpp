@@ -17,6 +17,7 @@
 #include "daemon/checked_backend.hpp"
 #include "daemon/gpu_backend.hpp"
 #include "daemon/config.hpp"
+#include "daemon/daemon_context.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/notify.hpp"
 #include "daemon/scheduler.hpp"
