@@ -1,5 +1,7 @@
 // sigverifyd's control plane: the listening socket, access control, session
-// threads, signals and the bounded shutdown.
+// threads, signals and the bounded shutdown. It owns the daemon-wide state
+// (DaemonContext), the backend(s) and the scheduler, and outlives every
+// session it starts.
 #pragma once
 
 #include <poll.h>
