@@ -6,8 +6,8 @@
 // verdict buffer, a pinned verdict buffer and CUDA events. verify() splits a
 // span into chunks of Options::chunk_bytes and rotates them over the streams:
 // while one chunk's copy-in / kernel / copy-out runs on its stream, the host
-// stages the next chunk into another stream's buffer and scatters the
-// verdicts of finished chunks.
+// stages the next chunk into another stream's buffer and publishes the
+// verdicts of finished chunks (the one publish rule, verdict_publish.hpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
