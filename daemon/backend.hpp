@@ -1,12 +1,21 @@
 // The verification backend interface of sigverifyd.
 //
-// The scheduler hands a backend one chunk at a time: rows [begin, end) of a
-// RowSpan that lives in a client's arena, the mode, and the results pointer
-// (results[0] is row 0 of the span, as in reference::RowVerifier::run). A
-// backend is called from `concurrency()` worker threads at once, each with its
-// own worker index; it must write verdicts only inside [begin, end) and must
-// never throw. A GPU backend plugs in behind the same interface; a failure it
-// reports on a chunk makes the scheduler re-run that chunk on the CPU backend.
+// A backend turns records into verdict bytes, nothing else: it never sees the
+// batch's mode and never writes client memory. The scheduler stages a chunk's
+// records into a worker's private memory, calls verify() on that copy with a
+// private verdict buffer, and only then publishes the verdicts to the client
+// (shm_protocol/verdict_publish.hpp). So whatever a backend does, the client's
+// memory changes only through the one publish rule, and only with verdicts of
+// a chunk that succeeded.
+//
+// Contract of verify(worker, records, verdicts):
+//   * records: rows [0, records.count), normally tail-less (key_size 0);
+//   * on success, verdicts[i] is 1 (valid) or 0 (invalid) for each record;
+//     on failure (status != ok) the verdict bytes are unspecified and the
+//     caller must not publish them;
+//   * called from up to concurrency() threads at once, each with its own
+//     worker index (worker < concurrency()); never throws.
+// A failure makes the scheduler re-run the chunk on its CPU fallback.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +34,18 @@ struct ChunkResult {
     reference::Tally tally;
 };
 
+// Rows [begin, end) of rows as a span of their own (row 0 = rows.row(begin)).
+inline wire::RowSpan subspan(const wire::RowSpan& rows, std::size_t begin, std::size_t end) {
+    return wire::RowSpan{rows.kind, rows.key_size, rows.encoding, end > begin ? rows.row(begin) : rows.data,
+                         end - begin};
+}
+
+// The argument check every backend starts with.
+inline bool chunk_args_ok(unsigned worker, unsigned concurrency, const wire::RowSpan& records,
+                          const std::uint8_t* verdicts) {
+    return worker < concurrency && records.valid() && (records.count == 0 || verdicts != nullptr);
+}
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -33,11 +54,11 @@ public:
     virtual unsigned concurrency() const = 0;
     // Rows per chunk that keep this backend efficient while keeping chunks short.
     virtual std::size_t preferred_chunk_rows() const = 0;
-    virtual ChunkResult verify(unsigned worker, const wire::RowSpan& rows, std::size_t begin,
-                               std::size_t end, wire::Mode mode, std::uint8_t* results) noexcept = 0;
+    // verdicts[i] = verdict of records row i (see the contract above).
+    virtual ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept = 0;
 };
 
-// The CPU backend: one reference::RowVerifier per worker thread.
+// The CPU backend: one reference::RowVerifier (libsecp256k1) per worker thread.
 class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(unsigned threads);
@@ -45,8 +66,7 @@ public:
     std::string name() const override { return "cpu"; }
     unsigned concurrency() const override;
     std::size_t preferred_chunk_rows() const override { return 256; }
-    ChunkResult verify(unsigned worker, const wire::RowSpan& rows, std::size_t begin, std::size_t end,
-                       wire::Mode mode, std::uint8_t* results) noexcept override;
+    ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
 
 private:
     std::unique_ptr<std::unique_ptr<reference::RowVerifier>[]> verifiers_;

@@ -5,17 +5,15 @@
 
 namespace sigverify::daemon {
 
-// Private memory of one worker thread, allocated once: the chunk's records
-// (tails are not needed to verify), the primary's verdicts, a libsecp256k1
-// context and the sampling generator.
+// Private memory of one worker thread, allocated once: the primary's verdicts
+// (copied to the caller only once checked), a libsecp256k1 context and the
+// sampling generator.
 struct CheckedBackend::Worker {
-    std::vector<std::uint8_t> records;
     std::vector<std::uint8_t> verdicts;
     reference::RowVerifier cpu;
     std::uint64_t rng;
 
-    Worker(std::size_t rows, std::uint64_t seed)
-        : records(rows * wire::kEcdsaRecordSize), verdicts(rows), rng(seed | 1) {}
+    Worker(std::size_t rows, std::uint64_t seed) : verdicts(rows), rng(seed | 1) {}
 
     // xorshift64*: cheap, and unpredictable enough that a faulty primary
     // cannot line its errors up with the sample.
@@ -53,23 +51,23 @@ void CheckedBackend::disable(const std::string& reason) {
     if (on_disable_) on_disable_(reason);
 }
 
-ChunkResult CheckedBackend::verify(unsigned worker, const wire::RowSpan& rows, std::size_t begin,
-                                   std::size_t end, wire::Mode mode, std::uint8_t* results) noexcept {
+ChunkResult CheckedBackend::verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept {
     ChunkResult total;
-    if (worker >= workers_.size() || !rows.valid() || begin > end || end > rows.count ||
-        (mode == wire::Mode::results && results == nullptr && end > begin)) {
+    if (!chunk_args_ok(worker, unsigned(workers_.size()), records, verdicts)) {
         total.status = shm::Status::backend_error;
         return total;
     }
     try {
-        for (std::size_t b = begin; b < end; b += max_chunk_rows_) {
+        for (std::size_t b = 0; b < records.count; b += max_chunk_rows_) {
             if (!primary_enabled()) {
                 counters_.refused_chunks.fetch_add(1, std::memory_order_relaxed);
                 return ChunkResult{shm::Status::backend_error, {}};
             }
-            const ChunkResult r =
-                verify_piece(*workers_[worker], worker, rows, b, std::min(end, b + max_chunk_rows_), mode, results);
+            Worker& w = *workers_[worker];
+            const wire::RowSpan piece = subspan(records, b, std::min(records.count, b + max_chunk_rows_));
+            const ChunkResult r = verify_piece(w, worker, piece);
             if (r.status != shm::Status::ok) return ChunkResult{r.status, {}};
+            std::memcpy(verdicts + b, w.verdicts.data(), piece.count);  // checked: hand them back
             total.tally += r.tally;
         }
     } catch (...) {
@@ -79,38 +77,31 @@ ChunkResult CheckedBackend::verify(unsigned worker, const wire::RowSpan& rows, s
     return total;
 }
 
-ChunkResult CheckedBackend::verify_piece(Worker& w, unsigned worker, const wire::RowSpan& rows, std::size_t begin,
-                                         std::size_t end, wire::Mode mode, std::uint8_t* results) {
-    const std::size_t n = end - begin;
-    const std::size_t record = wire::record_size(rows.kind);
-    // 1. A private snapshot of the records.
-    for (std::size_t i = 0; i < n; ++i) std::memcpy(w.records.data() + i * record, rows.row(begin + i), record);
-    const wire::RowSpan snapshot{rows.kind, 0, rows.encoding, w.records.data(), n};
-
+ChunkResult CheckedBackend::verify_piece(Worker& w, unsigned worker, const wire::RowSpan& piece) {
+    const std::size_t n = piece.count;
     if (n < policy_.cpu_below_rows) {
-        // Too small for a GPU round trip: libsecp256k1 verifies the snapshot here.
+        // Too small for a GPU round trip: libsecp256k1 verifies the piece here.
         reference::Tally tally;
         for (std::size_t i = 0; i < n; ++i) {
-            const bool ok = w.cpu.verify_row(snapshot, i);
+            const bool ok = w.cpu.verify_row(piece, i);
             w.verdicts[i] = ok ? 1 : 0;
             if (ok) ++tally.valid;
             else ++tally.invalid;
         }
         counters_.rows_small.fetch_add(n, std::memory_order_relaxed);
-        publish(w, rows, begin, n, mode, results);
         return ChunkResult{shm::Status::ok, tally};
     }
 
-    // 2. The primary's verdicts on the snapshot.
-    std::memset(w.verdicts.data(), 0, n);
-    const ChunkResult r = primary_->verify(worker, snapshot, 0, n, wire::Mode::results, w.verdicts.data());
+    // 1. The primary's verdicts on the (private) records.
+    std::fill_n(w.verdicts.data(), n, std::uint8_t(0));
+    const ChunkResult r = primary_->verify(worker, piece, w.verdicts.data());
     if (r.status != shm::Status::ok) {
         counters_.primary_errors.fetch_add(1, std::memory_order_relaxed);
         disable(primary_->name() + " failed a chunk (" + std::string(shm::to_string(r.status)) + ")");
         return ChunkResult{shm::Status::backend_error, {}};
     }
 
-    // 3. libsecp256k1 re-verifies every invalid verdict and a sample of valid ones.
+    // 2. libsecp256k1 re-verifies every invalid verdict and a sample of valid ones.
     std::uint64_t rechecked = 0;
     reference::Tally tally;
     for (std::size_t i = 0; i < n; ++i) {
@@ -119,12 +110,12 @@ ChunkResult CheckedBackend::verify_piece(Worker& w, unsigned worker, const wire:
                                        (policy_.valid_sample_every == 1 || w.next() % policy_.valid_sample_every == 0));
         if (v > 1 || sample) {
             ++rechecked;
-            const bool cpu = w.cpu.verify_row(snapshot, i);
+            const bool cpu = w.cpu.verify_row(piece, i);
             if (v > 1 || cpu != (v == 1)) {
                 counters_.rows_rechecked.fetch_add(rechecked, std::memory_order_relaxed);
                 counters_.mismatches.fetch_add(1, std::memory_order_relaxed);
                 disable(primary_->name() + " verdict " + std::to_string(v) + " disagrees with libsecp256k1 (" +
-                        (cpu ? "valid" : "invalid") + ") on a " + std::string(wire::to_string(rows.kind)) + " row");
+                        (cpu ? "valid" : "invalid") + ") on a " + std::string(wire::to_string(piece.kind)) + " row");
                 return ChunkResult{shm::Status::backend_error, {}};
             }
         }
@@ -132,21 +123,7 @@ ChunkResult CheckedBackend::verify_piece(Worker& w, unsigned worker, const wire:
         else ++tally.invalid;
     }
     counters_.rows_rechecked.fetch_add(rechecked, std::memory_order_relaxed);
-
-    // 4. Publish.
-    publish(w, rows, begin, n, mode, results);
     return ChunkResult{shm::Status::ok, tally};
-}
-
-void CheckedBackend::publish(const Worker& w, const wire::RowSpan& rows, std::size_t begin, std::size_t n,
-                             wire::Mode mode, std::uint8_t* results) {
-    if (mode == wire::Mode::results) {
-        std::memcpy(results + begin, w.verdicts.data(), n);
-    } else if (rows.key_size != 0) {
-        const std::size_t record = wire::record_size(rows.kind);
-        for (std::size_t i = 0; i < n; ++i)
-            if (w.verdicts[i] == 1) std::memset(rows.row(begin + i) + record, 0, rows.key_size);
-    }
 }
 
 }  // namespace sigverify::daemon

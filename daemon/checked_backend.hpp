@@ -1,21 +1,24 @@
 // Consensus safety for a backend whose verdicts are not trusted on their own.
 //
 // The GPU is fast but is not the consensus reference. CheckedBackend wraps such
-// a primary backend and never lets one of its verdicts reach a client
-// unchecked:
-//   * the chunk's records are first copied into private memory, so a client
-//     that rewrites its rows while they are verified cannot make the primary
-//     and the CPU disagree (which would switch the GPU off for everyone);
-//   * the primary verifies the private copy in results mode, never in place;
+// a primary backend and never hands back one of its verdicts unchecked:
+//   * the primary verifies the records into this worker's private verdicts;
 //   * every row it calls INVALID is re-verified by libsecp256k1, and a random
 //     sample of the VALID ones (1 in valid_sample_every);
 //   * pieces below cpu_below_rows rows skip the primary: libsecp256k1
 //     verifies them in the worker (latency, not trust);
-//   * only then are verdicts published: result bytes, or (collect mode) the
-//     tails of valid rows zeroed in the client's rows.
+//   * only then are a piece's verdicts copied to the caller's buffer; the
+//     scheduler publishes them to the client (verdict_publish.hpp).
 // Any disagreement, or any error of the primary, disables the primary for good
 // and fails the chunk with backend_error; the scheduler then re-runs the chunk
 // on its CPU fallback, so the client still gets libsecp256k1's verdicts.
+//
+// Invariant relied on: the records are PRIVATE memory that nobody else writes
+// while verify() runs (the scheduler's staging rows, never the client's
+// arena). The primary and the libsecp256k1 re-check therefore read the same
+// bytes, so a client that rewrites its rows while they are verified can change
+// only its own verdicts and can never make the primary look faulty (which
+// would switch the GPU off for everyone).
 #pragma once
 
 #include <atomic>
@@ -53,8 +56,9 @@ public:
     // Called once, from a worker thread, when the primary is switched off.
     using DisableHook = std::function<void(const std::string& reason)>;
 
-    // max_chunk_rows bounds the private copy per worker (allocated here, once);
-    // larger chunks are processed in pieces of that size.
+    // max_chunk_rows bounds what the primary gets in one call and the private
+    // verdicts per worker (allocated here, once); larger chunks are processed
+    // in pieces of that size.
     CheckedBackend(std::unique_ptr<Backend> primary, std::size_t max_chunk_rows, CrossCheckPolicy policy,
                    DisableHook on_disable = {});
     ~CheckedBackend() override;
@@ -62,8 +66,7 @@ public:
     std::string name() const override;
     unsigned concurrency() const override;
     std::size_t preferred_chunk_rows() const override;
-    ChunkResult verify(unsigned worker, const wire::RowSpan& rows, std::size_t begin, std::size_t end,
-                       wire::Mode mode, std::uint8_t* results) noexcept override;
+    ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
 
     bool primary_enabled() const { return enabled_.load(std::memory_order_acquire); }
     const std::string& disable_reason() const { return disable_reason_; }
@@ -72,11 +75,9 @@ public:
 
 private:
     struct Worker;
-    ChunkResult verify_piece(Worker& w, unsigned worker, const wire::RowSpan& rows, std::size_t begin,
-                             std::size_t end, wire::Mode mode, std::uint8_t* results);
-    // Writes a piece's verdicts (w.verdicts) to the client: result bytes, or collect.
-    static void publish(const Worker& w, const wire::RowSpan& rows, std::size_t begin, std::size_t n, wire::Mode mode,
-                        std::uint8_t* results);
+    // One piece (at most max_chunk_rows_ records); on success its checked
+    // verdicts are in w.verdicts[0, piece.count).
+    ChunkResult verify_piece(Worker& w, unsigned worker, const wire::RowSpan& piece);
     void disable(const std::string& reason);
 
     std::unique_ptr<Backend> primary_;

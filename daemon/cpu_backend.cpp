@@ -1,3 +1,4 @@
+// The CPU backend (daemon/backend.hpp): libsecp256k1 through reference::RowVerifier.
 #include <thread>
 
 #include "daemon/backend.hpp"
@@ -14,16 +15,14 @@ CpuBackend::~CpuBackend() = default;
 
 unsigned CpuBackend::concurrency() const { return threads_; }
 
-ChunkResult CpuBackend::verify(unsigned worker, const wire::RowSpan& rows, std::size_t begin,
-                               std::size_t end, wire::Mode mode, std::uint8_t* results) noexcept {
+ChunkResult CpuBackend::verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept {
     ChunkResult r;
-    if (worker >= threads_ || !rows.valid() || begin > end || end > rows.count ||
-        (mode == wire::Mode::results && results == nullptr && end > begin)) {
+    if (!chunk_args_ok(worker, threads_, records, verdicts)) {
         r.status = shm::Status::backend_error;
         return r;
     }
     try {
-        r.tally = verifiers_[worker]->run(rows, begin, end, mode, results);
+        r.tally = verifiers_[worker]->run(records, 0, records.count, wire::Mode::results, verdicts);
     } catch (...) {
         r.status = shm::Status::backend_error;
         r.tally = {};

@@ -73,11 +73,9 @@ std::unique_ptr<GpuBackend> GpuBackend::open(const std::string& spec, unsigned w
 
 GpuBackend::~GpuBackend() = default;
 
-ChunkResult GpuBackend::verify(unsigned worker, const wire::RowSpan& rows, std::size_t begin, std::size_t end,
-                               wire::Mode mode, std::uint8_t* results) noexcept {
+ChunkResult GpuBackend::verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept {
     ChunkResult r;
-    if (worker >= workers_ || !rows.valid() || begin > end || end > rows.count ||
-        (mode == wire::Mode::results && results == nullptr && end > begin)) {
+    if (!chunk_args_ok(worker, workers_, records, verdicts)) {
         r.status = shm::Status::backend_error;
         return r;
     }
@@ -85,28 +83,15 @@ ChunkResult GpuBackend::verify(unsigned worker, const wire::RowSpan& rows, std::
         const std::size_t device = worker % devices_;
         const std::size_t slot = (worker / devices_) % slots_per_device_;
         Slot& d = *slots_[device * slots_per_device_ + slot];
-        const wire::RowSpan part{rows.kind, rows.key_size, rows.encoding, rows.row(begin), end - begin};
-        if (mode == wire::Mode::results) {
-            // The daemon's path (CheckedBackend: private records, results mode): merged launches.
-            std::uint8_t* const out = results + begin;
-            if (!d.coalescer->verify(part, out)) {
-                r.status = shm::Status::backend_error;
-                return r;
-            }
-            for (std::size_t i = 0; i < part.count; ++i) {
-                if (out[i] == 1) ++r.tally.valid;
-                else ++r.tally.invalid;
-            }
-        } else {
-            gpu::Counts counts;
-            std::lock_guard lock(d.mutex);
-            const gpu::Status st = d.verifier->verify(part, mode, nullptr, &counts);
-            if (!st.ok()) {
-                r.status = shm::Status::backend_error;
-                return r;
-            }
-            r.tally.valid = counts.valid;
-            r.tally.invalid = counts.invalid;
+        // Merged launches (LaunchCoalescer); the device verifier resolves its
+        // recheck verdicts, so verdicts come back as 0 / 1.
+        if (!d.coalescer->verify(records, verdicts)) {
+            r.status = shm::Status::backend_error;
+            return r;
+        }
+        for (std::size_t i = 0; i < records.count; ++i) {
+            if (verdicts[i] == 1) ++r.tally.valid;
+            else ++r.tally.invalid;
         }
     } catch (...) {
         r.status = shm::Status::backend_error;

@@ -4,6 +4,8 @@
 // allocated once, here) and runs its known-answer self-test; a device that
 // fails is left out and reported. It is always wrapped in a CheckedBackend
 // before the scheduler sees it: its verdicts are never trusted unchecked.
+// Like every backend it only turns (private, staged) records into verdict
+// bytes; it never writes client memory.
 // Each device has `chunks_in_flight` slots: a DeviceVerifier with its own
 // stream and buffers. Workers map onto slots round-robin (worker w: device
 // w % devices, slot (w / devices) % slots), so that many chunks run on one GPU
@@ -44,8 +46,7 @@ public:
     std::string name() const override { return "gpu"; }
     unsigned concurrency() const override { return workers_; }
     std::size_t preferred_chunk_rows() const override { return chunk_rows_; }
-    ChunkResult verify(unsigned worker, const wire::RowSpan& rows, std::size_t begin, std::size_t end,
-                       wire::Mode mode, std::uint8_t* results) noexcept override;
+    ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
 
 private:
     struct Slot {

@@ -3,10 +3,9 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "daemon/metrics.hpp"
-#include "daemon/session.hpp"
+#include "shm_protocol/verdict_publish.hpp"
 
 namespace sigverify::daemon {
 
@@ -27,27 +26,30 @@ void Scheduler::start() {
     for (unsigned w = 0; w < backend_.concurrency(); ++w) workers_.emplace_back([this, w] { worker_loop(w); });
 }
 
-void Scheduler::submit(const std::shared_ptr<Session>& s, std::uint32_t index) {
+std::unique_ptr<JobQueue> Scheduler::make_queue(JobSink& sink, std::uint32_t slots) {
+    return std::unique_ptr<JobQueue>(new JobQueue(sink, slots));
+}
+
+void Scheduler::submit(const std::shared_ptr<JobQueue>& q, std::uint32_t index) {
     {
         std::lock_guard lock(mutex_);
-        s->sched_queue.push_back(index);
+        q->pending_.push_back(index);
         ++queued_jobs_;
-        if (!s->in_runnable) {
-            s->in_runnable = true;
-            runnable_.push_back(s);
+        if (!q->in_runnable_) {
+            q->in_runnable_ = true;
+            runnable_.push_back(q);
             runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
         }
     }
     work_cv_.notify_one();
 }
 
-void Scheduler::cancel_session(Session& s, shm::Status status) {
+void Scheduler::cancel(JobQueue& q, shm::Status status) {
     std::vector<std::uint32_t> to_finish;
     {
         std::lock_guard lock(mutex_);
-        s.cancelled = true;
-        for (std::uint32_t index : s.sched_queue) {
-            Job& j = s.jobs[index];
+        for (std::uint32_t index : q.pending_) {
+            Job& j = q.jobs_[index];
             j.next_row = j.rows.count;
             j.status = status;
             if (j.running == 0) {
@@ -55,19 +57,19 @@ void Scheduler::cancel_session(Session& s, shm::Status status) {
                 --queued_jobs_;
             }
         }
-        s.sched_queue.clear();
+        q.pending_.clear();
         // Jobs already fully handed out but still running: their last chunk reports status.
-        for (Job& j : s.jobs)
+        for (Job& j : q.jobs_)
             if (j.running != 0) j.status = status;
-        if (s.in_runnable) {
+        if (q.in_runnable_) {
             runnable_.erase(std::remove_if(runnable_.begin(), runnable_.end(),
-                                           [&](const std::shared_ptr<Session>& p) { return p.get() == &s; }),
+                                           [&](const std::shared_ptr<JobQueue>& p) { return p.get() == &q; }),
                             runnable_.end());
             runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
-            s.in_runnable = false;
+            q.in_runnable_ = false;
         }
     }
-    for (std::uint32_t index : to_finish) s.finish_job(index, status, {});
+    for (std::uint32_t index : to_finish) q.sink_.finish_job(index, status, {});
     idle_cv_.notify_all();
 }
 
@@ -96,49 +98,41 @@ void Scheduler::stop() {
     runnable_count_.store(0, std::memory_order_release);
 }
 
-ChunkResult Scheduler::run_row_chunk(unsigned worker, const wire::RowSpan& rows, std::size_t begin,
-                                     std::size_t end, wire::Mode mode, std::uint8_t* results) {
-    ChunkResult r = backend_.verify(worker, rows, begin, end, mode, results);
+ChunkResult Scheduler::verify_staged(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) {
+    ChunkResult r = backend_.verify(worker, records, verdicts);
     if (r.status != shm::Status::ok && cpu_fallback_ != nullptr) {
         if (metrics_ != nullptr) {
             metrics_->cpu_fallback_chunks.fetch_add(1, std::memory_order_relaxed);
-            metrics_->cpu_fallback_rows.fetch_add(end - begin, std::memory_order_relaxed);
+            metrics_->cpu_fallback_rows.fetch_add(records.count, std::memory_order_relaxed);
         }
-        r = cpu_fallback_->verify(worker, rows, begin, end, mode, results);
+        r = cpu_fallback_->verify(worker, records, verdicts);
     }
     return r;
 }
 
-ChunkResult Scheduler::run_column_chunk(unsigned worker, const reference::ColumnBatch& columns, std::size_t begin,
-                                        std::size_t end, wire::Mode mode, std::uint8_t* results) {
+ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begin, std::size_t end) {
     ChunkResult failed;
     failed.status = shm::Status::backend_error;
-    if (worker >= staging_.size() || begin > end || end > columns.count ||
-        (mode == wire::Mode::results && results == nullptr && end > begin))
+    const wire::RecordKind kind = j.is_columns ? j.columns.kind : j.rows.kind;
+    const std::size_t limit = j.is_columns ? j.columns.count : j.rows.count;
+    if (worker >= staging_.size() || begin > end || end > limit ||
+        (j.mode == wire::Mode::results && j.results == nullptr && end > begin))
         return failed;
     const std::size_t n = end - begin;
-    const std::size_t record = wire::record_size(columns.kind);
     Staging& st = staging_[worker];
-    try {
-        if (st.rows.size() < n * record) st.rows.resize(n * record);
-        if (st.verdicts.size() < n) st.verdicts.resize(n);
-    } catch (...) {
-        return failed;  // out of memory: the job fails with backend_error, the daemon lives on
-    }
-    // Copy out of shared memory first: from here on the client cannot change
-    // what gets verified.
-    for (std::size_t i = 0; i < n; ++i) reference::assemble_record(columns, begin + i, st.rows.data() + i * record);
-    const wire::RowSpan staged{columns.kind, 0, columns.encoding, st.rows.data(), n};
-    // Always results mode into private verdicts: collect mode needs the
-    // per-row verdicts to know which correlate entries to zero.
-    const ChunkResult r = run_row_chunk(worker, staged, 0, n, wire::Mode::results, st.verdicts.data());
-    if (r.status != shm::Status::ok) return r;
-    if (mode == wire::Mode::results) {
-        for (std::size_t i = 0; i < n; ++i) results[begin + i] = st.verdicts[i] != 0 ? 1 : 0;
-    } else if (columns.tail_size != 0) {
-        for (std::size_t i = 0; i < n; ++i)
-            if (st.verdicts[i] != 0) std::memset(columns.correlate_at(begin + i), 0, columns.tail_size);
-    }
+    // Out of memory: the job fails with backend_error, the daemon lives on.
+    if (!st.reserve(n, wire::record_size(kind))) return failed;
+
+    // 1. Stage: from here on the client cannot change what gets verified.
+    const wire::RowSpan staged = j.is_columns ? stage_columns(j.columns, begin, end, st.records.data())
+                                              : stage_rows(j.rows, begin, end, st.records.data());
+    // 2. Verify the private copy into private verdicts.
+    const ChunkResult r = verify_staged(worker, staged, st.verdicts.data());
+    if (r.status != shm::Status::ok) return r;  // nothing published
+    // 3. Publish to the client, in the job's mode.
+    const wire::TailSpan tails =
+        j.is_columns ? wire::correlate_tails(j.columns.correlate, j.columns.tail_size) : wire::row_tails(j.rows);
+    wire::publish_verdicts(j.mode, tails, j.results, begin, st.verdicts.data(), n);
     return r;
 }
 
@@ -163,31 +157,26 @@ void Scheduler::worker_loop(unsigned worker) {
         }
         work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty(); });
         if (stopping_) return;
-        std::shared_ptr<Session> s = std::move(runnable_.front());
+        std::shared_ptr<JobQueue> q = std::move(runnable_.front());
         runnable_.pop_front();
-        const std::uint32_t index = s->sched_queue.front();
-        Job& j = s->jobs[index];
+        const std::uint32_t index = q->pending_.front();
+        Job& j = q->jobs_[index];
         const std::uint64_t begin = j.next_row;
         const std::uint64_t end = std::min<std::uint64_t>(j.rows.count, begin + chunk_rows_);
         j.next_row = end;
         ++j.running;
-        if (j.next_row >= j.rows.count) s->sched_queue.pop_front();
-        if (!s->sched_queue.empty()) {
-            runnable_.push_back(s);  // round robin: back of the line
+        if (j.next_row >= j.rows.count) q->pending_.pop_front();
+        if (!q->pending_.empty()) {
+            runnable_.push_back(q);  // round robin: back of the line
             work_cv_.notify_one();
         } else {
-            s->in_runnable = false;
+            q->in_runnable_ = false;
         }
         runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
-        const wire::RowSpan rows = j.rows;
-        const bool is_columns = j.is_columns;
-        const reference::ColumnBatch columns = j.columns;
-        const wire::Mode mode = j.mode;
-        std::uint8_t* const results = j.results;
         lock.unlock();
 
-        const ChunkResult r = is_columns ? run_column_chunk(worker, columns, begin, end, mode, results)
-                                         : run_row_chunk(worker, rows, begin, end, mode, results);
+        // Reads only the job's submitter-set fields, which nobody writes while it runs.
+        const ChunkResult r = run_chunk(worker, j, begin, end);
         if (metrics_ != nullptr) metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
 
         lock.lock();
@@ -201,13 +190,13 @@ void Scheduler::worker_loop(unsigned worker) {
             --queued_jobs_;
             const bool now_idle = queued_jobs_ == 0;
             lock.unlock();
-            s->finish_job(index, status, tally);
+            q->sink_.finish_job(index, status, tally);
             if (now_idle) idle_cv_.notify_all();
-            s.reset();  // may drop the last reference: unmaps outside the lock
+            q.reset();  // may drop the last reference to the session: unmaps outside the lock
             lock.lock();
         } else {
             lock.unlock();
-            s.reset();
+            q.reset();
             lock.lock();
         }
     }

@@ -1,29 +1,37 @@
-// The one place that decides what runs next.
+// The one place that decides what runs next, and the one chunk path.
 //
-// Every accepted submission becomes a Job of its session. Workers take work in
-// chunks of at most chunk_rows rows, round-robin over the sessions that have
-// unassigned rows: after a session hands out one chunk it goes to the back of
-// the line, so a client's 10-million-row batch is interleaved chunk by chunk
-// with everyone else's work and a 1-row batch waits for at most one chunk per
-// worker. Within a session jobs start in submission order; the chunks of one
-// big job spread over all workers.
+// Every accepted submission becomes a Job in its session's JobQueue. Workers
+// take work in chunks of at most chunk_rows rows, round-robin over the queues
+// that have unassigned rows: after a queue hands out one chunk it goes to the
+// back of the line, so a client's 10-million-row batch is interleaved chunk by
+// chunk with everyone else's work and a 1-row batch waits for at most one
+// chunk per worker. Within a queue jobs start in submission order; the chunks
+// of one big job spread over all workers.
 //
-// Memory is bounded: a session has at most cq_entries jobs (its job table is
-// allocated once, at handshake), and the set of runnable sessions is bounded by
+// Every chunk, rows or columns, takes the same three steps in its worker:
+//   1. stage:   copy the chunk's records out of shared memory into the
+//               worker's private rows (daemon/staging.hpp);
+//   2. verify:  the backend turns the private records into private verdicts
+//               (results mode only; a failed chunk is re-run on the CPU
+//               fallback when there is one);
+//   3. publish: the verdicts go to the client in the job's mode, by the one
+//               publish rule (shm_protocol/verdict_publish.hpp): result bytes,
+//               or the tails / correlate entries of valid rows zeroed.
+// A chunk that fails publishes nothing: results stay zero (fail closed),
+// tails stay as they were.
+//
+// Memory is bounded: a queue has a fixed job table (cq_entries slots,
+// allocated at handshake), and the set of runnable queues is bounded by
 // --max-clients.
 //
-// Column jobs (Opcode::verify_columns) are chunked the same way. A worker
-// gathers the chunk's message, key and signature columns into its private
-// staging rows (a copy out of shared memory, so a client scribbling on its
-// arena cannot change a row between its check and its verification), runs the
-// backend on them in results mode, and then publishes: the verdict bytes
-// (results mode) or zeroed correlate entries of the valid rows (collect mode).
-// The backend interface, the CheckedBackend and the CPU fallback are the row
-// path's, unchanged.
+// Lifetime: the scheduler holds a queue only through the shared_ptr given to
+// submit() (in practice one that shares ownership of the session), from
+// submit until the queue has no runnable work and no running chunk; so the
+// client memory a chunk writes into stays mapped until that chunk finished.
 #pragma once
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -33,12 +41,33 @@
 #include <vector>
 
 #include "daemon/backend.hpp"
-#include "reference/columns.hpp"
+#include "daemon/job.hpp"
+#include "daemon/staging.hpp"
 
 namespace sigverify::daemon {
 
-class Session;
 struct Metrics;
+class Scheduler;
+
+// One session's jobs: a fixed table of job slots and the scheduler's queue
+// over them. Created by Scheduler::make_queue, owned by the session. The
+// session fills a FREE slot (one not submitted, or finished) through job()
+// and then submits it; everything else in here is the scheduler's, guarded
+// by its mutex.
+class JobQueue {
+public:
+    Job& job(std::uint32_t index) { return jobs_[index]; }
+    std::uint32_t slots() const { return static_cast<std::uint32_t>(jobs_.size()); }
+
+private:
+    friend class Scheduler;
+    JobQueue(JobSink& sink, std::uint32_t slots) : sink_(sink), jobs_(slots) {}
+
+    JobSink& sink_;
+    std::vector<Job> jobs_;
+    std::deque<std::uint32_t> pending_;  // jobs with unassigned rows, in submission order
+    bool in_runnable_ = false;           // in the scheduler's runnable line
+};
 
 class Scheduler {
 public:
@@ -48,12 +77,15 @@ public:
     Scheduler& operator=(const Scheduler&) = delete;
 
     void start();
-    // Queues job `index` of session s (its fields must be filled).
-    void submit(const std::shared_ptr<Session>& s, std::uint32_t index);
-    // Drops the unassigned rows of every job of s. Jobs without running chunks
+    // A queue of `slots` jobs whose completions go to sink.
+    std::unique_ptr<JobQueue> make_queue(JobSink& sink, std::uint32_t slots);
+    // Queues job `index` of q (its fields must be filled). q's owner must stay
+    // alive while the scheduler holds q (see Lifetime above).
+    void submit(const std::shared_ptr<JobQueue>& q, std::uint32_t index);
+    // Drops the unassigned rows of every job of q. Jobs without running chunks
     // are completed with `status` by this call; jobs with running chunks are
     // completed with `status` by the worker that finishes their last chunk.
-    void cancel_session(Session& s, shm::Status status);
+    void cancel(JobQueue& q, shm::Status status);
     // True when no job is queued or running anywhere.
     bool idle();
     // Waits until idle() or the deadline; returns idle().
@@ -68,22 +100,12 @@ public:
 
 private:
     void worker_loop(unsigned worker);
-    // Runs rows [begin, end) on the backend, re-running a failed chunk on the
+    // Stage, verify, publish rows [begin, end) of job j (see above).
+    ChunkResult run_chunk(unsigned worker, const Job& j, std::size_t begin, std::size_t end);
+    // Verifies staged records on the backend, re-running a failed chunk on the
     // CPU fallback when there is one.
-    ChunkResult run_row_chunk(unsigned worker, const wire::RowSpan& rows, std::size_t begin, std::size_t end,
-                              wire::Mode mode, std::uint8_t* results);
-    // Runs rows [begin, end) of a column job through the staging rows of this
-    // worker. On failure nothing is published (results stay zero: fail closed;
-    // correlates stay as they were).
-    ChunkResult run_column_chunk(unsigned worker, const reference::ColumnBatch& columns, std::size_t begin,
-                                 std::size_t end, wire::Mode mode, std::uint8_t* results);
+    ChunkResult verify_staged(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts);
 
-    // Private to one worker: packed records (no tail) and their verdicts.
-    // Grown on a worker's first column chunk, to at most chunk_rows_ rows.
-    struct Staging {
-        std::vector<std::uint8_t> rows;
-        std::vector<std::uint8_t> verdicts;
-    };
     std::vector<Staging> staging_;  // one per worker, sized by start()
 
     Backend& backend_;
@@ -92,7 +114,7 @@ private:
     std::mutex mutex_;
     std::condition_variable work_cv_;
     std::condition_variable idle_cv_;
-    std::deque<std::shared_ptr<Session>> runnable_;
+    std::deque<std::shared_ptr<JobQueue>> runnable_;
     std::vector<std::thread> workers_;
     std::uint64_t queued_jobs_ = 0;    // jobs with unassigned rows or running chunks
     std::atomic<std::uint32_t> runnable_count_{0};  // runnable_.size(), readable without the lock

@@ -32,7 +32,7 @@ bool backend_self_test(Backend& backend, std::string& detail) {
         std::vector<std::uint8_t> expected(kRows), got(kRows, 0xAA);
         reference::RowVerifier ref;
         for (std::size_t i = 0; i < kRows; ++i) expected[i] = ref.verify_row(span, i) ? 1 : 0;
-        const ChunkResult r = backend.verify(0, span, 0, kRows, wire::Mode::results, got.data());
+        const ChunkResult r = backend.verify(0, span, got.data());
         if (r.status != shm::Status::ok) {
             detail = std::string(wire::to_string(table)) + ": backend " + backend.name() + " returned " +
                      std::string(shm::to_string(r.status));

@@ -270,7 +270,7 @@ void Server::shutdown_gracefully() {
     if (!scheduler_->wait_idle(deadline)) {
         ctx_.log->warn("shutdown: in-flight batches did not finish within {} ms; cancelling them",
                        ctx_.config.shutdown_timeout_ms);
-        for (auto& [s, t] : sessions_) scheduler_->cancel_session(*s, shm::Status::cancelled);
+        for (auto& [s, t] : sessions_) s->cancel_jobs(shm::Status::cancelled);
         // Only chunks already running remain; each is bounded by --chunk-rows.
         scheduler_->wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(10));
     }

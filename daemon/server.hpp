@@ -1,5 +1,7 @@
 // sigverifyd's control plane: the listening socket, access control, session
-// threads, signals and the bounded shutdown.
+// threads, signals and the bounded shutdown. It owns the daemon-wide state
+// (DaemonContext), the backend(s) and the scheduler, and outlives every
+// session it starts.
 #pragma once
 
 #include <poll.h>
@@ -17,6 +19,7 @@
 #include "daemon/checked_backend.hpp"
 #include "daemon/gpu_backend.hpp"
 #include "daemon/config.hpp"
+#include "daemon/daemon_context.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/notify.hpp"
 #include "daemon/scheduler.hpp"

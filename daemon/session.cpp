@@ -191,7 +191,7 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
     // The state word is published last, with release.
     shm::word(h.state).store(static_cast<std::uint32_t>(shm::SegmentState::ready), std::memory_order_release);
 
-    jobs.assign(cq_entries_, Job{});
+    queue_ = ctx_.scheduler->make_queue(*this, cq_entries_);
     free_jobs_.reserve(cq_entries_);
     for (std::uint32_t i = cq_entries_; i-- > 0;) free_jobs_.push_back(i);
     return true;
@@ -349,13 +349,14 @@ void Session::post_completion(std::uint64_t tag, shm::Status status, std::uint64
 }
 
 void Session::finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) {
-    ctx_.metrics.observe_batch(jobs[index].table, status == shm::Status::ok, tally.valid, tally.invalid,
+    const Job& j = queue_->job(index);
+    ctx_.metrics.observe_batch(j.table, status == shm::Status::ok, tally.valid, tally.invalid,
                                std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                 std::chrono::steady_clock::now() - jobs[index].submitted)
+                                                 std::chrono::steady_clock::now() - j.submitted)
                                                  .count()));
     {
         std::lock_guard lock(cq_mutex_);
-        post_completion(jobs[index].user_tag, status, tally.valid, tally.invalid, 0);
+        post_completion(j.user_tag, status, tally.valid, tally.invalid, 0);
         free_jobs_.push_back(index);
     }
     shm::ring(header_->client_bell);
@@ -393,7 +394,7 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
         index = free_jobs_.back();  // non-empty: jobs == cq_entries >= in_flight_
         free_jobs_.pop_back();
     }
-    Job& j = jobs[index];
+    Job& j = queue_->job(index);
     j.user_tag = e.user_tag;
     j.rows.kind = c.kind;
     j.rows.encoding = c.encoding;
@@ -428,7 +429,8 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     rows_ += c.row_count;
     j.submitted = std::chrono::steady_clock::now();
     ctx_.metrics.bytes[table_index(c.table)].fetch_add(c.rows_bytes, std::memory_order_relaxed);
-    ctx_.scheduler->submit(shared_from_this(), index);
+    // Shares ownership of this session: the mapping outlives every chunk.
+    ctx_.scheduler->submit(std::shared_ptr<JobQueue>(shared_from_this(), queue_.get()), index);
 }
 
 int Session::pump() {
@@ -513,7 +515,7 @@ void Session::end_session() {
     // Drop queued work; chunks already running finish into the still-mapped
     // segment (workers hold references) and their completions are discarded
     // with the segment.
-    ctx_.scheduler->cancel_session(*this, shm::Status::cancelled);
+    cancel_jobs(shm::Status::cancelled);
     if (header_ != nullptr && !guard::poisoned(guard_slot_)) {
         shm::word(header_->state).store(static_cast<std::uint32_t>(shm::SegmentState::closed),
                                         std::memory_order_release);
@@ -523,6 +525,12 @@ void Session::end_session() {
         ctx_.log->warn("client {} '{}' ({}) disconnected for a protocol violation", id_, name_, peer_);
     ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_.load(),
                    rows_.load());
+}
+
+void Session::cancel_jobs(shm::Status status) {
+    // established_ (release) is stored after queue_ was created.
+    if (!established() || queue_ == nullptr) return;
+    ctx_.scheduler->cancel(*queue_, status);
 }
 
 ClientInfo Session::info() {

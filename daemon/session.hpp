@@ -1,10 +1,14 @@
 // One client session: the control socket, the client's shared segment, the
-// reader that consumes its submission ring, and its completion ring.
+// reader that consumes its submission ring into Jobs of its JobQueue, and the
+// completion ring it posts to when the scheduler reports a job finished
+// (JobSink).
 //
 // Lifetime: a Session is owned by shared_ptrs held by its own thread, by the
-// server's session list and by every worker running one of its chunks, so the
-// mapping stays valid until the last chunk that writes into it has finished;
-// the destructor unmaps it.
+// server's session list, and by the scheduler: the JobQueue handed to
+// Scheduler::submit is a shared_ptr that shares ownership of the Session
+// (aliasing constructor), held while the queue is runnable and by every
+// worker running one of its chunks. So the mapping stays valid until the last
+// chunk that writes into it has finished; the destructor unmaps it.
 #pragma once
 
 #include <sys/socket.h>
@@ -12,7 +16,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,8 +24,9 @@
 #include <spdlog/logger.h>
 
 #include "daemon/config.hpp"
+#include "daemon/daemon_context.hpp"
+#include "daemon/job.hpp"
 #include "daemon/metrics.hpp"
-#include "reference/columns.hpp"
 #include "reference/reference_verifier.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
@@ -32,46 +36,9 @@ class mapped_region;
 
 namespace sigverify::daemon {
 
-class Scheduler;
+class JobQueue;
 
-// Daemon-wide state a session needs (owned by the server).
-struct DaemonContext {
-    Config config;
-    std::uint64_t epoch = 0;
-    std::uint64_t start_time_ns = 0;
-    Scheduler* scheduler = nullptr;
-    std::shared_ptr<spdlog::logger> log;
-    std::atomic<bool> stopping{false};       // SIGTERM/SIGINT received
-    std::atomic<unsigned> active_sessions{0};
-    std::atomic<std::uint64_t> protocol_errors{0};
-    std::atomic<std::uint64_t> refused{0};
-    Metrics metrics;                          // the stats socket's counters (daemon/metrics.hpp)
-};
-
-// One accepted submission.
-struct Job {
-    std::uint64_t user_tag = 0;
-    // Opcode::verify: the rows, in this session's arena. Opcode::verify_columns:
-    // only rows.count (and kind/encoding) are set, so the scheduler chunks the
-    // job by row range exactly like rows; rows.data is null.
-    wire::RowSpan rows;
-    // Opcode::verify_columns: the checked columns, in this session's arena
-    // (columns.count == rows.count). The workers copy a chunk's columns out of
-    // shared memory before verifying it (Scheduler::run_column_chunk).
-    bool is_columns = false;
-    reference::ColumnBatch columns;
-    std::uint8_t* results = nullptr;
-    wire::Mode mode = wire::Mode::results;
-    std::uint8_t table = shm::kTableUnspecified;
-    std::chrono::steady_clock::time_point submitted{};  // batch latency metric
-    // scheduling state, guarded by the scheduler's mutex
-    std::uint64_t next_row = 0;   // first row not yet handed to a worker
-    std::uint32_t running = 0;    // chunks being verified
-    reference::Tally tally;
-    shm::Status status = shm::Status::ok;
-};
-
-class Session : public std::enable_shared_from_this<Session> {
+class Session final : public std::enable_shared_from_this<Session>, public JobSink {
 public:
     Session(DaemonContext& ctx, int fd, const ucred& cred, std::uint64_t id);
     ~Session();
@@ -91,14 +58,12 @@ public:
     ClientInfo info();
     bool established() const { return established_.load(std::memory_order_acquire); }
 
-    // Scheduler side (any thread): posts the completion of job `index` and frees it.
-    void finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally);
+    // Drops this session's queued work (Scheduler::cancel); running chunks
+    // finish and complete with `status`. No-op before the handshake is done.
+    void cancel_jobs(shm::Status status);
 
-    // --- guarded by the scheduler's mutex ---------------------------------
-    std::vector<Job> jobs;                  // cq_entries slots, allocated at handshake
-    std::deque<std::uint32_t> sched_queue;  // jobs with unassigned rows, in order
-    bool in_runnable = false;
-    bool cancelled = false;
+    // Scheduler side (any thread): posts the completion of job `index` and frees it.
+    void finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) override;
 
 private:
     bool handshake();
@@ -130,6 +95,7 @@ private:
     std::uint8_t* arena_ = nullptr;
     std::uint64_t arena_size_ = 0;
     std::uint32_t sq_entries_ = 0, cq_entries_ = 0;
+    std::unique_ptr<JobQueue> queue_;       // cq_entries job slots, created at handshake
 
     std::uint32_t sq_head_ = 0;             // private copy (reader thread only)
     std::mutex cq_mutex_;                   // serializes completion producers

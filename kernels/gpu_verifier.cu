@@ -6,8 +6,8 @@
 // verdict buffer, a pinned verdict buffer and CUDA events. verify() splits a
 // span into chunks of Options::chunk_bytes and rotates them over the streams:
 // while one chunk's copy-in / kernel / copy-out runs on its stream, the host
-// stages the next chunk into another stream's buffer and scatters the
-// verdicts of finished chunks.
+// stages the next chunk into another stream's buffer and publishes the
+// verdicts of finished chunks (the one publish rule, verdict_publish.hpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "kernels/selftest_vectors.hpp"
 #include "kernels/verify.hpp"
 #include "kernels/verify32.hpp"
+#include "shm_protocol/verdict_publish.hpp"
 
 namespace sigverify::gpu {
 
@@ -241,7 +242,7 @@ struct DeviceVerifier::Impl {
         float ms = 0;
         SV_CUDA(cudaEventElapsedTime(&ms, l.k_start, l.k_stop));
         timing.kernel_ms += ms;
-        const std::size_t rec = wire::record_size(rows.kind);
+        const wire::TailSpan tails = wire::row_tails(rows);
         for (std::size_t i = 0; i < l.count; ++i) {
             const std::uint8_t verdict = l.h_verdicts[i];
             if (verdict == k::kVerdictRecheck) ++timing.rechecked;  // a special case of the uniform ladder
@@ -251,11 +252,7 @@ struct DeviceVerifier::Impl {
             } else {
                 ++c.invalid;
             }
-            if (mode == wire::Mode::results) {
-                results[l.first + i] = ok ? 1 : 0;
-            } else if (ok && rows.key_size != 0) {
-                std::memset(rows.row(l.first + i) + rec, 0, rows.key_size);
-            }
+            wire::publish_verdict(mode, tails, results, l.first + i, ok);
         }
         return Status::success();
     }

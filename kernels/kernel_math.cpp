@@ -6,6 +6,7 @@
 
 #include "kernels/verify.hpp"
 #include "kernels/verify32.hpp"
+#include "shm_protocol/verdict_publish.hpp"
 
 namespace sigverify::kernels {
 
@@ -95,7 +96,7 @@ bool verify_record(const std::uint8_t* record, wire::RecordKind kind, wire::SigE
 HostCounts verify_range(const wire::RowSpan& rows, std::size_t begin, std::size_t end,
                         wire::Mode mode, std::uint8_t* results) {
     HostCounts c;
-    const std::size_t rec = wire::record_size(rows.kind);
+    const wire::TailSpan tails = wire::row_tails(rows);
     for (std::size_t i = begin; i < end; ++i) {
         const bool ok = verify_record(rows.row(i), rows.kind, rows.encoding);
         if (ok) {
@@ -103,11 +104,7 @@ HostCounts verify_range(const wire::RowSpan& rows, std::size_t begin, std::size_
         } else {
             ++c.invalid;
         }
-        if (mode == wire::Mode::results) {
-            results[i] = ok ? 1 : 0;
-        } else if (ok && rows.key_size != 0) {
-            std::memset(rows.row(i) + rec, 0, rows.key_size);
-        }
+        wire::publish_verdict(mode, tails, results, i, ok);
     }
     return c;
 }

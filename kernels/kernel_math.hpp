@@ -51,7 +51,8 @@ struct HostCounts {
 };
 
 // Verifies rows [begin, end): Mode::results writes results[i] (indexing the
-// whole span), Mode::collect zeroes the tail of each valid row.
+// whole span), Mode::collect zeroes the tail of each valid row (the one
+// publish rule, shm_protocol/verdict_publish.hpp).
 HostCounts verify_range(const wire::RowSpan& rows, std::size_t begin, std::size_t end,
                         wire::Mode mode, std::uint8_t* results);
 

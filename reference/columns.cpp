@@ -6,6 +6,7 @@
 #include <string>
 
 #include "reference/parallel_for.hpp"
+#include "shm_protocol/verdict_publish.hpp"
 
 namespace sigverify::reference {
 
@@ -88,6 +89,7 @@ Tally run_columns(const RowVerifier& verifier, const ColumnBatch& c, std::size_t
                   Mode mode, std::uint8_t* results) {
     Tally tally;
     end = std::min(end, c.count);
+    const wire::TailSpan tails = wire::correlate_tails(c.correlate, c.tail_size);
     for (std::size_t i = begin; i < end; ++i) {
         const bool ok = verify_column_row(verifier, c, i);
         if (ok) {
@@ -95,11 +97,7 @@ Tally run_columns(const RowVerifier& verifier, const ColumnBatch& c, std::size_t
         } else {
             ++tally.invalid;
         }
-        if (mode == Mode::results) {
-            results[i] = ok ? 1 : 0;
-        } else if (ok && c.tail_size != 0) {
-            std::memset(c.correlate_at(i), 0, c.tail_size);
-        }
+        wire::publish_verdict(mode, tails, results, i, ok);
     }
     return tally;
 }

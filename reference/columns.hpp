@@ -16,7 +16,7 @@
 // handed to RowVerifier), so every rule of reference_verifier.hpp applies
 // (high-S ECDSA valid, bad encodings give 0, a bad row never aborts the batch).
 //
-// Modes, as for rows:
+// Modes, as for rows (one rule for both: shm_protocol/verdict_publish.hpp):
 //   results: one byte per row, zeroed first (fail closed), 1 = valid;
 //   collect: the correlate entry of every VALID row is zeroed in place; invalid
 //            rows keep theirs. With tail_size 0 collect writes nothing.

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "shm_protocol/verdict_publish.hpp"
+
 namespace sigverify::reference {
 
 void swap_sig_encoding(const std::uint8_t in[64], std::uint8_t out[64]) {
@@ -71,7 +73,7 @@ Tally RowVerifier::run(const RowSpan& rows, std::size_t begin, std::size_t end, 
                        std::uint8_t* results) const {
     Tally tally;
     end = std::min(end, rows.count);
-    const std::size_t record = wire::record_size(rows.kind);
+    const wire::TailSpan tails = wire::row_tails(rows);
     for (std::size_t i = begin; i < end; ++i) {
         const bool ok = verify_row(rows, i);
         if (ok) {
@@ -79,11 +81,7 @@ Tally RowVerifier::run(const RowSpan& rows, std::size_t begin, std::size_t end, 
         } else {
             ++tally.invalid;
         }
-        if (mode == Mode::results) {
-            results[i] = ok ? 1 : 0;
-        } else if (ok && rows.key_size != 0) {
-            std::memset(rows.row(i) + record, 0, rows.key_size);
-        }
+        wire::publish_verdict(mode, tails, results, i, ok);
     }
     return tally;
 }

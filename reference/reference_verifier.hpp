@@ -63,6 +63,7 @@ public:
     //   Mode::results: results[i] = verdict for i in [begin, end); results
     //                  indexes the whole span (results[0] is row 0).
     //   Mode::collect: zeroes the tail of each valid row; results is ignored.
+    // Each verdict is published by wire::publish_verdict (verdict_publish.hpp).
     Tally run(const RowSpan& rows, std::size_t begin, std::size_t end, Mode mode,
               std::uint8_t* results) const;
 

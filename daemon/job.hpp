@@ -1,0 +1,53 @@
+// One accepted submission as the scheduler sees it, and the interface through
+// which the scheduler reports a finished job to whoever submitted it.
+//
+// Kept apart from session.hpp and scheduler.hpp so that neither includes the
+// other: the session fills Jobs and implements JobSink; the scheduler runs
+// Jobs and calls JobSink, knowing nothing else about sessions.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "reference/columns.hpp"
+#include "reference/reference_verifier.hpp"
+#include "shm_protocol/segment_layout.hpp"
+#include "shm_protocol/wire_format.hpp"
+
+namespace sigverify::daemon {
+
+struct Job {
+    // --- set by the submitter before Scheduler::submit, then read-only -------
+    std::uint64_t user_tag = 0;
+    // Opcode::verify: the rows, in the client's arena. Opcode::verify_columns:
+    // only rows.count (and kind/encoding) are set, so the scheduler chunks the
+    // job by row range exactly like rows; rows.data is null.
+    wire::RowSpan rows;
+    // Opcode::verify_columns: the checked columns, in the client's arena
+    // (columns.count == rows.count).
+    bool is_columns = false;
+    reference::ColumnBatch columns;
+    std::uint8_t* results = nullptr;  // results mode: rows.count bytes in the arena, zeroed (fail closed)
+    wire::Mode mode = wire::Mode::results;
+    std::uint8_t table = shm::kTableUnspecified;
+    std::chrono::steady_clock::time_point submitted{};  // batch latency metric
+
+    // --- scheduling state: the scheduler's, guarded by its mutex --------------
+    std::uint64_t next_row = 0;   // first row not yet handed to a worker
+    std::uint32_t running = 0;    // chunks being verified
+    reference::Tally tally;
+    shm::Status status = shm::Status::ok;
+};
+
+// Implemented by the owner of a JobQueue (a Session). Called by the scheduler,
+// from a worker or from cancel(), exactly once per submitted job, without the
+// scheduler's lock held; after the call the job slot is the owner's again.
+class JobSink {
+public:
+    virtual void finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) = 0;
+
+protected:
+    ~JobSink() = default;
+};
+
+}  // namespace sigverify::daemon

@@ -1,0 +1,218 @@
+// The scheduler's chunk path (stage -> verify -> publish), driven without a
+// session: a JobQueue with a test JobSink, and backends that fail or lie on
+// purpose (no GPU needed).
+//   * a chunk the backend fails publishes nothing (results stay zero, tails
+//     stay), unless the CPU fallback re-runs it; the fallback metrics count it;
+//   * rows and columns, results and collect, all publish libsecp256k1's verdicts;
+//   * a client rewriting its rows while a CheckedBackend verifies them cannot
+//     make the primary look faulty (both read the scheduler's private copy).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "daemon/checked_backend.hpp"
+#include "daemon/metrics.hpp"
+#include "daemon/scheduler.hpp"
+#include "reference/row_generator.hpp"
+
+using namespace sigverify;
+using daemon::ChunkResult;
+using wire::Mode;
+
+namespace {
+
+// libsecp256k1's verdicts, or an error on every call, or a scribble mid-call.
+class TestBackend final : public daemon::Backend {
+public:
+    bool fail = false;
+    std::function<void()> during_verify;
+    std::string name() const override { return "test"; }
+    unsigned concurrency() const override { return 2; }
+    std::size_t preferred_chunk_rows() const override { return 32; }
+    ChunkResult verify(unsigned, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override {
+        if (fail) {
+            // A failing backend may leave anything in the buffer: here all "valid".
+            std::fill_n(verdicts, records.count, std::uint8_t(1));
+            return {shm::Status::backend_error, {}};
+        }
+        ChunkResult r;
+        r.tally = cpu_.run(records, 0, records.count, Mode::results, verdicts);
+        if (during_verify) during_verify();
+        return r;
+    }
+
+private:
+    reference::RowVerifier cpu_;
+};
+
+struct Sink final : daemon::JobSink {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<std::pair<shm::Status, reference::Tally>> done;
+    void finish_job(std::uint32_t, shm::Status status, const reference::Tally& tally) override {
+        std::lock_guard lock(mutex);
+        done.emplace_back(status, tally);
+        cv.notify_all();
+    }
+    std::pair<shm::Status, reference::Tally> wait() {
+        std::unique_lock lock(mutex);
+        REQUIRE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return !done.empty(); }));
+        return done.back();
+    }
+};
+
+struct Data {
+    std::vector<std::uint8_t> rows;
+    wire::RowSpan span;
+    std::vector<std::uint8_t> truth;
+};
+
+Data make(wire::Table t, std::size_t n) {
+    reference::GenOptions o;
+    o.table = t;
+    o.count = n;
+    o.invalid_rate = 0.3;
+    o.high_s_rate = 0.2;
+    o.seed = 21;
+    Data d{reference::generate_rows(o), {}, std::vector<std::uint8_t>(n)};
+    d.span = wire::RowSpan{wire::record_kind(t), wire::canonical_key_size(t), wire::SigEncoding::opaque, d.rows.data(), n};
+    reference::Verifier(2).verify(d.span, d.truth.data());
+    return d;
+}
+
+// Runs one job through a fresh scheduler and waits for its completion.
+std::pair<shm::Status, reference::Tally> run_job(daemon::Backend& backend, daemon::Backend* fallback,
+                                                 daemon::Metrics& metrics, const daemon::Job& job) {
+    daemon::Scheduler scheduler(backend, fallback, 32);
+    scheduler.set_metrics(&metrics);
+    scheduler.start();
+    Sink sink;
+    std::shared_ptr<daemon::JobQueue> q = scheduler.make_queue(sink, 2);
+    q->job(1) = job;
+    scheduler.submit(q, 1);
+    const auto result = sink.wait();
+    REQUIRE(scheduler.wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+    scheduler.stop();
+    return result;
+}
+
+daemon::Job row_job(Data& d, Mode mode, std::uint8_t* results) {
+    daemon::Job j;
+    j.rows = d.span;
+    j.mode = mode;
+    j.results = results;
+    return j;
+}
+
+// Rows as collect mode must leave them: the tails of the valid rows zeroed.
+std::vector<std::uint8_t> collected(const std::vector<std::uint8_t>& rows, const wire::RowSpan& span,
+                                    const std::vector<std::uint8_t>& truth) {
+    auto want = rows;
+    const std::size_t stride = span.row_stride(), record = wire::record_size(span.kind);
+    for (std::size_t i = 0; i < span.count; ++i)
+        if (truth[i]) std::fill(want.begin() + i * stride + record, want.begin() + (i + 1) * stride, 0);
+    return want;
+}
+
+}  // namespace
+
+TEST_CASE("a failed chunk publishes nothing; without a fallback the job fails", "[scheduler]") {
+    auto d = make(wire::Table::multisig, 100);
+    const auto before = d.rows;
+    TestBackend broken;
+    broken.fail = true;
+    daemon::Metrics metrics;
+    std::vector<std::uint8_t> results(100, 0);  // zeroed at submission (fail closed)
+    CHECK(run_job(broken, nullptr, metrics, row_job(d, Mode::results, results.data())).first ==
+          shm::Status::backend_error);
+    CHECK(results == std::vector<std::uint8_t>(100, 0));
+    CHECK(run_job(broken, nullptr, metrics, row_job(d, Mode::collect, nullptr)).first == shm::Status::backend_error);
+    CHECK(d.rows == before);  // no tail zeroed
+    CHECK(metrics.cpu_fallback_chunks == 0);
+}
+
+TEST_CASE("the CPU fallback re-runs failed chunks and its verdicts are published", "[scheduler]") {
+    auto d = make(wire::Table::ecdsa, 100);
+    const auto before = d.rows;
+    TestBackend broken;
+    broken.fail = true;
+    daemon::CpuBackend cpu(2);
+    daemon::Metrics metrics;
+    std::vector<std::uint8_t> results(100, 0);
+    const auto r = run_job(broken, &cpu, metrics, row_job(d, Mode::results, results.data()));
+    CHECK(r.first == shm::Status::ok);
+    CHECK(results == d.truth);
+    CHECK(r.second.valid + r.second.invalid == 100);
+    CHECK(metrics.cpu_fallback_chunks == 4);  // 100 rows in chunks of 32
+    CHECK(metrics.cpu_fallback_rows == 100);
+    CHECK(metrics.chunks == 4);
+
+    CHECK(run_job(broken, &cpu, metrics, row_job(d, Mode::collect, nullptr)).first == shm::Status::ok);
+    CHECK(d.rows == collected(before, d.span, d.truth));
+}
+
+TEST_CASE("column jobs take the same path: verdicts, or the valid rows' correlate entries zeroed", "[scheduler]") {
+    for (auto t : {wire::Table::ecdsa, wire::Table::threshold}) {
+        auto d = make(t, 70);
+        auto table = reference::rows_to_columns(d.span, reference::CorrelateLayout::tail);
+        daemon::Job j;
+        j.is_columns = true;
+        j.rows = wire::RowSpan{d.span.kind, 0, d.span.encoding, nullptr, d.span.count};
+        j.columns = table.view();
+        TestBackend cpu_like;
+        daemon::Metrics metrics;
+
+        std::vector<std::uint8_t> results(70, 0);
+        j.mode = Mode::results;
+        j.results = results.data();
+        CHECK(run_job(cpu_like, nullptr, metrics, j).first == shm::Status::ok);
+        CHECK(results == d.truth);
+
+        const auto correlate_before = table.correlate;
+        j.mode = Mode::collect;
+        j.results = nullptr;
+        CHECK(run_job(cpu_like, nullptr, metrics, j).first == shm::Status::ok);
+        const std::size_t w = table.tail_size;
+        REQUIRE(w == d.span.key_size);
+        for (std::size_t i = 0; i < 70; ++i) {
+            const bool zeroed = std::all_of(table.correlate.begin() + i * w, table.correlate.begin() + (i + 1) * w,
+                                            [](std::uint8_t b) { return b == 0; });
+            const bool kept = std::equal(table.correlate.begin() + i * w, table.correlate.begin() + (i + 1) * w,
+                                         correlate_before.begin() + i * w);
+            REQUIRE((d.truth[i] ? zeroed : kept));
+        }
+    }
+}
+
+TEST_CASE("a client rewriting its rows while they are cross-checked cannot switch the primary off", "[scheduler][crosscheck]") {
+    // The scheduler stages the records first; the primary and libsecp256k1's
+    // re-check of every row both read that private copy.
+    auto d = make(wire::Table::ecdsa, 1000);
+    const auto original = d.rows;
+    auto primary = std::make_unique<TestBackend>();
+    std::uint32_t x = 777;
+    primary->during_verify = [&] {
+        for (auto& b : d.rows) b = std::uint8_t(x = x * 1103515245u + 12345u);
+    };
+    daemon::CheckedBackend checked(std::move(primary), 1000, daemon::CrossCheckPolicy{1});
+    daemon::Metrics metrics;
+    std::vector<std::uint8_t> results(1000, 0);
+    daemon::Scheduler scheduler(checked, nullptr, 1000);  // one chunk: the scribble lands mid-verification
+    scheduler.set_metrics(&metrics);
+    scheduler.start();
+    Sink sink;
+    std::shared_ptr<daemon::JobQueue> q = scheduler.make_queue(sink, 1);
+    q->job(0) = row_job(d, Mode::results, results.data());
+    scheduler.submit(q, 0);
+    CHECK(sink.wait().first == shm::Status::ok);
+    scheduler.stop();
+    CHECK(d.rows != original);  // the client really did scribble
+    CHECK(checked.counters().mismatches == 0);
+    CHECK(checked.primary_enabled());
+    CHECK(results == d.truth);  // the verdicts of what was staged
+}
