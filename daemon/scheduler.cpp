@@ -1,10 +1,9 @@
 #include "daemon/scheduler.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 
 #include "daemon/metrics.hpp"
+#include "shm_protocol/spin_wait.hpp"
 #include "shm_protocol/verdict_publish.hpp"
 
 namespace sigverify::daemon {
@@ -143,16 +142,7 @@ void Scheduler::worker_loop(unsigned worker) {
             // Busy-poll briefly before sleeping: a condition-variable wakeup
             // costs ~100 us on a loaded VM, longer than a 1-row verification.
             lock.unlock();
-            const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-            for (unsigned i = 1; runnable_count_.load(std::memory_order_acquire) == 0; ++i) {
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#endif
-                if (i % 64 == 0) {
-                    if (std::chrono::steady_clock::now() >= spin_until) break;
-                    sched_yield();
-                }
-            }
+            shm::spin_before_sleep([&] { return runnable_count_.load(std::memory_order_acquire) != 0; });
             lock.lock();
         }
         work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty(); });

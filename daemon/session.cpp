@@ -20,6 +20,8 @@
 #include "daemon/scheduler.hpp"
 #include "daemon/submission_checks.hpp"
 #include "shm_protocol/doorbell.hpp"
+#include "shm_protocol/fd_passing.hpp"
+#include "shm_protocol/spin_wait.hpp"
 
 namespace bip = boost::interprocess;
 
@@ -28,7 +30,6 @@ namespace {
 
 constexpr auto kHandshakeTimeout = std::chrono::seconds(2);
 constexpr auto kIdleWait = std::chrono::milliseconds(50);  // reader's longest sleep
-constexpr auto kSpinTime = std::chrono::microseconds(100);    // busy-poll before sleeping
 
 void set_timeouts(int fd, std::chrono::milliseconds t) {
     timeval tv;
@@ -39,56 +40,19 @@ void set_timeouts(int fd, std::chrono::milliseconds t) {
 }
 
 bool send_reply(int fd, const shm::HelloReply& reply, int pass_fd) {
-    iovec iov{const_cast<shm::HelloReply*>(&reply), sizeof reply};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    if (pass_fd >= 0) {
-        std::memset(control, 0, sizeof control);
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-    }
-    ssize_t n;
-    do {
-        n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    return n == static_cast<ssize_t>(sizeof reply);
+    return shm::send_packet(fd, &reply, sizeof reply, pass_fd);
 }
 
 // Receives exactly one packet of `size` bytes; any ancillary data (a hostile
-// peer passing descriptors) is closed and rejected.
+// peer passing descriptors) is closed and rejected: -2, like a truncated packet.
 ssize_t recv_packet(int fd, void* buf, std::size_t size) {
-    iovec iov{buf, size};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 8)];
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n;
-    do {
-        n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    } while (n < 0 && errno == EINTR);
-    bool had_fds = false;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (std::size_t i = 0; i < count; ++i) {
-                int passed;
-                std::memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof passed);
-                close(passed);
-            }
-            had_fds = true;
-        }
+    const shm::ReceivedPacket r = shm::receive_packet(fd, buf, size, shm::KeepDescriptor::none);
+    if (r.bytes < 0) {
+        errno = r.error;
+        return -1;
     }
-    if (had_fds || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) return -2;
-    return n;
+    if (r.fds_closed != 0 || r.truncated) return -2;
+    return r.bytes;
 }
 
 std::string sanitize_name(std::string_view raw) {
@@ -487,18 +451,7 @@ void Session::reader_loop() {
         // Nothing to do: spin briefly, then sleep on the doorbell.
         // (A futex wakeup costs ~100 us on a loaded VM; a short busy-poll
         // catches the next submission of a client that is already active.)
-        bool changed = false;
-        const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
-        for (unsigned i = 1; !changed; ++i) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-            changed = bell_seq() != seq;
-            if (i % 64 == 0) {
-                if (std::chrono::steady_clock::now() >= spin_until) break;
-                sched_yield();  // never keep a thread we wait for off this CPU
-            }
-        }
+        const bool changed = shm::spin_before_sleep([&] { return bell_seq() != seq; });
         const auto now = std::chrono::steady_clock::now();
         if (now - last_socket_check >= std::chrono::milliseconds(20)) {
             last_socket_check = now;
