@@ -9,7 +9,7 @@
 // a chunk that succeeded.
 //
 // Contract of verify(worker, records, verdicts):
-//   * records: rows [0, records.count), normally tail-less (key_size 0);
+//   * records: rows [0, records.count), normally tail-less (tail_size 0);
 //   * on success, verdicts[i] is 1 (valid) or 0 (invalid) for each record;
 //     on failure (status != ok) the verdict bytes are unspecified and the
 //     caller must not publish them;
@@ -36,7 +36,7 @@ struct ChunkResult {
 
 // Rows [begin, end) of rows as a span of their own (row 0 = rows.row(begin)).
 inline wire::RowSpan subspan(const wire::RowSpan& rows, std::size_t begin, std::size_t end) {
-    return wire::RowSpan{rows.kind, rows.key_size, rows.encoding, end > begin ? rows.row(begin) : rows.data,
+    return wire::RowSpan{rows.kind, rows.tail_size, rows.encoding, end > begin ? rows.row(begin) : rows.data,
                          end - begin};
 }
 

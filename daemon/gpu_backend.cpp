@@ -32,7 +32,7 @@ std::unique_ptr<GpuBackend> GpuBackend::open(const std::string& spec, unsigned w
         // A slot runs one chunk at a time, so one stream and staging sized for
         // the largest chunk of the widest row the daemon hands over.
         options.streams = 1;
-        options.chunk_bytes = backend->chunk_rows_ * wire::stride(wire::RecordKind::ecdsa, wire::kMaxKeySize);
+        options.chunk_bytes = backend->chunk_rows_ * wire::stride(wire::RecordKind::ecdsa, wire::kMaxTailSize);
         std::vector<std::unique_ptr<Slot>> slots;
         gpu::Status st;
         for (std::size_t k = 0; k < backend->slots_per_device_ && st.ok(); ++k) {

@@ -4,7 +4,7 @@
 // Workers call verify() with a piece of rows. If no launch is running, the
 // caller becomes the leader: it takes the pending pieces in arrival order that
 // can share a launch with the first one (same record kind, encoding and
-// key_size 0, at most max_rows rows in all), copies them back to back into the
+// tail_size 0, at most max_rows rows in all), copies them back to back into the
 // staging rows, runs ONE launch, and hands every piece its verdicts. Callers
 // that arrive while a launch runs wait and are taken by the next leader, so
 // under load many small chunks (several clients' batches, or the tail chunks of

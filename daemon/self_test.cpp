@@ -23,12 +23,12 @@ bool backend_self_test(Backend& backend, std::string& detail) {
             detail = std::string("cannot generate self-test rows: ") + e.what();
             return false;
         }
-        const std::size_t key_size = reference::effective_key_size(o);
+        const std::size_t tail_size = reference::effective_key_size(o);
         const auto kind = wire::record_kind(table);
-        const std::size_t stride = wire::stride(kind, key_size);
+        const std::size_t stride = wire::stride(kind, tail_size);
         // Second half: flip a bit of s (the last signature byte of the record).
         for (std::size_t i = kRows / 2; i < kRows; ++i) rows[i * stride + wire::record_size(kind) - 1] ^= 0x01;
-        const wire::RowSpan span{kind, key_size, wire::SigEncoding::opaque, rows.data(), kRows};
+        const wire::RowSpan span{kind, tail_size, wire::SigEncoding::opaque, rows.data(), kRows};
         std::vector<std::uint8_t> expected(kRows), got(kRows, 0xAA);
         reference::RowVerifier ref;
         for (std::size_t i = 0; i < kRows; ++i) expected[i] = ref.verify_row(span, i) ? 1 : 0;

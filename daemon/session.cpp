@@ -366,19 +366,19 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     j.is_columns = c.opcode == shm::Opcode::verify_columns;
     if (j.is_columns) {
         // Every range was checked inside the arena by check_submission.
-        j.rows.key_size = 0;
+        j.rows.tail_size = 0;
         j.rows.data = nullptr;
         j.columns = reference::ColumnBatch{};
         j.columns.kind = c.kind;
         j.columns.encoding = c.encoding;
         j.columns.count = static_cast<std::size_t>(c.row_count);
-        j.columns.tail_size = c.key_size;
+        j.columns.tail_size = c.tail_size;
         j.columns.message = arena_ + c.rows_offset;
         j.columns.key = arena_ + c.key_offset;
         j.columns.signature = arena_ + c.signature_offset;
-        j.columns.correlate = c.key_size != 0 ? arena_ + c.correlate_offset : nullptr;
+        j.columns.correlate = c.tail_size != 0 ? arena_ + c.correlate_offset : nullptr;
     } else {
-        j.rows.key_size = c.key_size;
+        j.rows.tail_size = c.tail_size;
         j.rows.data = arena_ + c.rows_offset;
     }
     j.mode = c.mode;

@@ -24,16 +24,16 @@ struct CheckedSubmission {
     wire::SigEncoding encoding = wire::SigEncoding::opaque;
     wire::Mode mode = wire::Mode::results;
     std::uint8_t table = kTableUnspecified;
-    std::size_t key_size = 0;        // verify: row tail bytes; verify_columns: tail_size
+    std::size_t tail_size = 0;        // verify: row tail bytes; verify_columns: tail_size
     std::uint64_t rows_offset = 0;   // verify: row 0; verify_columns: the message column
     std::uint64_t results_offset = 0;
     std::uint64_t row_count = 0;
-    std::uint64_t stride = 0;        // record + key_size (verify_columns: bytes per row over all columns)
+    std::uint64_t stride = 0;        // record + tail_size (verify_columns: bytes per row over all columns)
     std::uint64_t rows_bytes = 0;    // row_count * stride
     // verify_columns only.
     std::uint64_t key_offset = 0;
     std::uint64_t signature_offset = 0;
-    std::uint64_t correlate_offset = 0;  // 0 when key_size (tail_size) is 0
+    std::uint64_t correlate_offset = 0;  // 0 when tail_size (tail_size) is 0
 };
 
 namespace detail {
@@ -79,8 +79,8 @@ inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_siz
         wire::record_kind(static_cast<wire::Table>(e.table)) != c.kind)
         return Status::bad_entry;
     c.table = e.table;
-    c.key_size = e.key_size;
-    c.stride = wire::stride(c.kind, c.key_size);
+    c.tail_size = e.key_size;
+    c.stride = wire::stride(c.kind, c.tail_size);
     c.row_count = e.row_count;
     c.rows_offset = e.rows_offset;
     c.results_offset = e.results_offset;
@@ -90,7 +90,7 @@ inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_siz
         c.key_offset = o.key_offset;
         c.signature_offset = o.signature_offset;
         c.correlate_offset = o.correlate_offset;
-        const std::uint64_t tail = c.key_size;
+        const std::uint64_t tail = c.tail_size;
         if (tail == 0 && c.correlate_offset != 0) return Status::bad_entry;
         auto range_error = [&](ColumnDetail d) {
             if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(d);

@@ -306,7 +306,7 @@ std::unique_ptr<DeviceVerifier> DeviceVerifier::open(const Options& options, Sta
         return nullptr;
     }
     if (options.streams < 1 || options.threads_per_block < 32 || options.threads_per_block > kMaxThreadsPerBlock ||
-        options.threads_per_block % 32 != 0 || options.chunk_bytes < wire::stride(wire::RecordKind::ecdsa, wire::kMaxKeySize) ||
+        options.threads_per_block % 32 != 0 || options.chunk_bytes < wire::stride(wire::RecordKind::ecdsa, wire::kMaxTailSize) ||
         options.chunk_bytes > (std::size_t(1) << 34)) {
         status = Status{Code::bad_input, "bad GPU options (streams >= 1, threads_per_block a multiple of 32 "
                                          "in [32, 256], chunk_bytes from one row to 16 GiB)"};

@@ -116,7 +116,7 @@ public:
     Status self_test();
 
     // Verifies all rows. Results mode: results[i] = 1/0 for every row (zeroed
-    // first: fail closed). Collect mode: the key_size tail of every valid row
+    // first: fail closed). Collect mode: the tail_size tail of every valid row
     // is zeroed in place, invalid rows are untouched; results may be null.
     // counts (optional) receives the tally. Large spans are split into
     // chunks pipelined over the streams. On a non-ok status, results (results

@@ -30,7 +30,7 @@ ColumnError ColumnBatch::check() const {
     if (kind != RecordKind::ecdsa && kind != RecordKind::schnorr) return ColumnError::bad_kind;
     if (kind == RecordKind::ecdsa && encoding != SigEncoding::opaque && encoding != SigEncoding::compact)
         return ColumnError::bad_encoding;
-    if (tail_size > wire::kMaxKeySize) return ColumnError::bad_tail_size;
+    if (tail_size > wire::kMaxTailSize) return ColumnError::bad_tail_size;
     if (count == 0) return ColumnError::none;
     if (message == nullptr || key == nullptr || signature == nullptr) return ColumnError::null_column;
     if (tail_size != 0 && correlate == nullptr) return ColumnError::null_column;
@@ -50,7 +50,7 @@ ColumnError bind_columns(RecordKind kind, SigEncoding encoding, std::size_t tail
     b.encoding = encoding;
     b.tail_size = tail_size;
     if (kind != RecordKind::ecdsa && kind != RecordKind::schnorr) return ColumnError::bad_kind;
-    if (tail_size > wire::kMaxKeySize) return ColumnError::bad_tail_size;
+    if (tail_size > wire::kMaxTailSize) return ColumnError::bad_tail_size;
     if (message.size() % kMessageWidth != 0) return ColumnError::message_size;
     b.count = message.size() / kMessageWidth;
     // count <= SIZE_MAX / 32, so count * 33 may overflow: compare by division.
@@ -177,17 +177,17 @@ ColumnBatch ColumnTable::view() {
 
 namespace {
 
-void require_libbitcoin_table(RecordKind kind, std::optional<wire::Table> table, std::size_t key_size,
+void require_libbitcoin_table(RecordKind kind, std::optional<wire::Table> table, std::size_t tail_size,
                               bool check_key_size) {
     if (!table)
         throw std::invalid_argument("libbitcoin correlate layout needs the table (ecdsa, multisig, schnorr, threshold)");
     if (wire::record_kind(*table) != kind)
         throw std::invalid_argument("table " + std::string(wire::to_string(*table)) + " does not hold " +
                                     std::string(wire::to_string(kind)) + " records");
-    if (check_key_size && key_size != wire::canonical_key_size(*table))
+    if (check_key_size && tail_size != wire::canonical_tail_size(*table))
         throw std::invalid_argument("libbitcoin correlate layout needs the canonical tail of table " +
                                     std::string(wire::to_string(*table)) + " (key_size " +
-                                    std::to_string(wire::canonical_key_size(*table)) + ")");
+                                    std::to_string(wire::canonical_tail_size(*table)) + ")");
 }
 
 }  // namespace
@@ -200,9 +200,9 @@ ColumnTable rows_to_columns(const RowSpan& rows, CorrelateLayout layout, std::op
     t.count = rows.count;
     switch (layout) {
     case CorrelateLayout::none: t.tail_size = 0; break;
-    case CorrelateLayout::tail: t.tail_size = rows.key_size; break;
+    case CorrelateLayout::tail: t.tail_size = rows.tail_size; break;
     case CorrelateLayout::libbitcoin:
-        require_libbitcoin_table(rows.kind, table, rows.key_size, true);
+        require_libbitcoin_table(rows.kind, table, rows.tail_size, true);
         t.tail_size = libbitcoin_correlate_size(rows.kind);
         break;
     default: throw std::invalid_argument("rows_to_columns: unknown correlate layout");
@@ -240,10 +240,10 @@ std::vector<std::uint8_t> columns_to_rows(const ColumnBatch& c, CorrelateLayout 
                                           std::optional<wire::Table> table) {
     if (const ColumnError e = c.check(); e != ColumnError::none)
         throw std::invalid_argument("columns_to_rows: " + std::string(to_string(e)));
-    std::size_t key_size = 0;
+    std::size_t tail_size = 0;
     switch (layout) {
-    case CorrelateLayout::none: key_size = 0; break;
-    case CorrelateLayout::tail: key_size = c.tail_size; break;
+    case CorrelateLayout::none: tail_size = 0; break;
+    case CorrelateLayout::tail: tail_size = c.tail_size; break;
     case CorrelateLayout::libbitcoin:
         require_libbitcoin_table(c.kind, table, 0, false);
         if (*table == wire::Table::threshold)
@@ -254,11 +254,11 @@ std::vector<std::uint8_t> columns_to_rows(const ColumnBatch& c, CorrelateLayout 
                                         std::string(wire::to_string(c.kind)) + " rows is " +
                                         std::to_string(libbitcoin_correlate_size(c.kind)) + " bytes, not " +
                                         std::to_string(c.tail_size));
-        key_size = wire::canonical_key_size(*table);
+        tail_size = wire::canonical_tail_size(*table);
         break;
     default: throw std::invalid_argument("columns_to_rows: unknown correlate layout");
     }
-    const std::size_t stride = wire::stride(c.kind, key_size);
+    const std::size_t stride = wire::stride(c.kind, tail_size);
     const std::size_t record = wire::record_size(c.kind);
     std::vector<std::uint8_t> rows(c.count * stride);
     for (std::size_t i = 0; i < c.count; ++i) {
@@ -266,7 +266,7 @@ std::vector<std::uint8_t> columns_to_rows(const ColumnBatch& c, CorrelateLayout 
         assemble_record(c, i, row);
         std::uint8_t* tail = row + record;
         if (layout != CorrelateLayout::libbitcoin) {
-            if (key_size) std::memcpy(tail, c.correlate_at(i), key_size);
+            if (tail_size) std::memcpy(tail, c.correlate_at(i), tail_size);
             continue;
         }
         const std::uint8_t* corr = c.correlate_at(i);

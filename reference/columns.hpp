@@ -165,7 +165,7 @@ private:
 
 // What goes into the correlate column when rows become columns.
 //   none:       no correlate column (tail_size 0)
-//   tail:       the row's key_size tail verbatim (tail_size = key_size); lossless
+//   tail:       the row's tail verbatim (the correlate's tail_size is the rows'); lossless
 //   libbitcoin: libbitcoin's layout, from the canonical tail of a table:
 //                 ecdsa     block_fk        -> id, pair 0, group 0   (6 bytes)
 //                 multisig  mn, group, fk   -> id = fk, pair = mn, group (6 bytes)
@@ -187,16 +187,16 @@ struct ColumnTable {
 };
 
 // Splits rows into columns. layout libbitcoin needs the table whose canonical
-// tail the rows carry (rows.key_size must be canonical_key_size(*table)).
+// tail the rows carry (rows.tail_size must be canonical_tail_size(*table)).
 // Throws std::invalid_argument on an invalid span or a layout/table mismatch.
 ColumnTable rows_to_columns(const RowSpan& rows, CorrelateLayout layout,
                             std::optional<wire::Table> table = std::nullopt);
 
-// Packs columns into rows (stride = record + key_size). With layout tail the
-// tail is the correlate entry verbatim and key_size = tail_size; with none the
-// rows have no tail (key_size 0).
+// Packs columns into rows (stride = record + tail_size). With layout tail the
+// tail is the correlate entry verbatim (same tail_size); with none the
+// rows have no tail (tail_size 0).
 // With layout libbitcoin the canonical tail of table is rebuilt from the
-// correlate (key_size = canonical_key_size(table)); threshold cannot be
+// correlate (tail_size = canonical_tail_size(table)); threshold cannot be
 // rebuilt (its correlate lacks mn and group) and is rejected, as is a table
 // of the other record kind. Throws std::invalid_argument on bad columns.
 std::vector<std::uint8_t> columns_to_rows(const ColumnBatch& columns, CorrelateLayout layout,

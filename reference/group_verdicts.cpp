@@ -16,7 +16,7 @@ std::vector<GroupRow> group_rows_from_rows(const RowSpan& rows, GroupKind kind) 
     if (rows.kind != wire::record_kind(table))
         throw std::invalid_argument("group_rows_from_rows: " + std::string(to_string(kind)) + " rows hold " +
                                     std::string(wire::to_string(wire::record_kind(table))) + " records");
-    if (rows.key_size != wire::canonical_key_size(table))
+    if (rows.tail_size != wire::canonical_tail_size(table))
         throw std::invalid_argument("group_rows_from_rows: rows need the canonical 6-byte tail mn || group || block_fk");
     std::vector<GroupRow> out(rows.count);
     const std::size_t record = wire::record_size(rows.kind);

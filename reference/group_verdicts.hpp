@@ -52,7 +52,7 @@ struct GroupRow {
     std::uint32_t block_fk = 0;  // 24 bits; wire::kBlockFkWriting = being written
 };
 
-// From canonical multisig or threshold rows (key_size 6: mn || group || block_fk).
+// From canonical multisig or threshold rows (tail_size 6: mn || group || block_fk).
 // Throws std::invalid_argument when the span is invalid or not canonical.
 std::vector<GroupRow> group_rows_from_rows(const RowSpan& rows, GroupKind kind);
 // From an ECDSA libbitcoin correlate column (id || pair || group): multisig only.

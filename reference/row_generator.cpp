@@ -205,7 +205,7 @@ struct RowCounts {
     std::uint64_t high_s = 0;
 };
 
-void fill_row(const GenOptions& o, std::size_t key_size, const secp256k1_context* ctx,
+void fill_row(const GenOptions& o, std::size_t tail_size, const secp256k1_context* ctx,
               const std::vector<Key>& keys, const RowPlan& p, std::size_t i, std::uint8_t* row,
               RowCounts& counts) {
     const RecordKind kind = wire::record_kind(o.table);
@@ -259,24 +259,24 @@ void fill_row(const GenOptions& o, std::size_t key_size, const secp256k1_context
         canonical_size = 6;
     }
     std::uint8_t* tail = row + wire::record_size(kind);
-    const std::size_t head = std::min(key_size, canonical_size);
+    const std::size_t head = std::min(tail_size, canonical_size);
     std::memcpy(tail, canonical, head);
-    if (key_size > head) Rng(o.seed, i, 6).fill(tail + head, key_size - head);
+    if (tail_size > head) Rng(o.seed, i, 6).fill(tail + head, tail_size - head);
 }
 
 }  // namespace
 
 std::size_t effective_key_size(const GenOptions& options) {
-    return options.key_size.value_or(wire::canonical_key_size(options.table));
+    return options.tail_size.value_or(wire::canonical_tail_size(options.table));
 }
 
 std::vector<std::uint8_t> generate_rows(const GenOptions& o, GenReport* report) {
-    const std::size_t key_size = effective_key_size(o);
-    if (key_size > wire::kMaxKeySize) throw std::invalid_argument("key_size must be 0..255");
+    const std::size_t tail_size = effective_key_size(o);
+    if (tail_size > wire::kMaxTailSize) throw std::invalid_argument("key_size must be 0..255");
     if (!(o.invalid_rate >= 0.0 && o.invalid_rate <= 1.0) || !(o.high_s_rate >= 0.0 && o.high_s_rate <= 1.0))
         throw std::invalid_argument("rates must be within [0, 1]");
 
-    const std::size_t stride = wire::stride(wire::record_kind(o.table), key_size);
+    const std::size_t stride = wire::stride(wire::record_kind(o.table), tail_size);
     std::vector<std::uint8_t> rows(o.count * stride);
     ContextHolder main_ctx;
     const std::vector<Key> keys = make_key_pool(main_ctx.ctx, o.seed);
@@ -295,7 +295,7 @@ std::vector<std::uint8_t> generate_rows(const GenOptions& o, GenReport* report) 
                 const std::size_t begin = next.fetch_add(chunk);
                 if (begin >= o.count) break;
                 for (std::size_t i = begin; i < std::min(o.count, begin + chunk); ++i)
-                    fill_row(o, key_size, ctx.ctx, keys, plan[i], i, rows.data() + i * stride, counts[w]);
+                    fill_row(o, tail_size, ctx.ctx, keys, plan[i], i, rows.data() + i * stride, counts[w]);
             }
         } catch (...) {
             errors[w] = std::current_exception();

@@ -13,7 +13,7 @@
 //                       i .. i + (n - m); exactly one of those keys signed it.
 //   threshold:          mn = m (required count), group, block_fk; n rows per
 //                       group, each signed by a distinct key.
-// With a key_size other than the table's canonical one, the canonical tail is
+// With a tail_size other than the table's canonical one, the canonical tail is
 // written as far as it fits and the rest is filled with seed-derived bytes.
 #pragma once
 
@@ -29,7 +29,7 @@ namespace sigverify::reference {
 struct GenOptions {
     wire::Table table = wire::Table::ecdsa;
     std::size_t count = 0;
-    std::optional<std::size_t> key_size;  // default: the table's canonical size
+    std::optional<std::size_t> tail_size;  // default: the table's canonical size
     wire::SigEncoding encoding = wire::SigEncoding::opaque;  // ECDSA tables only
     double invalid_rate = 0.0;  // fraction of rows given an invalidating mutation
     double high_s_rate = 0.0;   // fraction of ECDSA rows whose s is replaced by n - s
@@ -48,8 +48,8 @@ struct GenReport {
 
 std::size_t effective_key_size(const GenOptions& options);
 
-// Returns count rows, stride = record_size + key_size.
-// Throws std::invalid_argument on key_size > 255 or rates outside [0, 1].
+// Returns count rows, stride = record_size + tail_size.
+// Throws std::invalid_argument on tail_size > 255 or rates outside [0, 1].
 std::vector<std::uint8_t> generate_rows(const GenOptions& options, GenReport* report = nullptr);
 
 }  // namespace sigverify::reference

@@ -7,7 +7,7 @@
 //            theirs (so a non-zero tail marks a rejected row). With tail_size 0
 //            collect writes nothing.
 // A row's tail is where the batch keeps it: after the record in packed rows
-// (RowSpan, tail_size = key_size), or the row's entry of a correlate column
+// (RowSpan), or the row's entry of a correlate column
 // (column batches). TailSpan names either, so rows and columns share this
 // code: every verifier (reference, kernel host code, daemon) publishes through
 // these functions and nowhere else.
@@ -36,10 +36,10 @@ struct TailSpan {
     std::uint8_t* at(std::size_t i) const { return first + i * stride; }
 };
 
-// The tails of packed rows: the key_size bytes after each record.
+// The tails of packed rows: the tail_size bytes after each record.
 inline TailSpan row_tails(const RowSpan& rows) {
-    if (rows.data == nullptr || rows.key_size == 0) return {};
-    return {rows.data + record_size(rows.kind), rows.row_stride(), rows.key_size};
+    if (rows.data == nullptr || rows.tail_size == 0) return {};
+    return {rows.data + record_size(rows.kind), rows.row_stride(), rows.tail_size};
 }
 
 // The tails of a column batch: its correlate column, tail_size bytes per row.

@@ -5,8 +5,8 @@
 // offsets from here. Layouts are fixed by the libbitcoin bridge; every size and
 // offset is pinned by static_assert so no compiler flag can move a byte.
 //
-// A row is a record followed by an opaque tail of key_size bytes:
-//     stride = record_size(kind) + key_size,   key_size in 0..255
+// A row is a record followed by an opaque tail of tail_size bytes:
+//     stride = record_size(kind) + tail_size,   tail_size in 0..255
 // Verification reads only the record; the tail is never interpreted. In collect
 // mode the tail of every VALID row is zeroed in place.
 #pragma once
@@ -111,16 +111,16 @@ enum class SigEncoding : std::uint8_t { opaque = 0, compact = 1 };
 
 // What verification writes.
 //   results: one byte per row, 1 = valid, 0 = invalid (zeroed first: fail closed)
-//   collect: the key_size tail of every VALID row is zeroed in place; invalid
+//   collect: the tail_size tail of every VALID row is zeroed in place; invalid
 //            rows keep their tail, so rows with a non-zero tail are the rejected
-//            set. With key_size = 0 there is no tail: collect writes nothing and
+//            set. With tail_size = 0 there is no tail: collect writes nothing and
 //            only the valid/invalid counts of the call tell the outcome.
 enum class Mode : std::uint8_t { results = 0, collect = 1 };
 
 // The four bridge tables.
 enum class Table : std::uint8_t { ecdsa = 0, multisig = 1, schnorr = 2, threshold = 3 };
 
-constexpr std::size_t kMaxKeySize = 255;
+constexpr std::size_t kMaxTailSize = 255;
 constexpr std::size_t kEcdsaRecordSize = sizeof(EcdsaRecord);
 constexpr std::size_t kSchnorrRecordSize = sizeof(SchnorrRecord);
 
@@ -128,8 +128,8 @@ constexpr std::size_t record_size(RecordKind kind) {
     return kind == RecordKind::ecdsa ? kEcdsaRecordSize : kSchnorrRecordSize;
 }
 
-constexpr std::size_t stride(RecordKind kind, std::size_t key_size) {
-    return record_size(kind) + key_size;
+constexpr std::size_t stride(RecordKind kind, std::size_t tail_size) {
+    return record_size(kind) + tail_size;
 }
 
 constexpr RecordKind record_kind(Table table) {
@@ -137,8 +137,8 @@ constexpr RecordKind record_kind(Table table) {
                                                                 : RecordKind::schnorr;
 }
 
-// key_size of the canonical row of each table.
-constexpr std::size_t canonical_key_size(Table table) {
+// tail_size of the canonical row of each table.
+constexpr std::size_t canonical_tail_size(Table table) {
     switch (table) {
     case Table::ecdsa: return sizeof(EcdsaRow) - kEcdsaRecordSize;
     case Table::multisig: return sizeof(MultisigRow) - kEcdsaRecordSize;
@@ -148,10 +148,10 @@ constexpr std::size_t canonical_key_size(Table table) {
     return 0;
 }
 
-static_assert(canonical_key_size(Table::ecdsa) == 3);
-static_assert(canonical_key_size(Table::multisig) == 6);
-static_assert(canonical_key_size(Table::schnorr) == 3);
-static_assert(canonical_key_size(Table::threshold) == 6);
+static_assert(canonical_tail_size(Table::ecdsa) == 3);
+static_assert(canonical_tail_size(Table::multisig) == 6);
+static_assert(canonical_tail_size(Table::schnorr) == 3);
+static_assert(canonical_tail_size(Table::threshold) == 6);
 
 constexpr std::string_view to_string(Table t) {
     switch (t) {
@@ -221,18 +221,18 @@ inline void write_u16le(std::uint8_t* p, std::uint16_t v) {
 }
 
 // A view of packed rows in caller memory. Does not own the bytes.
-// Invariant (checked by valid()): key_size <= 255 and count * stride fits size_t.
+// Invariant (checked by valid()): tail_size <= 255 and count * stride fits size_t.
 struct RowSpan {
     RecordKind kind = RecordKind::ecdsa;
-    std::size_t key_size = 0;
+    std::size_t tail_size = 0;
     SigEncoding encoding = SigEncoding::opaque;  // ignored for Schnorr
     std::uint8_t* data = nullptr;
     std::size_t count = 0;
 
-    constexpr std::size_t row_stride() const { return stride(kind, key_size); }
+    constexpr std::size_t row_stride() const { return stride(kind, tail_size); }
     std::uint8_t* row(std::size_t i) const { return data + i * row_stride(); }
     constexpr bool valid() const {
-        if (key_size > kMaxKeySize) return false;
+        if (tail_size > kMaxTailSize) return false;
         if (count != 0 && data == nullptr) return false;
         return count <= SIZE_MAX / row_stride();
     }

@@ -1,5 +1,5 @@
 // The reference verifier against direct libsecp256k1 calls on generated rows,
-// plus the mode/encoding/key_size contracts and hand-made edge cases.
+// plus the mode/encoding/tail_size contracts and hand-made edge cases.
 #include <catch2/catch.hpp>
 
 #include <secp256k1.h>
@@ -48,9 +48,9 @@ struct Direct {
     }
 };
 
-RowSpan span_of(std::vector<std::uint8_t>& rows, Table t, std::size_t key_size, SigEncoding enc) {
+RowSpan span_of(std::vector<std::uint8_t>& rows, Table t, std::size_t tail_size, SigEncoding enc) {
     const RecordKind kind = wire::record_kind(t);
-    return RowSpan{kind, key_size, enc, rows.data(), rows.size() / wire::stride(kind, key_size)};
+    return RowSpan{kind, tail_size, enc, rows.data(), rows.size() / wire::stride(kind, tail_size)};
 }
 
 }  // namespace
@@ -70,7 +70,7 @@ TEST_CASE("100k generated rows per table agree with direct libsecp256k1 calls", 
             o.seed = 7 + unsigned(t);
             reference::GenReport report;
             auto rows = reference::generate_rows(o, &report);
-            const std::size_t ks = wire::canonical_key_size(t);
+            const std::size_t ks = wire::canonical_tail_size(t);
             const RowSpan span = span_of(rows, t, ks, enc);
             REQUIRE(span.count == o.count);
             std::vector<std::uint8_t> results(span.count, 0xAA);
@@ -107,7 +107,7 @@ TEST_CASE("opaque and compact encodings give identical verdicts", "[differential
         auto opaque = reference::generate_rows(o);
         o.encoding = SigEncoding::compact;
         auto compact = reference::generate_rows(o);
-        const std::size_t ks = wire::canonical_key_size(t);
+        const std::size_t ks = wire::canonical_tail_size(t);
         std::vector<std::uint8_t> r1(o.count), r2(o.count);
         verifier.verify(span_of(opaque, t, ks, SigEncoding::opaque), r1.data());
         verifier.verify(span_of(compact, t, ks, SigEncoding::compact), r2.data());
@@ -126,7 +126,7 @@ TEST_CASE("collect zeroes exactly the tails of valid rows", "[differential][coll
             GenOptions o;
             o.table = t;
             o.count = 3'000;
-            o.key_size = ks;
+            o.tail_size = ks;
             o.invalid_rate = 0.35;
             o.high_s_rate = 0.2;
             o.seed = 1234 + ks;
@@ -179,7 +179,7 @@ TEST_CASE("generator is deterministic and independent of threads", "[generator]"
     CHECK(a == b);
     o.seed = 2;
     CHECK(reference::generate_rows(o) != a);
-    o.key_size = 256;
+    o.tail_size = 256;
     CHECK_THROWS_AS(reference::generate_rows(o), std::invalid_argument);
 }
 

@@ -12,8 +12,8 @@ TEST_CASE("record and row sizes match the bridge", "[wire]") {
     CHECK(record_size(RecordKind::schnorr) == 128);
     CHECK(stride(RecordKind::ecdsa, 0) == 129);
     CHECK(stride(RecordKind::ecdsa, 255) == 384);
-    CHECK(stride(record_kind(Table::multisig), canonical_key_size(Table::multisig)) == sizeof(MultisigRow));
-    CHECK(stride(record_kind(Table::threshold), canonical_key_size(Table::threshold)) == sizeof(ThresholdRow));
+    CHECK(stride(record_kind(Table::multisig), canonical_tail_size(Table::multisig)) == sizeof(MultisigRow));
+    CHECK(stride(record_kind(Table::threshold), canonical_tail_size(Table::threshold)) == sizeof(ThresholdRow));
     CHECK(record_kind(Table::ecdsa) == RecordKind::ecdsa);
     CHECK(record_kind(Table::threshold) == RecordKind::schnorr);
 }
@@ -46,9 +46,9 @@ TEST_CASE("row span bounds", "[wire]") {
     std::uint8_t buf[1];
     RowSpan s{RecordKind::ecdsa, 3, SigEncoding::opaque, buf, 0};
     CHECK(s.valid());
-    s.key_size = 256;
+    s.tail_size = 256;
     CHECK_FALSE(s.valid());
-    s.key_size = 0;
+    s.tail_size = 0;
     s.count = SIZE_MAX / 100;  // count * 129 overflows
     CHECK_FALSE(s.valid());
     s.count = 1;

@@ -166,7 +166,7 @@ BatchResult daemon_round_trip(Client& c, const wire::RowSpan& src, std::uint8_t 
                               bool zero_copy) {
     if (!zero_copy) return c.run(src, wire::Mode::results, results, table);
     RowBatch b;
-    Status st = c.reserve(src.kind, src.key_size, src.count, b);
+    Status st = c.reserve(src.kind, src.tail_size, src.count, b);
     if (st != Status::ok) return BatchResult{st};
     std::memcpy(b.rows, src.data, src.size_bytes());
     st = c.submit(b, wire::Mode::results, src.encoding, table);
@@ -185,7 +185,7 @@ struct TableData {
     std::vector<std::uint8_t> rows;
     wire::RowSpan span(std::size_t n) {
         const auto kind = wire::record_kind(table);
-        return wire::RowSpan{kind, wire::canonical_key_size(table), wire::SigEncoding::opaque, rows.data(), n};
+        return wire::RowSpan{kind, wire::canonical_tail_size(table), wire::SigEncoding::opaque, rows.data(), n};
     }
 };
 
@@ -237,7 +237,7 @@ std::vector<ClientFigures> run_multi_client(const std::string& dir, TableData& d
             std::vector<std::uint8_t> results(batch);
             std::vector<double> us;
             us.reserve(100000);
-            const bool zero_copy = batch <= c->max_batch_rows(span.kind, span.key_size);
+            const bool zero_copy = batch <= c->max_batch_rows(span.kind, span.tail_size);
             const auto start = Clock::now();
             while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
                 const auto t0 = Clock::now();
@@ -459,7 +459,7 @@ int run_bench() {
                             measure(a.repeat, a.budget_s, [&] { all.verify(span, all_out); })});
             if (client) {
                 progress.step(name + " x" + std::to_string(n) + ": " + daemon_label);
-                const bool zero_copy = n <= client->max_batch_rows(span.kind, span.key_size);
+                const bool zero_copy = n <= client->max_batch_rows(span.kind, span.tail_size);
                 Status failure = Status::ok;
                 rows.push_back({name, n, daemon_label, measure(a.repeat, a.budget_s, [&] {
                                     const auto r = daemon_round_trip(*client, span, std::uint8_t(table), got.data(), zero_copy);

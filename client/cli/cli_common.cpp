@@ -8,25 +8,25 @@
 
 namespace sigverify::cli {
 
-RowFile load_row_file(const std::string& path, const std::string& table_name, std::optional<std::size_t> key_size,
+RowFile load_row_file(const std::string& path, const std::string& table_name, std::optional<std::size_t> tail_size,
                       const std::string& sig_format) {
     const auto table = wire::parse_table(table_name);
     const auto encoding = wire::parse_sig_encoding(sig_format);
     if (!table || !encoding) throw InputError("unknown table or signature format");
     RowFile f;
     f.kind = wire::record_kind(*table);
-    f.key_size = key_size.value_or(wire::canonical_key_size(*table));
+    f.tail_size = tail_size.value_or(wire::canonical_tail_size(*table));
     f.encoding = *encoding;
-    if (f.key_size > wire::kMaxKeySize) throw InputError("--key-size must be 0..255");
+    if (f.tail_size > wire::kMaxTailSize) throw InputError("--key-size must be 0..255");
 
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) throw InputError(path + ": cannot open: " + std::strerror(errno));
     const auto size = std::size_t(in.tellg());
-    const std::size_t stride = wire::stride(f.kind, f.key_size);
+    const std::size_t stride = wire::stride(f.kind, f.tail_size);
     if (size % stride != 0)
         throw InputError(path + ": " + std::to_string(size) + " bytes is not a multiple of the " + table_name +
                          " row stride " + std::to_string(stride) + " (record " +
-                         std::to_string(wire::record_size(f.kind)) + " + key_size " + std::to_string(f.key_size) +
+                         std::to_string(wire::record_size(f.kind)) + " + key_size " + std::to_string(f.tail_size) +
                          "); wrong --table or --key-size?");
     f.count = size / stride;
     f.bytes.resize(size);

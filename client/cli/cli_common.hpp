@@ -35,19 +35,19 @@ struct DaemonError : std::runtime_error {
 // A row file read into memory with the layout the user named.
 struct RowFile {
     wire::RecordKind kind{};
-    std::size_t key_size = 0;
+    std::size_t tail_size = 0;
     wire::SigEncoding encoding{};
     std::size_t count = 0;
     std::vector<std::uint8_t> bytes;
 
     wire::RowSpan span(std::vector<std::uint8_t>& storage) const {
-        return wire::RowSpan{kind, key_size, encoding, storage.data(), count};
+        return wire::RowSpan{kind, tail_size, encoding, storage.data(), count};
     }
 };
 
 // Throws InputError when the file cannot be read or its size is not a
 // multiple of the row stride.
-RowFile load_row_file(const std::string& path, const std::string& table, std::optional<std::size_t> key_size,
+RowFile load_row_file(const std::string& path, const std::string& table, std::optional<std::size_t> tail_size,
                       const std::string& sig_format);
 
 // Writes to PATH.tmp then renames, so a failure never leaves a partial file.

@@ -78,7 +78,7 @@ ColumnDir load_column_dir(const std::string& dir) {
     t.encoding = *encoding;
     const auto count = manifest_field<std::uint64_t>(m, "count", where);
     const auto tail_size = manifest_field<std::uint64_t>(m, "tail_size", where);
-    if (tail_size > wire::kMaxKeySize) throw InputError(where + ": \"tail_size\" must be 0..255");
+    if (tail_size > wire::kMaxTailSize) throw InputError(where + ": \"tail_size\" must be 0..255");
     t.tail_size = std::size_t(tail_size);
     const auto layout = reference::parse_correlate_layout(m.value("correlate", std::string(tail_size ? "tail" : "none")));
     if (!layout) throw InputError(where + ": \"correlate\" must be none, tail or libbitcoin");
@@ -149,7 +149,7 @@ struct ColumnsArgs {
     std::string from_rows;
     std::string to_rows;
     std::string table;
-    std::optional<std::size_t> key_size;
+    std::optional<std::size_t> tail_size;
     std::string sig_format = "opaque";
     std::string correlate = "tail";
     std::string out;
@@ -185,7 +185,7 @@ int run_columns(const ColumnsArgs& a) {
             std::fprintf(stderr, "sigverify columns: --from-rows needs --table\n");
             return int(ExitCode::usage);
         }
-        const RowFile file = load_row_file(a.from_rows, a.table, a.key_size, a.sig_format);
+        const RowFile file = load_row_file(a.from_rows, a.table, a.tail_size, a.sig_format);
         std::vector<std::uint8_t> bytes = file.bytes;
         const wire::RowSpan span = file.span(bytes);
         const auto table = *wire::parse_table(a.table);
@@ -198,7 +198,7 @@ int run_columns(const ColumnsArgs& a) {
         }
         dir.correlate = layout;
         // The table travels in the manifest when the tails are the table's own.
-        if (span.key_size == wire::canonical_key_size(table)) dir.row_table = table;
+        if (span.tail_size == wire::canonical_tail_size(table)) dir.row_table = table;
         write_column_dir(a.out, dir);
         std::printf("%zu %s rows -> %s: message, key (%zu bytes), signature%s (correlate %s, %zu bytes per row)\n",
                     span.count, a.table.c_str(), a.out.c_str(), reference::key_width(span.kind),
@@ -268,7 +268,7 @@ int run_groups(const GroupsArgs& a) {
             rows = reference::group_rows_from_correlate(batch);
         } else if (dir.correlate == CorrelateLayout::tail && dir.row_table &&
                    (*dir.row_table == wire::Table::multisig || *dir.row_table == wire::Table::threshold) &&
-                   batch.tail_size == wire::canonical_key_size(*dir.row_table)) {
+                   batch.tail_size == wire::canonical_tail_size(*dir.row_table)) {
             kind = *dir.row_table == wire::Table::multisig ? reference::GroupKind::multisig
                                                            : reference::GroupKind::threshold;
             rows.resize(batch.count);
@@ -361,7 +361,7 @@ void add_column_subcommands(CLI::App& app) {
     from->excludes(to);
     c->add_option("--table", s.columns.table, "Table of the row file (--from-rows): ecdsa, multisig, schnorr, threshold")
         ->check(table_check);
-    c->add_option("--key-size", s.columns.key_size, "Tail bytes per row (default: the table's canonical tail)")
+    c->add_option("--key-size", s.columns.tail_size, "Tail bytes per row (default: the table's canonical tail)")
         ->check(CLI::Range(0, 255));
     c->add_option("--sig-format", s.columns.sig_format, "ECDSA signature encoding: opaque or compact")
         ->check(sig_check)

@@ -48,7 +48,7 @@ const char* kExitCodes =
 struct GenArgs {
     std::string table;
     std::size_t count = 0;
-    std::optional<std::size_t> key_size;
+    std::optional<std::size_t> tail_size;
     std::string sig_format = "opaque";
     double invalid_rate = 0.0;
     double high_s_rate = 0.0;
@@ -61,7 +61,7 @@ int run_gen(const GenArgs& a) {
     sv::reference::GenOptions o;
     o.table = *sv::wire::parse_table(a.table);
     o.count = a.count;
-    o.key_size = a.key_size;
+    o.tail_size = a.tail_size;
     o.encoding = *sv::wire::parse_sig_encoding(a.sig_format);
     o.invalid_rate = a.invalid_rate;
     o.high_s_rate = a.high_s_rate;
@@ -85,7 +85,7 @@ int run_gen(const GenArgs& a) {
 // ---------------------------------------------------------------------------
 struct InspectArgs {
     std::string table;
-    std::optional<std::size_t> key_size;
+    std::optional<std::size_t> tail_size;
     std::string sig_format = "opaque";
     std::size_t rows = 5;
     std::size_t first = 0;
@@ -104,13 +104,13 @@ std::string hex(const std::uint8_t* p, std::size_t n) {
 }
 
 int run_inspect(const InspectArgs& a) {
-    sv::cli::RowFile file = sv::cli::load_row_file(a.file, a.table, a.key_size, a.sig_format);
+    sv::cli::RowFile file = sv::cli::load_row_file(a.file, a.table, a.tail_size, a.sig_format);
     const sv::wire::RowSpan span = file.span(file.bytes);
     const auto table = *sv::wire::parse_table(a.table);
     std::printf("%s: %zu %s rows, key_size %zu, stride %zu, signatures %s\n", a.file.c_str(), span.count,
-                a.table.c_str(), span.key_size, span.row_stride(), a.sig_format.c_str());
+                a.table.c_str(), span.tail_size, span.row_stride(), a.sig_format.c_str());
     sv::reference::RowVerifier verifier;
-    const bool canonical = span.key_size == sv::wire::canonical_key_size(table);
+    const bool canonical = span.tail_size == sv::wire::canonical_tail_size(table);
     for (std::size_t i = a.first; i < span.count && i < a.first + a.rows; ++i) {
         const std::uint8_t* row = span.row(i);
         std::printf("row %zu%s\n", i, a.verify ? (verifier.verify_row(span, i) ? "  [valid]" : "  [INVALID]") : "");
@@ -137,8 +137,8 @@ int run_inspect(const InspectArgs& a) {
         if (canonical) {
             const auto fk = sv::wire::read_u24le(tail);
             std::printf("  block  %u%s\n", fk, fk == sv::wire::kBlockFkWriting ? " (being written)" : "");
-        } else if (span.key_size) {
-            std::printf("  tail   %s\n", hex(tail, span.key_size).c_str());
+        } else if (span.tail_size) {
+            std::printf("  tail   %s\n", hex(tail, span.tail_size).c_str());
         }
     }
     return int(ExitCode::ok);
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
     auto* gen_cmd = app.add_subcommand("gen", "Write deterministic, really signed rows of one table");
     gen_cmd->add_option("--table", gen.table, "Table: ecdsa, multisig, schnorr, threshold")->required()->check(table_check);
     gen_cmd->add_option("--count", gen.count, "Number of rows")->required();
-    gen_cmd->add_option("--key-size", gen.key_size, "Tail bytes per row (default: the table's canonical tail)")
+    gen_cmd->add_option("--key-size", gen.tail_size, "Tail bytes per row (default: the table's canonical tail)")
         ->check(CLI::Range(0, 255));
     gen_cmd->add_option("--sig-format", gen.sig_format, "ECDSA signature encoding: opaque (r LE||s LE) or compact (r BE||s BE)")
         ->check(sig_check)->capture_default_str();
@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
     InspectArgs inspect;
     auto* inspect_cmd = app.add_subcommand("inspect", "Print the first rows of a file in readable form");
     inspect_cmd->add_option("--table", inspect.table, "Table: ecdsa, multisig, schnorr, threshold")->required()->check(table_check);
-    inspect_cmd->add_option("--key-size", inspect.key_size, "Tail bytes per row (default: the table's canonical tail)")
+    inspect_cmd->add_option("--key-size", inspect.tail_size, "Tail bytes per row (default: the table's canonical tail)")
         ->check(CLI::Range(0, 255));
     inspect_cmd->add_option("--sig-format", inspect.sig_format, "ECDSA signature encoding: opaque or compact")
         ->check(sig_check)->capture_default_str();
@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
 
     try {
         if (*gen_cmd) {
-            if (gen.key_size && *gen.key_size > 255) throw CLI::ValidationError("--key-size must be 0..255");
+            if (gen.tail_size && *gen.tail_size > 255) throw CLI::ValidationError("--key-size must be 0..255");
             return run_gen(gen);
         }
         if (*verify_cmd) return sv::cli::run_verify();

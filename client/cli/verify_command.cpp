@@ -23,7 +23,7 @@ namespace {
 struct VerifyArgs {
     bool local = false;
     std::string table;
-    std::optional<std::size_t> key_size;  // the row tail (tail_size); the flag is --key-size
+    std::optional<std::size_t> tail_size;  // the row tail (tail_size); the flag is --key-size
     std::string sig_format = "opaque";
     bool collect = false;
     unsigned threads = 0;
@@ -69,7 +69,7 @@ int report_daemon_failure(const Client& c, const char* what, const BatchResult& 
 // Row files
 // ---------------------------------------------------------------------------
 int verify_rows_local(const VerifyArgs& a) {
-    const RowFile file = load_row_file(a.in, a.table, a.key_size, a.sig_format);
+    const RowFile file = load_row_file(a.in, a.table, a.tail_size, a.sig_format);
     std::vector<std::uint8_t> rows = file.bytes;
     const wire::RowSpan span = file.span(rows);
     std::vector<std::uint8_t> results(a.collect ? 0 : span.count);
@@ -104,7 +104,7 @@ int verify_rows_local(const VerifyArgs& a) {
 }
 
 int verify_rows_daemon(const VerifyArgs& a) {
-    const RowFile file = load_row_file(a.in, a.table, a.key_size, a.sig_format);
+    const RowFile file = load_row_file(a.in, a.table, a.tail_size, a.sig_format);
     auto c = connect_daemon(a.runtime_dir, "sigverify-cli", "verify");
     if (!c) return int(ExitCode::daemon);
     std::vector<std::uint8_t> rows = file.bytes;
@@ -210,7 +210,7 @@ CLI::App* add_verify_subcommand(CLI::App& app) {
     g_cmd = cmd;
     cmd->add_flag("--local", a.local, "Verify in this process with libsecp256k1 instead of through sigverifyd");
     cmd->add_option("--table", a.table, "Table: ecdsa, multisig, schnorr, threshold (required with --in)")->check(table_check);
-    cmd->add_option("--key-size", a.key_size, "Tail bytes per row (default: the table's canonical tail)")
+    cmd->add_option("--key-size", a.tail_size, "Tail bytes per row (default: the table's canonical tail)")
         ->check(CLI::Range(0, 255));
     cmd->add_option("--sig-format", a.sig_format, "ECDSA signature encoding: opaque or compact")
         ->check(sig_check)->capture_default_str();

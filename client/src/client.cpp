@@ -118,13 +118,13 @@ std::unique_ptr<Client> Client::connect(const ClientOptions& options) {
 }
 
 Status Client::reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, RowBatch& batch, bool wait) {
-    if (tail_size > wire::kMaxKeySize || static_cast<std::uint8_t>(kind) > 1) return Status::invalid_argument;
+    if (tail_size > wire::kMaxTailSize || static_cast<std::uint8_t>(kind) > 1) return Status::invalid_argument;
     return impl_->reserve(kind, tail_size, count, batch, wait);
 }
 
 Status Client::reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, ColumnBatch& batch,
                                bool wait) {
-    if (tail_size > wire::kMaxKeySize || static_cast<std::uint8_t>(kind) > 1) return Status::invalid_argument;
+    if (tail_size > wire::kMaxTailSize || static_cast<std::uint8_t>(kind) > 1) return Status::invalid_argument;
     return impl_->reserve_columns(kind, tail_size, count, batch, wait);
 }
 

@@ -126,15 +126,15 @@ BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::u
         const std::uint64_t arena_quarter_rows =
             live ? (conn.arena_size / 4 > 2 * kAlign ? (conn.arena_size / 4 - 2 * kAlign) / (stride + 1) : 0) : 0;
         chunk = std::max<std::uint64_t>(1, std::min<std::uint64_t>(arena_quarter_rows, kMaxChunkRows));
-        if (live && chunk > max_alloc_rows(rows.kind, rows.key_size)) chunk = max_alloc_rows(rows.kind, rows.key_size);
+        if (live && chunk > max_alloc_rows(rows.kind, rows.tail_size)) chunk = max_alloc_rows(rows.kind, rows.tail_size);
     }
     auto sub_span = [&](std::size_t begin, std::size_t count) {
-        return wire::RowSpan{rows.kind, rows.key_size, rows.encoding, rows.row(begin), count};
+        return wire::RowSpan{rows.kind, rows.tail_size, rows.encoding, rows.row(begin), count};
     };
     return pipeline<RowBatch>(
         rows.count, chunk, mode, rows.encoding, table,
         [&](std::size_t begin, std::size_t count, RowBatch& b, bool wait) {
-            const Status st = reserve(rows.kind, rows.key_size, count, b, wait);
+            const Status st = reserve(rows.kind, rows.tail_size, count, b, wait);
             if (st == Status::ok) std::memcpy(b.rows, rows.row(begin), count * stride);
             return st;
         },
@@ -164,7 +164,7 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
     const bool missing = n != 0 && (cols.message == nullptr || cols.key == nullptr || cols.signature == nullptr ||
                                     (mode == wire::Mode::results && results == nullptr) ||
                                     (tail != 0 && cols.correlate == nullptr));
-    if (bad_enums || missing || cols.tail_size > wire::kMaxKeySize ||
+    if (bad_enums || missing || cols.tail_size > wire::kMaxTailSize ||
         n > std::numeric_limits<std::size_t>::max() / (wire::stride(cols.kind, cols.tail_size) + 1)) {
         total.status = Status::invalid_argument;
         return total;
@@ -249,7 +249,7 @@ namespace {
 template <class Row>
 wire::RowSpan table_span(std::span<Row> rows, wire::Table table, wire::SigEncoding enc) {
     using Bare = std::remove_const_t<Row>;
-    return wire::RowSpan{wire::record_kind(table), wire::canonical_key_size(table), enc,
+    return wire::RowSpan{wire::record_kind(table), wire::canonical_tail_size(table), enc,
                          reinterpret_cast<std::uint8_t*>(const_cast<Bare*>(rows.data())), rows.size()};
 }
 }  // namespace

@@ -40,7 +40,7 @@ public:
     std::size_t preferred_chunk_rows() const override { return 1000; }
     ChunkResult verify(unsigned, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override {
         if (fail_after_chunks >= 0 && chunks.fetch_add(1) >= fail_after_chunks) return {shm::Status::backend_error, {}};
-        REQUIRE(records.key_size == 0);  // it verifies the scheduler's private, tail-less copy
+        REQUIRE(records.tail_size == 0);  // it verifies the scheduler's private, tail-less copy
         ChunkResult r;
         r.tally = cpu_.run(records, 0, records.count, Mode::results, verdicts);
         if (during_verify) during_verify();
@@ -67,7 +67,7 @@ Data make(wire::Table t, std::size_t n, double invalid_rate, std::uint64_t seed 
     o.high_s_rate = 0.2;
     o.seed = seed;
     Data d{reference::generate_rows(o), {}};
-    d.span = wire::RowSpan{wire::record_kind(t), wire::canonical_key_size(t), wire::SigEncoding::opaque, d.rows.data(), n};
+    d.span = wire::RowSpan{wire::record_kind(t), wire::canonical_tail_size(t), wire::SigEncoding::opaque, d.rows.data(), n};
     return d;
 }
 
@@ -255,7 +255,7 @@ TEST_CASE("bad arguments are refused without touching anything", "[crosscheck]")
     std::vector<std::uint8_t> verdicts(10, 0xEE);
     CHECK(checked.verify(2, s.span, verdicts.data()).status == shm::Status::backend_error);  // no such worker
     wire::RowSpan bad = s.span;
-    bad.key_size = wire::kMaxKeySize + 1;  // not a valid span
+    bad.tail_size = wire::kMaxTailSize + 1;  // not a valid span
     CHECK(checked.verify(0, bad, verdicts.data()).status == shm::Status::backend_error);
     CHECK(checked.verify(0, s.span, nullptr).status == shm::Status::backend_error);
     CHECK(verdicts == std::vector<std::uint8_t>(10, 0xEE));

@@ -22,7 +22,7 @@ namespace {
 struct Table {
     wire::RecordKind kind;
     wire::SigEncoding encoding;
-    std::vector<std::uint8_t> records;  // key_size 0, as the checked backend hands them over
+    std::vector<std::uint8_t> records;  // tail_size 0, as the checked backend hands them over
     std::vector<std::uint8_t> truth;
     std::size_t count = 0;
 
@@ -39,7 +39,7 @@ Table make(wire::Table t, wire::SigEncoding enc, std::size_t n, std::uint64_t se
     o.encoding = enc;
     o.invalid_rate = 0.4;
     o.seed = seed;
-    o.key_size = 0;
+    o.tail_size = 0;
     Table out{wire::record_kind(t), enc, reference::generate_rows(o), {}, n};
     out.truth.resize(n);
     reference::Verifier(2).verify(out.span(0, n), out.truth.data());

@@ -80,7 +80,7 @@ Data make(wire::Table t, std::size_t n) {
     o.high_s_rate = 0.2;
     o.seed = 21;
     Data d{reference::generate_rows(o), {}, std::vector<std::uint8_t>(n)};
-    d.span = wire::RowSpan{wire::record_kind(t), wire::canonical_key_size(t), wire::SigEncoding::opaque, d.rows.data(), n};
+    d.span = wire::RowSpan{wire::record_kind(t), wire::canonical_tail_size(t), wire::SigEncoding::opaque, d.rows.data(), n};
     reference::Verifier(2).verify(d.span, d.truth.data());
     return d;
 }
@@ -178,7 +178,7 @@ TEST_CASE("column jobs take the same path: verdicts, or the valid rows' correlat
         j.results = nullptr;
         CHECK(run_job(cpu_like, nullptr, metrics, j).first == shm::Status::ok);
         const std::size_t w = table.tail_size;
-        REQUIRE(w == d.span.key_size);
+        REQUIRE(w == d.span.tail_size);
         for (std::size_t i = 0; i < 70; ++i) {
             const bool zeroed = std::all_of(table.correlate.begin() + i * w, table.correlate.begin() + (i + 1) * w,
                                             [](std::uint8_t b) { return b == 0; });

@@ -48,7 +48,7 @@ const std::vector<std::uint8_t>& rows_of(wire::Table table) {
         reference::GenOptions o;
         o.table = table;
         o.count = 256;
-        o.key_size = 0;
+        o.tail_size = 0;
         rows = reference::generate_rows(o);
     }
     return rows;

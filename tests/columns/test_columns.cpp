@@ -46,7 +46,7 @@ Generated generate(Table t, SigEncoding enc, std::size_t count, std::uint64_t se
     o.seed = seed;
     Generated g;
     g.rows = reference::generate_rows(o);
-    g.span = RowSpan{wire::record_kind(t), wire::canonical_key_size(t), enc, g.rows.data(), count};
+    g.span = RowSpan{wire::record_kind(t), wire::canonical_tail_size(t), enc, g.rows.data(), count};
     return g;
 }
 
@@ -94,7 +94,7 @@ TEST_CASE("column path gives the row path's verdicts on generated rows of every 
                 const auto col_collect = columns_verifier.collect(batch);
                 CHECK(row_collect == row_tally);
                 CHECK(col_collect == row_tally);
-                const std::size_t ks = span.key_size, record = wire::record_size(span.kind);
+                const std::size_t ks = span.tail_size, record = wire::record_size(span.kind);
                 std::size_t tail_mismatches = 0;
                 for (std::size_t i = 0; i < span.count; ++i)
                     if (std::memcmp(collected_span.row(i) + record, table.correlate.data() + i * ks, ks) != 0)
@@ -198,7 +198,7 @@ TEST_CASE("rows and columns convert both ways without loss", "[columns]") {
     CHECK_THROWS_AS(reference::rows_to_columns(ms.span, CorrelateLayout::libbitcoin, Table::schnorr),
                     std::invalid_argument);
     CHECK_THROWS_AS(reference::rows_to_columns(ms.span, CorrelateLayout::libbitcoin, Table::ecdsa),
-                    std::invalid_argument);  // key_size 6 is not the ecdsa table's tail
+                    std::invalid_argument);  // tail_size 6 is not the ecdsa table's tail
 }
 
 TEST_CASE("bad column sizes and fields are rejected before anything is written", "[columns]") {

@@ -29,14 +29,14 @@ inline std::vector<std::uint8_t> make_rows(wire::Table table, std::size_t n, wir
 
 inline wire::RowSpan span_of(wire::Table table, wire::SigEncoding enc, std::vector<std::uint8_t>& rows,
                              std::size_t n) {
-    return wire::RowSpan{wire::record_kind(table), wire::canonical_key_size(table), enc, rows.data(), n};
+    return wire::RowSpan{wire::record_kind(table), wire::canonical_tail_size(table), enc, rows.data(), n};
 }
 
 // Sends one batch through the client API of its table. results may be null in collect mode.
 inline BatchResult send(Client& c, wire::Table table, wire::Mode mode, wire::SigEncoding enc,
                         std::vector<std::uint8_t>& rows, std::size_t n, std::uint8_t* results) {
     using namespace wire;
-    const std::size_t key = canonical_key_size(table);
+    const std::size_t key = canonical_tail_size(table);
     std::uint8_t* p = rows.data();
     if (mode == Mode::results) {
         std::span<std::uint8_t> res(results, n);
@@ -120,7 +120,7 @@ inline bool check_batch(Client& c, wire::Table table, wire::Mode mode, wire::Sig
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 if (rows[i] != expected[i]) {
                     std::fprintf(stderr, "%s collect n=%zu: byte %zu (row %zu) is %d, reference %d\n", what, n, i,
-                                 i / wire::stride(record_kind(table), canonical_key_size(table)), rows[i], expected[i]);
+                                 i / wire::stride(record_kind(table), canonical_tail_size(table)), rows[i], expected[i]);
                     break;
                 }
             }

@@ -138,7 +138,7 @@ TEST_CASE("column batches through the daemon equal the row path and libsecp256k1
         children.push_back(run_in_child([&, table] {
             auto c = Client::connect(options_for(d, "columns-" + std::string(wire::to_string(table))));
             const RecordKind kind = wire::record_kind(table);
-            const std::size_t tail = wire::canonical_key_size(table);
+            const std::size_t tail = wire::canonical_tail_size(table);
             if (c->max_column_batch_rows(kind, tail) == 0 || c->max_column_batch_rows(kind, tail) >= 3001) {
                 std::fprintf(stderr, "max_column_batch_rows %zu: 3001 rows must need several pieces\n",
                              c->max_column_batch_rows(kind, tail));

@@ -34,7 +34,7 @@ TEST_CASE("four tables, both modes and encodings, from concurrent client process
         children.push_back(run_in_child([&, table] {
             auto c = Client::connect(options_for(d, to_string(table).data()));
             if (c->arena_size() != 256 * 1024) return false;
-            if (c->max_batch_rows(wire::record_kind(table), wire::canonical_key_size(table)) >= 3000) return false;
+            if (c->max_batch_rows(wire::record_kind(table), wire::canonical_tail_size(table)) >= 3000) return false;
             const bool ecdsa = wire::record_kind(table) == wire::RecordKind::ecdsa;
             std::uint64_t seed = 100 + static_cast<std::uint64_t>(table) * 1000;
             for (wire::Mode mode : {wire::Mode::results, wire::Mode::collect}) {
@@ -119,7 +119,7 @@ TEST_CASE("zero-copy path: reserve in the arena, fill, submit several, poll and 
     for (int i = 0; i < 3; ++i) {
         const wire::Table t = tables[i];
         rows.push_back(make_rows(t, n, wire::SigEncoding::compact, 40 + i));
-        REQUIRE(c->reserve(wire::record_kind(t), wire::canonical_key_size(t), n, batches[i]) == Status::ok);
+        REQUIRE(c->reserve(wire::record_kind(t), wire::canonical_tail_size(t), n, batches[i]) == Status::ok);
         std::memcpy(batches[i].rows, rows.back().data(), rows.back().size());
     }
     for (int i = 0; i < 3; ++i)

@@ -286,7 +286,7 @@ TEST_CASE("hostile submission entries are rejected with overflow-safe checks", "
     CHECK(check(nop) == Status::ok);
     nop.row_count = 1;
     CHECK(check(nop) == Status::bad_entry);
-    // key_size 255 at the largest stride
+    // tail_size 255 at the largest stride
     e = verify_entry(0, 0, 1);
     e.mode = static_cast<std::uint8_t>(wire::Mode::collect);
     e.key_size = 255;
@@ -333,7 +333,7 @@ TEST_CASE("hostile column entries are rejected with overflow-safe checks", "[dae
     CHECK(c.key_offset == p.key);
     CHECK(c.signature_offset == p.signature);
     CHECK(c.correlate_offset == p.correlate);
-    CHECK(c.key_size == 6);
+    CHECK(c.tail_size == 6);
     CHECK(c.rows_bytes == n * (129 + 6));
 
     // Every column exactly at the end of the arena is fine; one byte more is not.

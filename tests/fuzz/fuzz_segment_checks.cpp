@@ -67,7 +67,7 @@ void check_columns(const shm::SubmissionEntry& e, std::uint64_t arena, shm::Stat
     }
     FUZZ_CHECK(st == shm::Status::ok);
     FUZZ_CHECK(c.opcode == shm::Opcode::verify_columns);
-    FUZZ_CHECK(c.row_count == e.row_count && c.rows_offset == e.rows_offset && c.key_size == e.key_size);
+    FUZZ_CHECK(c.row_count == e.row_count && c.rows_offset == e.rows_offset && c.tail_size == e.key_size);
     FUZZ_CHECK(c.key_offset == col[0] && c.signature_offset == col[1] && c.correlate_offset == col[2]);
     FUZZ_CHECK(c.stride == stride && c.rows_bytes == n * stride);
     FUZZ_CHECK(static_cast<std::uint8_t>(c.mode) == e.mode);

@@ -324,11 +324,11 @@ private:
             if (c.mode == wire::Mode::results) {
                 for (std::uint64_t i = 0; i < c.row_count; ++i) writable_[c.results_offset + i] = 1;
             } else if (c.opcode == shm::Opcode::verify_columns) {
-                for (std::uint64_t i = 0; i < c.row_count * c.key_size; ++i) writable_[c.correlate_offset + i] = 1;
+                for (std::uint64_t i = 0; i < c.row_count * c.tail_size; ++i) writable_[c.correlate_offset + i] = 1;
             } else {
                 const std::size_t rec = wire::record_size(c.kind);
                 for (std::uint64_t r = 0; r < c.row_count; ++r)
-                    for (std::size_t k = 0; k < c.key_size; ++k) writable_[c.rows_offset + r * c.stride + rec + k] = 1;
+                    for (std::size_t k = 0; k < c.tail_size; ++k) writable_[c.rows_offset + r * c.stride + rec + k] = 1;
             }
         }
         expect_[copy.user_tag] = Expect{st, c.row_count, verifies};
@@ -392,7 +392,7 @@ private:
     void write_rows() {
         const int t = in_.ConsumeIntegralInRange<int>(0, 3);
         const std::size_t stride = wire::stride(wire::record_kind(static_cast<wire::Table>(t)),
-                                                wire::canonical_key_size(static_cast<wire::Table>(t)));
+                                                wire::canonical_tail_size(static_cast<wire::Table>(t)));
         const std::size_t first = in_.ConsumeIntegralInRange<std::size_t>(0, 31);
         const std::size_t count = in_.ConsumeIntegralInRange<std::size_t>(1, 32 - first);
         const std::uint64_t off = in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ - 1);

@@ -28,10 +28,10 @@ inline std::size_t rows_from_env(std::size_t fallback) {
     return fallback;
 }
 
-inline wire::RowSpan span_of(std::vector<std::uint8_t>& rows, wire::Table t, std::size_t key_size,
+inline wire::RowSpan span_of(std::vector<std::uint8_t>& rows, wire::Table t, std::size_t tail_size,
                              wire::SigEncoding enc) {
     const wire::RecordKind kind = wire::record_kind(t);
-    return wire::RowSpan{kind, key_size, enc, rows.data(), rows.size() / wire::stride(kind, key_size)};
+    return wire::RowSpan{kind, tail_size, enc, rows.data(), rows.size() / wire::stride(kind, tail_size)};
 }
 
 struct DiffStats {
@@ -43,7 +43,7 @@ struct DiffStats {
 // (row by row) and collect mode (byte for byte). Failures are reported through
 // CHECK so one run shows every disagreeing configuration.
 inline DiffStats run_differential(wire::Table t, wire::SigEncoding enc, std::size_t count,
-                                  std::size_t key_size, std::uint64_t seed,
+                                  std::size_t tail_size, std::uint64_t seed,
                                   reference::Verifier& verifier, unsigned threads,
                                   bool with_collect = true) {
     using clock = std::chrono::steady_clock;
@@ -51,7 +51,7 @@ inline DiffStats run_differential(wire::Table t, wire::SigEncoding enc, std::siz
     reference::GenOptions o;
     o.table = t;
     o.count = count;
-    o.key_size = key_size;
+    o.tail_size = tail_size;
     o.encoding = enc;
     o.invalid_rate = 0.3;
     o.high_s_rate = 0.25;
@@ -61,7 +61,7 @@ inline DiffStats run_differential(wire::Table t, wire::SigEncoding enc, std::siz
     auto t0 = clock::now();
     auto rows = reference::generate_rows(o, &report);
     st.gen_s = std::chrono::duration<double>(clock::now() - t0).count();
-    const wire::RowSpan span = span_of(rows, t, key_size, enc);
+    const wire::RowSpan span = span_of(rows, t, tail_size, enc);
     REQUIRE(span.count == count);
 
     std::vector<std::uint8_t> want(count, 0xAA), got(count, 0x55);
@@ -82,7 +82,7 @@ inline DiffStats run_differential(wire::Table t, wire::SigEncoding enc, std::siz
             ++st.mismatches;
         }
     }
-    INFO(wire::to_string(t) << " " << wire::to_string(enc) << " key_size " << key_size << " rows "
+    INFO(wire::to_string(t) << " " << wire::to_string(enc) << " key_size " << tail_size << " rows "
                             << count);
     CHECK(st.mismatches == 0);
     CHECK(counts.valid == tally.valid);
@@ -93,11 +93,11 @@ inline DiffStats run_differential(wire::Table t, wire::SigEncoding enc, std::siz
     if (span.kind == wire::RecordKind::ecdsa) CHECK(report.high_s > count / 5);
 
     // collect mode: byte-exact against the reference's collect
-    if (with_collect && key_size > 0) {
+    if (with_collect && tail_size > 0) {
         auto by_kernel = rows;
         auto by_reference = rows;
-        const wire::RowSpan ks = span_of(by_kernel, t, key_size, enc);
-        const wire::RowSpan rs = span_of(by_reference, t, key_size, enc);
+        const wire::RowSpan ks = span_of(by_kernel, t, tail_size, enc);
+        const wire::RowSpan rs = span_of(by_reference, t, tail_size, enc);
         const auto kc = kernels::verify_rows(ks, wire::Mode::collect, nullptr, threads);
         const auto rc = verifier.collect(rs);
         CHECK(kc.valid == rc.valid);

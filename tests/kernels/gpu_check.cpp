@@ -110,7 +110,7 @@ struct Oracle {
         kernel_test::HostGenOptions o;
         o.table = t;
         o.count = n;
-        o.key_size = wire::canonical_key_size(t);
+        o.tail_size = wire::canonical_tail_size(t);
         o.encoding = enc;
         o.seed = seed;
         return kernel_test::host_generate_rows(o);
@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
         auto rows = oracle.generate(c.table, c.enc, n, 0x5EED0000u + unsigned(c.table) * 2 + unsigned(c.enc));
         const double gen_s = seconds_since(t0);
         const wire::RecordKind kind = wire::record_kind(c.table);
-        const std::size_t ks = wire::canonical_key_size(c.table);
+        const std::size_t ks = wire::canonical_tail_size(c.table);
         const wire::RowSpan span{kind, ks, c.enc, rows.data(), n};
 
         std::vector<std::uint8_t> want(n), got(n, 0xEE);

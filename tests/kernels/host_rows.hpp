@@ -21,7 +21,7 @@ namespace sigverify::kernel_test {
 struct HostGenOptions {
     wire::Table table = wire::Table::ecdsa;
     std::size_t count = 0;
-    std::size_t key_size = 3;
+    std::size_t tail_size = 3;
     wire::SigEncoding encoding = wire::SigEncoding::opaque;
     double invalid_rate = 0.3;
     double high_s_rate = 0.25;
@@ -131,13 +131,13 @@ inline void make_row(const HostGenOptions& o, std::uint64_t i, std::uint8_t* row
     }
     std::uint8_t tail[32];
     derive(tail, o.seed, i, 't');
-    for (std::size_t j = 0; j < o.key_size; ++j) row[rec + j] = static_cast<std::uint8_t>(tail[j % 32] | 1);
+    for (std::size_t j = 0; j < o.tail_size; ++j) row[rec + j] = static_cast<std::uint8_t>(tail[j % 32] | 1);
 }
 
 }  // namespace detail
 
 inline std::vector<std::uint8_t> host_generate_rows(const HostGenOptions& o) {
-    const std::size_t stride = wire::stride(wire::record_kind(o.table), o.key_size);
+    const std::size_t stride = wire::stride(wire::record_kind(o.table), o.tail_size);
     std::vector<std::uint8_t> rows(o.count * stride);
     kernels::host_g_table();
     unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());

@@ -54,7 +54,7 @@ int main() {
         o.seed = 5;
         auto rows = reference::generate_rows(o);
         const wire::RecordKind kind = wire::record_kind(t);
-        const wire::RowSpan span{kind, wire::canonical_key_size(t), wire::SigEncoding::opaque, rows.data(),
+        const wire::RowSpan span{kind, wire::canonical_tail_size(t), wire::SigEncoding::opaque, rows.data(),
                                  o.count};
         std::size_t ok1 = 0, ok2 = 0;
         const double k = time_ns(int(o.count), [&](int i) {

@@ -19,7 +19,7 @@ int main() {
         kernel_test::HostGenOptions o;
         o.table = t;
         o.count = n;
-        o.key_size = 0;
+        o.tail_size = 0;
         o.invalid_rate = 0;
         o.high_s_rate = 0.5;
         o.threads = 1;

@@ -22,14 +22,14 @@ TEST_CASE("kernel math: >= 1M generated rows per table match libsecp256k1", "[ke
             const std::size_t half = per_table / 2;
             for (SigEncoding enc : {SigEncoding::opaque, SigEncoding::compact}) {
                 const std::size_t n = enc == SigEncoding::opaque ? half : per_table - half;
-                const auto st = kernel_test::run_differential(t, enc, n, wire::canonical_key_size(t),
+                const auto st = kernel_test::run_differential(t, enc, n, wire::canonical_tail_size(t),
                                                               7000 + 2 * unsigned(t) + unsigned(enc),
                                                               verifier, threads, false);
                 kernel_test::print_stats("[long]", t, enc, st, threads);
             }
         } else {
             const auto st = kernel_test::run_differential(t, SigEncoding::opaque, per_table,
-                                                          wire::canonical_key_size(t), 7000 + 2 * unsigned(t),
+                                                          wire::canonical_tail_size(t), 7000 + 2 * unsigned(t),
                                                           verifier, threads, false);
             kernel_test::print_stats("[long]", t, SigEncoding::opaque, st, threads);
         }

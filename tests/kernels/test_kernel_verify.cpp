@@ -236,7 +236,7 @@ TEST_CASE("kernel math: generated rows of all four tables match libsecp256k1", "
     for (Table t : kTables) {
         for (SigEncoding enc : {SigEncoding::opaque, SigEncoding::compact}) {
             if (wire::record_kind(t) == wire::RecordKind::schnorr && enc == SigEncoding::compact) continue;
-            const auto st = kernel_test::run_differential(t, enc, count, wire::canonical_key_size(t),
+            const auto st = kernel_test::run_differential(t, enc, count, wire::canonical_tail_size(t),
                                                           41 + unsigned(t), verifier, threads);
             kernel_test::print_stats("[kernels]", t, enc, st, threads);
         }
@@ -517,15 +517,15 @@ TEST_CASE("kernel math: the libsecp256k1-free row generator makes rows libsecp25
             kernel_test::HostGenOptions o;
             o.table = t;
             o.count = 3'000;
-            o.key_size = wire::canonical_key_size(t);
+            o.tail_size = wire::canonical_tail_size(t);
             o.encoding = enc;
             o.seed = 77 + unsigned(t);
             auto rows = kernel_test::host_generate_rows(o);
             auto clean_opts = o;
             clean_opts.invalid_rate = 0;
             auto clean = kernel_test::host_generate_rows(clean_opts);
-            const auto span = kernel_test::span_of(rows, t, o.key_size, enc);
-            const auto cspan = kernel_test::span_of(clean, t, o.key_size, enc);
+            const auto span = kernel_test::span_of(rows, t, o.tail_size, enc);
+            const auto cspan = kernel_test::span_of(clean, t, o.tail_size, enc);
             std::vector<std::uint8_t> want(o.count), got(o.count), clean_want(o.count);
             verifier.verify(span, want.data());
             const auto clean_tally = verifier.verify(cspan, clean_want.data());

@@ -46,8 +46,8 @@ Expected run_known_batch(Client& c, wire::Table table, std::size_t count, std::u
     o.seed = seed;
     o.threads = 1;
     std::vector<std::uint8_t> rows = reference::generate_rows(o);
-    const std::size_t key_size = reference::effective_key_size(o);
-    const wire::RowSpan span{wire::record_kind(table), key_size, wire::SigEncoding::opaque, rows.data(), count};
+    const std::size_t tail_size = reference::effective_key_size(o);
+    const wire::RowSpan span{wire::record_kind(table), tail_size, wire::SigEncoding::opaque, rows.data(), count};
     Expected e;
     reference::RowVerifier ref;
     for (std::size_t i = 0; i < count; ++i) (ref.verify_row(span, i) ? e.valid : e.invalid) += 1;
