@@ -51,12 +51,13 @@ ColumnError bind_columns(RecordKind kind, SigEncoding encoding, std::size_t tail
     b.tail_size = tail_size;
     if (kind != RecordKind::ecdsa && kind != RecordKind::schnorr) return ColumnError::bad_kind;
     if (tail_size > wire::kMaxTailSize) return ColumnError::bad_tail_size;
-    if (message.size() % kMessageWidth != 0) return ColumnError::message_size;
-    b.count = message.size() / kMessageWidth;
+    if (message.size() % wire::kColumnMessageWidth != 0) return ColumnError::message_size;
+    b.count = message.size() / wire::kColumnMessageWidth;
     // count <= SIZE_MAX / 32, so count * 33 may overflow: compare by division.
-    const std::size_t kw = key_width(kind);
+    const std::size_t kw = wire::column_key_width(kind);
     if (key.size() % kw != 0 || key.size() / kw != b.count) return ColumnError::key_size;
-    if (signature.size() % kSignatureWidth != 0 || signature.size() / kSignatureWidth != b.count)
+    if (signature.size() % wire::kColumnSignatureWidth != 0 ||
+        signature.size() / wire::kColumnSignatureWidth != b.count)
         return ColumnError::signature_size;
     if (tail_size == 0) {
         if (!correlate.empty()) return ColumnError::correlate_size;
@@ -73,10 +74,10 @@ ColumnError bind_columns(RecordKind kind, SigEncoding encoding, std::size_t tail
 }
 
 void assemble_record(const ColumnBatch& c, std::size_t i, std::uint8_t* record) {
-    const std::size_t kw = key_width(c.kind);
-    std::memcpy(record, c.message_at(i), kMessageWidth);
-    std::memcpy(record + kMessageWidth, c.key_at(i), kw);
-    std::memcpy(record + kMessageWidth + kw, c.signature_at(i), kSignatureWidth);
+    const std::size_t kw = wire::column_key_width(c.kind);
+    std::memcpy(record, c.message_at(i), wire::kColumnMessageWidth);
+    std::memcpy(record + wire::kColumnMessageWidth, c.key_at(i), kw);
+    std::memcpy(record + wire::kColumnMessageWidth + kw, c.signature_at(i), wire::kColumnSignatureWidth);
 }
 
 bool verify_column_row(const RowVerifier& verifier, const ColumnBatch& c, std::size_t i) {
@@ -207,17 +208,18 @@ ColumnTable rows_to_columns(const RowSpan& rows, CorrelateLayout layout, std::op
         break;
     default: throw std::invalid_argument("rows_to_columns: unknown correlate layout");
     }
-    const std::size_t kw = key_width(rows.kind);
+    const std::size_t kw = wire::column_key_width(rows.kind);
     const std::size_t record = wire::record_size(rows.kind);
-    t.message.resize(rows.count * kMessageWidth);
+    t.message.resize(rows.count * wire::kColumnMessageWidth);
     t.key.resize(rows.count * kw);
-    t.signature.resize(rows.count * kSignatureWidth);
+    t.signature.resize(rows.count * wire::kColumnSignatureWidth);
     t.correlate.resize(rows.count * t.tail_size);
     for (std::size_t i = 0; i < rows.count; ++i) {
         const std::uint8_t* row = rows.row(i);
-        std::memcpy(t.message.data() + i * kMessageWidth, row, kMessageWidth);
-        std::memcpy(t.key.data() + i * kw, row + kMessageWidth, kw);
-        std::memcpy(t.signature.data() + i * kSignatureWidth, row + kMessageWidth + kw, kSignatureWidth);
+        std::memcpy(t.message.data() + i * wire::kColumnMessageWidth, row, wire::kColumnMessageWidth);
+        std::memcpy(t.key.data() + i * kw, row + wire::kColumnMessageWidth, kw);
+        std::memcpy(t.signature.data() + i * wire::kColumnSignatureWidth, row + wire::kColumnMessageWidth + kw,
+                    wire::kColumnSignatureWidth);
         const std::uint8_t* tail = row + record;
         std::uint8_t* out = t.correlate.data() + i * t.tail_size;
         if (layout == CorrelateLayout::tail) {

@@ -46,10 +46,6 @@ namespace sigverify::reference {
 
 class WorkerPool;
 
-// Column widths: defined once, next to the record layouts (wire_format.hpp).
-constexpr std::size_t kMessageWidth = wire::kColumnMessageWidth;
-constexpr std::size_t kSignatureWidth = wire::kColumnSignatureWidth;
-constexpr std::size_t key_width(RecordKind kind) { return wire::column_key_width(kind); }
 
 // Sizes of libbitcoin's correlate entries.
 constexpr std::size_t kEcdsaCorrelateSize = 6;
@@ -105,10 +101,10 @@ struct ColumnBatch {
     // columns, and that count * width fits size_t for every column).
     ColumnError check() const;
 
-    std::size_t key_bytes_per_row() const { return key_width(kind); }
-    const std::uint8_t* message_at(std::size_t i) const { return message + i * kMessageWidth; }
-    const std::uint8_t* key_at(std::size_t i) const { return key + i * key_width(kind); }
-    const std::uint8_t* signature_at(std::size_t i) const { return signature + i * kSignatureWidth; }
+    std::size_t key_bytes_per_row() const { return wire::column_key_width(kind); }
+    const std::uint8_t* message_at(std::size_t i) const { return message + i * wire::kColumnMessageWidth; }
+    const std::uint8_t* key_at(std::size_t i) const { return key + i * wire::column_key_width(kind); }
+    const std::uint8_t* signature_at(std::size_t i) const { return signature + i * wire::kColumnSignatureWidth; }
     std::uint8_t* correlate_at(std::size_t i) const { return correlate + i * tail_size; }
 };
 

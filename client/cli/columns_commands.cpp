@@ -201,7 +201,7 @@ int run_columns(const ColumnsArgs& a) {
         if (span.tail_size == wire::canonical_tail_size(table)) dir.row_table = table;
         write_column_dir(a.out, dir);
         std::printf("%zu %s rows -> %s: message, key (%zu bytes), signature%s (correlate %s, %zu bytes per row)\n",
-                    span.count, a.table.c_str(), a.out.c_str(), reference::key_width(span.kind),
+                    span.count, a.table.c_str(), a.out.c_str(), wire::column_key_width(span.kind),
                     dir.table.tail_size ? ", correlate" : "", a.correlate.c_str(), dir.table.tail_size);
         return int(ExitCode::ok);
     }

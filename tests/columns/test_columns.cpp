@@ -167,7 +167,7 @@ TEST_CASE("rows and columns convert both ways without loss", "[columns]") {
         ColumnTable tail = reference::rows_to_columns(g.span, CorrelateLayout::tail);
         CHECK(reference::columns_to_rows(tail.view(), CorrelateLayout::tail) == g.rows);
         // Columns are the record fields in order.
-        const std::size_t kw = reference::key_width(g.span.kind);
+        const std::size_t kw = wire::column_key_width(g.span.kind);
         CHECK(std::memcmp(tail.message.data() + 32 * 5, g.span.row(5), 32) == 0);
         CHECK(std::memcmp(tail.key.data() + kw * 5, g.span.row(5) + 32, kw) == 0);
         CHECK(std::memcmp(tail.signature.data() + 64 * 5, g.span.row(5) + 32 + kw, 64) == 0);

@@ -207,7 +207,7 @@ TEST_CASE("zero-copy column batches: reserve, write in place, submit, wait", "[d
         const auto t = ref.verify(span, expected.data());
         ColumnTable cols = reference::rows_to_columns(span, CorrelateLayout::tail);
         const std::size_t tail = cols.tail_size;
-        const std::size_t kw = reference::key_width(kind);
+        const std::size_t kw = wire::column_key_width(kind);
 
         ColumnBatch b;
         CHECK(c->reserve_columns(kind, tail, c->max_column_batch_rows(kind, tail) + 1, b) == Status::too_large);
