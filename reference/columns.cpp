@@ -88,19 +88,9 @@ bool verify_column_row(const RowVerifier& verifier, const ColumnBatch& c, std::s
 
 Tally run_columns(const RowVerifier& verifier, const ColumnBatch& c, std::size_t begin, std::size_t end,
                   Mode mode, std::uint8_t* results) {
-    Tally tally;
-    end = std::min(end, c.count);
-    const wire::TailSpan tails = wire::correlate_tails(c.correlate, c.tail_size);
-    for (std::size_t i = begin; i < end; ++i) {
-        const bool ok = verify_column_row(verifier, c, i);
-        if (ok) {
-            ++tally.valid;
-        } else {
-            ++tally.invalid;
-        }
-        wire::publish_verdict(mode, tails, results, i, ok);
-    }
-    return tally;
+    return verify_and_publish([&](std::size_t i) { return verify_column_row(verifier, c, i); },
+                              wire::correlate_tails(c.correlate, c.tail_size), begin, std::min(end, c.count), mode,
+                              results);
 }
 
 ColumnVerifier::ColumnVerifier(unsigned threads) : pool_(std::make_unique<WorkerPool>(threads)) {

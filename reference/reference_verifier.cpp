@@ -71,19 +71,8 @@ bool RowVerifier::verify_row(const RowSpan& rows, std::size_t i) const {
 
 Tally RowVerifier::run(const RowSpan& rows, std::size_t begin, std::size_t end, Mode mode,
                        std::uint8_t* results) const {
-    Tally tally;
-    end = std::min(end, rows.count);
-    const wire::TailSpan tails = wire::row_tails(rows);
-    for (std::size_t i = begin; i < end; ++i) {
-        const bool ok = verify_row(rows, i);
-        if (ok) {
-            ++tally.valid;
-        } else {
-            ++tally.invalid;
-        }
-        wire::publish_verdict(mode, tails, results, i, ok);
-    }
-    return tally;
+    return verify_and_publish([&](std::size_t i) { return verify_row(rows, i); }, wire::row_tails(rows), begin,
+                              std::min(end, rows.count), mode, results);
 }
 
 // ---------------------------------------------------------------------------

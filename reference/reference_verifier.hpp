@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "shm_protocol/verdict_publish.hpp"
 #include "shm_protocol/wire_format.hpp"
 
 struct secp256k1_context_struct;
@@ -42,6 +43,22 @@ struct Tally {
     }
     friend bool operator==(const Tally&, const Tally&) = default;
 };
+
+// Verifies rows [begin, end) one by one with verify_row(i) and publishes each
+// verdict through the one publish rule (shm_protocol/verdict_publish.hpp):
+// the loop the row and column verifiers share.
+template <class VerifyRow>
+Tally verify_and_publish(VerifyRow&& verify_row, const wire::TailSpan& tails, std::size_t begin, std::size_t end,
+                         Mode mode, std::uint8_t* results) {
+    Tally tally;
+    for (std::size_t i = begin; i < end; ++i) {
+        const bool ok = verify_row(i);
+        if (ok) ++tally.valid;
+        else ++tally.invalid;
+        wire::publish_verdict(mode, tails, results, i, ok);
+    }
+    return tally;
+}
 
 // One libsecp256k1 context; verifies single records and row ranges.
 // Not thread-safe: use one instance per thread.
