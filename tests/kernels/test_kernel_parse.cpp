@@ -218,7 +218,7 @@ TEST_CASE("parse: Schnorr s >= n and R.x >= p are refused before any curve arith
         // s + n fits in 256 bits only when s < 2^256 - n (~2^129): never for a
         // real signature, so the congruent s + n row is left to ECDSA below.
         std::vector<B32> bad_s = {kN, add_small(kN, 1), kAllOnes};
-        if (s < be32("014551231950B75FC4402DA1732FC9BEBF"))  // 2^256 - n bad_s.push_back(add_be(s, kN));
+        if (s < be32("014551231950B75FC4402DA1732FC9BEBF")) bad_s.push_back(add_be(s, kN));  // s < 2^256 - n
         for (const B32& v : bad_s) {
             auto r2 = rec;
             std::memcpy(r2.sig + 32, v.data(), 32);
