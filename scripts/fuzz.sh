@@ -73,6 +73,8 @@ replay() {
     >"$FUZZ_DIR/$target.replay.log" 2>&1; then
     echo "==> $target: FAILED on $(grep '^Running: ' "$FUZZ_DIR/$target.replay.log" | tail -1 | cut -d' ' -f2-)" >&2
     tail -n 40 "$FUZZ_DIR/$target.replay.log" >&2
+    grep -m1 -E '^check failed|ERROR: (AddressSanitizer|libFuzzer)|runtime error' "$FUZZ_DIR/$target.replay.log" |
+      sed "s/^/==> $target: /" >&2
     rc=1
   fi
 }
