@@ -4,30 +4,44 @@
 #
 #   scripts/fuzz.sh [seconds]      total fuzzing time (default 60), split between
 #                                  fuzz_session (2/3) and fuzz_segment_checks (1/3)
+#   scripts/fuzz.sh --replay       no fuzzing: runs every committed input of
+#                                  tests/fuzz/corpus once through its harness (the
+#                                  regression inputs of tests/fuzz/gen_regressions.py
+#                                  included); ctest's fuzz_replay
 #
-# Environment: SIGVERIFY_FUZZ_DIR (build directory, default $ROOT/build-fuzz),
-# FUZZ_JOBS (build parallelism, default nproc). The working corpus lives in the
-# build directory (seeds + what this run found); tests/fuzz/corpus is never
-# modified. Crash inputs are written to $SIGVERIFY_FUZZ_DIR/artifacts/.
+# Environment: SIGVERIFY_FUZZ_DIR (build directory, default $ROOT/build-fuzz,
+# shared by both modes and by .ci/run so that the targets are built once),
+# FUZZ_JOBS (build parallelism, default nproc), FUZZ_MISSING_RC (the exit status
+# when clang/libFuzzer is missing, default 3; ctest passes 77, its skip code).
+# The working corpus lives in the build directory (seeds + what this run found);
+# tests/fuzz/corpus is never modified. Crash inputs are written to
+# $SIGVERIFY_FUZZ_DIR/artifacts/.
 # Exit status: 0 clean, 1 a finding (crash, failed invariant, leak, timeout), 2 usage,
-# 3 no clang/libFuzzer.
+# 3 (or FUZZ_MISSING_RC) no clang/libFuzzer.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+REPLAY=0
+if [ "${1:-}" = --replay ]; then
+  REPLAY=1
+  shift
+  [ $# -eq 0 ] || { echo "usage: $0 --replay" >&2; exit 2; }
+fi
 SECS=${1:-60}
-[[ "$SECS" =~ ^[0-9]+$ ]] && [ "$SECS" -ge 3 ] || { echo "usage: $0 [seconds >= 3]" >&2; exit 2; }
+[[ "$SECS" =~ ^[0-9]+$ ]] && [ "$SECS" -ge 3 ] || { echo "usage: $0 [seconds >= 3] | --replay" >&2; exit 2; }
 FUZZ_DIR=${SIGVERIFY_FUZZ_DIR:-$ROOT/build-fuzz}
 JOBS=${FUZZ_JOBS:-$(nproc)}
+MISSING_RC=${FUZZ_MISSING_RC:-3}
 
 CC=$(command -v clang-14 || command -v clang || true)
 CXX=$(command -v clang++-14 || command -v clang++ || true)
 if [ -z "$CC" ] || [ -z "$CXX" ]; then
   echo "fuzz.sh: clang not found" >&2
-  exit 3
+  exit "$MISSING_RC"
 fi
 if ! echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' |
   "$CXX" -x c++ -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then
   echo "fuzz.sh: $CXX cannot link -fsanitize=fuzzer (libFuzzer runtime missing)" >&2
-  exit 3
+  exit "$MISSING_RC"
 fi
 
 install_packages
@@ -43,6 +57,32 @@ export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:handle_sigbus=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 mkdir -p "$FUZZ_DIR/artifacts"
 rc=0
+# replay TARGET: each committed input once (libFuzzer runs the files given as
+# arguments and stops at the first failing one, which the log names).
+replay() {
+  local target=$1 seeds=$ROOT/tests/fuzz/corpus/${1#fuzz_}
+  local files=()
+  mapfile -t files < <(find "$seeds" -type f | sort)
+  echo "==> $target: replaying ${#files[@]} committed inputs"
+  if [ ${#files[@]} -eq 0 ]; then
+    echo "==> $target: no inputs in $seeds" >&2
+    rc=1
+    return
+  fi
+  if ! "$FUZZ_DIR/$target" -timeout=30 -rss_limit_mb=4096 -handle_bus=0 "${files[@]}" \
+    >"$FUZZ_DIR/$target.replay.log" 2>&1; then
+    echo "==> $target: FAILED on $(grep '^Running: ' "$FUZZ_DIR/$target.replay.log" | tail -1 | cut -d' ' -f2-)" >&2
+    tail -n 40 "$FUZZ_DIR/$target.replay.log" >&2
+    grep -m1 -E '^check failed|ERROR: (AddressSanitizer|libFuzzer)|runtime error' "$FUZZ_DIR/$target.replay.log" |
+      sed "s/^/==> $target: /" >&2
+    rc=1
+  fi
+}
+if [ $REPLAY -eq 1 ]; then
+  replay fuzz_session
+  replay fuzz_segment_checks
+  exit $rc
+fi
 # run TARGET SECONDS
 run() {
   local target=$1 secs=$2

@@ -352,4 +352,10 @@ elif [[ -z "$NCU" ]]; then
     say "phase 4: no ncu (or NCU= given), skipped"
 fi
 say "exit codes: gpu_check $rc_check, daemon $rc_daemon"
+# gpu_check exits 77 without a GPU: nothing on a GPU was checked, so this
+# script says skipped (77) too, unless the daemon phase failed.
+if [[ $rc_check -eq 77 && $rc_daemon -eq 0 ]]; then
+    say "no GPU: GPU checks skipped (exit 77)"
+    exit 77
+fi
 exit $((rc_check != 0 || rc_daemon != 0))

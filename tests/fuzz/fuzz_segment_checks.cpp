@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -26,7 +27,7 @@ using u128 = unsigned __int128;
 #define FUZZ_CHECK(cond)                                                  \
     do {                                                                  \
         if (!(cond)) {                                                    \
-            __builtin_printf("check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
+            std::fprintf(stderr, "check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
             std::abort();                                                 \
         }                                                                 \
     } while (0)

@@ -1,5 +1,5 @@
 // GPU check and benchmark (run on a machine with a GPU; prints "no GPU" and
-// exits 0 without one).
+// exits 77, the skip code ctest and scripts/gpu-check.sh know, without one).
 //
 //  1. discovery and the start-up self-test on the chosen device;
 //  2. differential: generated rows of all four tables (ECDSA tables in both
@@ -18,8 +18,8 @@
 //
 // Usage: gpu_check [--rows N] [--device I] [--streams S] [--chunk-mb M]
 //                  [--tpb T] [--repeats R] [--self-test-only]
-// Exit: 0 pass (or no GPU), 1 wrong verdicts or failed self-test, 2 CUDA or
-// usage error.
+// Exit: 0 pass, 1 wrong verdicts or failed self-test, 2 CUDA or usage error,
+// 77 no GPU (nothing was checked: skipped, not passed).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +43,8 @@ using namespace sigverify;
 using clk = std::chrono::steady_clock;
 
 namespace {
+
+constexpr int kExitSkipped = 77;  // ctest's SKIP_RETURN_CODE for gpu_check
 
 double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
 
@@ -131,7 +133,7 @@ int main(int argc, char** argv) {
     const gpu::Discovery disc = gpu::discover();
     if (disc.devices.empty()) {
         std::printf("%s (skipping)\n", disc.error.c_str());
-        return 0;
+        return kExitSkipped;
     }
     for (const auto& d : disc.devices) {
         std::printf("GPU %d: %s, sm_%d%d, %d SMs, %.1f GiB, PCI %s\n", d.index, d.name.c_str(), d.cc_major,
