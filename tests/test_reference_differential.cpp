@@ -6,6 +6,7 @@
 #include <secp256k1_extrakeys.h>
 #include <secp256k1_schnorrsig.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -15,6 +16,7 @@
 
 using namespace sigverify;
 using reference::GenOptions;
+using reference::GenReport;
 using wire::Mode;
 using wire::RecordKind;
 using wire::RowSpan;
@@ -165,6 +167,27 @@ TEST_CASE("thread count does not change verdicts; results are zeroed first", "[d
     CHECK(a == b);
     CHECK(a == c);
     for (auto v : a) REQUIRE(v <= 1);
+    // Zeroed first: rows that all fail verification (every row mutated, and
+    // rows of zero bytes that do not even parse) leave no byte of a results
+    // buffer prefilled with 0xAA untouched, for every thread count.
+    GenOptions bad = o;
+    bad.invalid_rate = 1.0;
+    GenReport report;
+    auto failing = reference::generate_rows(bad, &report);
+    REQUIRE(report.mutated == o.count);
+    std::vector<std::uint8_t> zero_rows(o.count * (wire::record_size(wire::RecordKind::ecdsa) + 3), 0);
+    const RowSpan failing_spans[] = {span_of(failing, Table::schnorr, 3, SigEncoding::opaque),
+                                     span_of(zero_rows, Table::ecdsa, 3, SigEncoding::opaque)};
+    for (const RowSpan& fs : failing_spans) {
+        for (reference::Verifier* v : {&one, &two, &four}) {
+            std::vector<std::uint8_t> res(o.count, 0xAA);
+            const auto t = v->verify(fs, res.data());
+            INFO(wire::to_string(fs.kind) << " threads " << v->threads());
+            CHECK(t.valid == 0);
+            CHECK(t.invalid == o.count);
+            CHECK(std::count(res.begin(), res.end(), std::uint8_t(0)) == static_cast<std::ptrdiff_t>(o.count));
+        }
+    }
 }
 
 TEST_CASE("generator is deterministic and independent of threads", "[generator]") {

@@ -48,11 +48,17 @@ PY
 done
 
 # Same seed, same file; another seed, another file.
-"$SV" gen --table schnorr --count 500 --seed 9 --out "$dir/a" >/dev/null
-"$SV" gen --table schnorr --count 500 --seed 9 --threads 1 --out "$dir/b" >/dev/null
-"$SV" gen --table schnorr --count 500 --seed 10 --out "$dir/c" >/dev/null
-cmp -s "$dir/a" "$dir/b" && ok || fail "gen not deterministic"
-cmp -s "$dir/a" "$dir/c" && fail "seed ignored" || ok
+expect_status 0 "gen seed 9" "$SV" gen --table schnorr --count 500 --seed 9 --out "$dir/a"
+expect_status 0 "gen seed 9, 1 thread" "$SV" gen --table schnorr --count 500 --seed 9 --threads 1 --out "$dir/b"
+expect_status 0 "gen seed 10" "$SV" gen --table schnorr --count 500 --seed 10 --out "$dir/c"
+for x in a b c; do
+  [ -f "$dir/$x" ] && [ "$(stat -c %s "$dir/$x")" -eq $((500 * 131)) ] && ok || fail "gen output $x missing or of the wrong size"
+done
+# cmp: 0 = same, 1 = different, 2 = trouble (e.g. a missing file): only 0 resp. 1 pass.
+cmp -s "$dir/a" "$dir/b"; rc=$?
+[ $rc -eq 0 ] && ok || fail "gen not deterministic (cmp exit $rc)"
+cmp -s "$dir/a" "$dir/c"; rc=$?
+[ $rc -eq 1 ] && ok || fail "seed ignored or output missing (cmp exit $rc)"
 
 # Generic key sizes.
 for ks in 0 200; do

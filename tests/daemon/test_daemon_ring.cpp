@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <limits>
 
 #include <catch2/catch.hpp>
@@ -498,8 +499,8 @@ TEST_CASE("the daemon answers hostile column entries with error completions and 
     add(column_entry(p.message, p.key, p.signature, p.correlate, p.results, n, 6, wire::Mode::collect),
         Status::bad_entry);
     // Real columns in the arena: verified, and the verdicts are libsecp256k1's.
-    auto rows = make_rows(wire::Table::multisig, n, wire::SigEncoding::opaque, 17);
-    const wire::RowSpan span = span_of(wire::Table::multisig, wire::SigEncoding::opaque, rows, n);
+    KnownRows known = make_known_rows(wire::Table::multisig, n, wire::SigEncoding::opaque, 17);
+    const wire::RowSpan span = span_of(wire::Table::multisig, wire::SigEncoding::opaque, known.rows, n);
     reference::ColumnTable cols = reference::rows_to_columns(span, reference::CorrelateLayout::tail);
     std::memcpy(s.arena() + p.message, cols.message.data(), cols.message.size());
     std::memcpy(s.arena() + p.key, cols.key.data(), cols.key.size());
@@ -526,12 +527,10 @@ TEST_CASE("the daemon answers hostile column entries with error completions and 
         next += round;
     }
     CHECK(shm::word(s.h->dropped).load() == cases.size() - 1);
-    std::vector<std::uint8_t> expected(n);
-    reference::Verifier ref(1);
-    const auto t = ref.verify(span, expected.data());
-    CHECK(std::memcmp(s.arena() + p.results, expected.data(), n) == 0);
-    CHECK(t.valid > 0);
-    CHECK(t.invalid > 0);
+    // Known verdicts (make_known_rows), not the daemon's own verifier.
+    CHECK(std::memcmp(s.arena() + p.results, known.expected.data(), n) == 0);
+    CHECK(known.valid > 0);
+    CHECK(known.invalid > 0);
     // The correlate column was not touched in results mode.
     CHECK(std::memcmp(s.arena() + p.correlate, cols.correlate.data(), cols.correlate.size()) == 0);
     CHECK(kill(d.pid(), 0) == 0);
@@ -586,6 +585,73 @@ TEST_CASE("ring index bounds survive wrap-around", "[daemon][ring]") {
     CHECK_FALSE(shm::ring_count_ok(0xFFFFFFF0u, 0x11u, 32));
     CHECK_FALSE(shm::ring_count_ok(5, 4, 32));  // tail behind head
     CHECK(shm::ring_count_ok(7, 7, 2));
+}
+
+// docs/protocol.md: "sq_tail - sq_head > sq_entries is a protocol violation";
+// a ring holding exactly sq_entries entries is full, not a violation. Both
+// edges against the real daemon: exactly `entries` entries published in one
+// tail store are all consumed and answered, then a tail `entries + 1` past the
+// daemon's head ends the session. An off-by-one either way fails one half.
+TEST_CASE("a full submission ring is served; one entry past full ends the session", "[daemon][ring]") {
+    DaemonProcess d({"--arena-size", "64K", "--ring-entries", "8"});
+    RawSession s;
+    REQUIRE(s.handshake(d.socket_path()));
+    const std::uint32_t entries = s.h->sq_entries;
+    REQUIRE(entries == 8);
+    REQUIRE(s.h->cq_entries >= entries);  // so the daemon can take all of them without our reaping
+    REQUIRE(shm::word(s.h->sq_head).load() == 0);
+
+    auto publish = [&](std::uint32_t count, std::uint64_t tag_base) {
+        // Write all entries first, then store the tail once: the daemon sees
+        // either the old tail or head + count, never anything in between.
+        for (std::uint32_t i = 0; i < count; ++i) {
+            shm::SubmissionEntry nop{};
+            nop.opcode = static_cast<std::uint8_t>(shm::Opcode::nop);
+            nop.user_tag = tag_base + i;
+            std::memcpy(&s.sqes()[(s.sq_tail + i) & s.h->sq_mask], &nop, sizeof nop);
+        }
+        s.sq_tail += count;
+        shm::word(s.h->sq_tail).store(s.sq_tail, std::memory_order_release);
+        shm::ring(s.h->daemon_bell);
+    };
+
+    // 1. Exactly `entries` entries: a full ring, all answered.
+    publish(entries, 5000);
+    std::vector<bool> seen(entries, false);
+    for (std::uint32_t i = 0; i < entries; ++i) {
+        shm::CompletionEntry c{};
+        REQUIRE(s.next_completion(c));
+        REQUIRE(c.user_tag >= 5000);
+        REQUIRE(c.user_tag < 5000 + entries);
+        CHECK(c.status == static_cast<std::uint32_t>(Status::ok));
+        seen[c.user_tag - 5000] = true;
+    }
+    CHECK(std::count(seen.begin(), seen.end(), true) == entries);
+    CHECK(shm::word(s.h->sq_head).load() == entries);
+    CHECK_FALSE(s.closed_by_daemon(std::chrono::milliseconds(300)));
+    CHECK(shm::word(s.h->state).load() == static_cast<std::uint32_t>(shm::SegmentState::ready));
+
+    // 2. Full again at a non-zero head (the daemon's head is now `entries`).
+    publish(entries, 6000);
+    for (std::uint32_t i = 0; i < entries; ++i) {
+        shm::CompletionEntry c{};
+        REQUIRE(s.next_completion(c));
+        CHECK(c.user_tag >= 6000);
+        CHECK(c.status == static_cast<std::uint32_t>(Status::ok));
+    }
+    REQUIRE(shm::word(s.h->sq_head).load() == 2 * entries);
+    CHECK_FALSE(s.closed_by_daemon(std::chrono::milliseconds(300)));
+
+    // 3. One past full: tail - head == entries + 1 is a protocol violation.
+    publish(entries + 1, 7000);
+    CHECK(s.closed_by_daemon(std::chrono::seconds(2)));
+    CHECK(shm::word(s.h->state).load() == static_cast<std::uint32_t>(shm::SegmentState::closed));
+    shm::CompletionEntry c{};
+    CHECK_FALSE(s.next_completion(c, std::chrono::milliseconds(200)));  // none of the 9 was consumed
+    CHECK(shm::word(s.h->sq_head).load() == 2 * entries);
+    // Only that session ended.
+    CHECK(kill(d.pid(), 0) == 0);
+    CHECK(client_works(d));
 }
 
 TEST_CASE("the daemon answers malformed entries with error completions and keeps serving", "[daemon][ring]") {

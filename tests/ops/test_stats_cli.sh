@@ -46,10 +46,16 @@ assert j["tables"]["schnorr"]["valid"] == int(sys.argv[1]), j["tables"]["schnorr
 assert j["tables"]["schnorr"]["invalid"] == int(sys.argv[2])
 assert j["batch_latency_seconds"]["count"] == 1
 PY
-"$CLI" stats version | grep -q '^sigverifyd ' || fail "stats version"
-"$CLI" stats help | grep -q 'stats json' || fail "stats help"
-"$CLI" stats backends | grep -q 'self_test="passed' || fail "stats backends"
-"$CLI" stats clients | grep -q 'no clients connected' || fail "stats clients"
+# Output is read into a variable first: `cmd | grep -q` under pipefail fails
+# whenever grep exits early and the writer gets SIGPIPE (a flake).
+out=$("$CLI" stats version) || fail "stats version: exit $?"
+grep -q '^sigverifyd ' <<<"$out" || fail "stats version: '$out'"
+out=$("$CLI" stats help) || fail "stats help: exit $?"
+grep -q 'stats json' <<<"$out" || fail "stats help: '$out'"
+out=$("$CLI" stats backends) || fail "stats backends: exit $?"
+grep -q 'self_test="passed' <<<"$out" || fail "stats backends: '$out'"
+out=$("$CLI" stats clients) || fail "stats clients: exit $?"
+grep -q 'no clients connected' <<<"$out" || fail "stats clients: '$out'"
 set +e
 "$CLI" stats bogus >/dev/null 2>&1; rc=$?
 "$CLI" stats clients --json >/dev/null 2>&1; rc2=$?
