@@ -88,7 +88,7 @@ run_tsan() {
   build_targets "$TSAN_DIR" sigverifyd test_daemon_ring test_daemon_e2e test_checked_backend test_launch_coalescer \
     test_reference_differential test_columns
   echo "==> TSan: ring, scheduler and pool tests"
-  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$ROOT/scripts/tsan-suppressions.txt
   local b=$TSAN_DIR/tests
   local rc=0
   run1() {
