@@ -73,16 +73,16 @@ inline std::string stats_raw(const std::string& dir, const std::string& payload,
 
 inline std::string stats_command(const std::string& dir, const std::string& cmd) { return stats_raw(dir, cmd, true); }
 
-// Runs `cmd` on the stats socket from a child with uid/gid 65534 (no
-// supplementary groups except 65534). Returns {connect errno or 0, answer}.
-inline std::pair<int, std::string> stats_as_nobody(const std::string& dir, const std::string& cmd) {
+// Runs `cmd` on the stats socket from a child with uid 65534 whose only group
+// is `gid` (default 65534). Returns {connect errno or 0, answer}.
+inline std::pair<int, std::string> stats_as_nobody(const std::string& dir, const std::string& cmd,
+                                                   gid_t gid = 65534) {
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe");
     const pid_t pid = fork();
     if (pid == 0) {
         close(fds[0]);
-        const gid_t g = 65534;
-        if (setgroups(1, &g) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+        if (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(65534) != 0) _exit(3);
         std::string line;
         const int fd = stats_connect(dir);
         if (fd < 0) {

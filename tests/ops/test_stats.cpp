@@ -333,45 +333,6 @@ TEST_CASE("stats: a peer without permission is refused", "[ops][stats]") {
     CHECK(j["counters"]["stats_requests"].get<std::uint64_t>() == 0);  // this request is being answered
 }
 
-// stats_as_nobody, with the child's only group `gid` (a member of that group,
-// not of 65534's).
-static std::pair<int, std::string> stats_as_nobody_in(const std::string& dir, const std::string& cmd, gid_t gid) {
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        if (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(65534) != 0) _exit(3);
-        std::string line;
-        const int fd = stats_connect(dir);
-        if (fd < 0) {
-            line = std::to_string(-fd) + " ";
-        } else {
-            try {
-                line = "0 " + stats_exchange(fd, cmd, true);
-            } catch (const std::exception& e) {
-                line = "999 " + std::string(e.what());
-            }
-        }
-        (void)!write(fds[1], line.data(), line.size());
-        _exit(0);
-    }
-    close(fds[1]);
-    std::string out;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, std::size_t(n));
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    REQUIRE(WIFEXITED(status));
-    REQUIRE(WEXITSTATUS(status) == 0);  // 3: the child could not drop privileges
-    const auto space = out.find(' ');
-    REQUIRE(space != std::string::npos);
-    return {std::stoi(out.substr(0, space)), out.substr(space + 1)};
-}
-
 TEST_CASE("stats: a group member is allowed on stats.sock", "[ops][stats]") {
     // Any group the machine has will do (the child joins it): nogroup (65534)
     // where it exists, else this process's own primary group, so the test
@@ -388,7 +349,7 @@ TEST_CASE("stats: a group member is allowed on stats.sock", "[ops][stats]") {
     CHECK((st.st_mode & 0777) == 0660);
     CHECK(st.st_gid == gid);
     REQUIRE(chmod(d.dir().c_str(), 0755) == 0);
-    auto [rc, out] = stats_as_nobody_in(d.dir(), "version", gid);
+    auto [rc, out] = stats_as_nobody(d.dir(), "version", gid);
     CHECK(rc == 0);
     CHECK(out.rfind("sigverifyd ", 0) == 0);
 }
