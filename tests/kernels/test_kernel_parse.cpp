@@ -22,6 +22,7 @@
 #include "kernels/verify32.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
+#include "support/be256.hpp"
 #include "support/test_vectors.hpp"
 
 using namespace sigverify;
@@ -57,18 +58,7 @@ B32 sub_one(const B32& a) {
         if (r[i]-- != 0) break;
     return r;
 }
-// Big-endian a + b (both 256-bit); REQUIREs no carry.
-B32 add_be(const B32& a, const B32& b) {
-    B32 r{};
-    unsigned carry = 0;
-    for (int i = 31; i >= 0; --i) {
-        const unsigned s = unsigned(a[i]) + b[i] + carry;
-        r[i] = static_cast<u8>(s);
-        carry = s >> 8;
-    }
-    REQUIRE(carry == 0);
-    return r;
-}
+using test::add_be;
 
 std::string hex(const B32& v) {
     static const char* d = "0123456789abcdef";

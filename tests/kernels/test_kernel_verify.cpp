@@ -15,6 +15,7 @@
 #include "kernels/verify.hpp"
 #include "reference/reference_verifier.hpp"
 #include "support/first_differences.hpp"
+#include "support/be256.hpp"
 #include "support/test_vectors.hpp"
 #include "tests/kernels/differential.hpp"
 #include "tests/kernels/host_rows.hpp"
@@ -160,18 +161,7 @@ std::array<u8, 32> sc_bytes(const Sc& s) {
     return b;
 }
 
-// 256-bit big-endian a + b (no reduction; caller keeps it below 2^256).
-std::array<u8, 32> add_be(const std::array<u8, 32>& a, const std::array<u8, 32>& b) {
-    std::array<u8, 32> r{};
-    unsigned carry = 0;
-    for (int i = 31; i >= 0; --i) {
-        const unsigned s = unsigned(a[i]) + b[i] + carry;
-        r[i] = static_cast<u8>(s);
-        carry = s >> 8;
-    }
-    REQUIRE(carry == 0);
-    return r;
-}
+using test::add_be;
 
 const char* kNHexV = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141";
 const char* kPHexV = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFC2F";
