@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "daemon/confirmation.hpp"
 #include "reference/reference_verifier.hpp"
 #include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/wire_format.hpp"
@@ -56,6 +57,18 @@ public:
     virtual std::size_t preferred_chunk_rows() const = 0;
     // verdicts[i] = verdict of records row i (see the contract above).
     virtual ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept = 0;
+
+    // The groups confirmation rule (daemon/confirmation.hpp). A backend whose
+    // INVALID verdicts are confirmed (CheckedBackend) may leave those of
+    // passing multisig groups unconfirmed when it says confirms_by_group();
+    // groups holds the chunk's grouping fields (groups.count == records.count).
+    // Every other backend's verdicts are libsecp256k1's: it just verifies.
+    virtual bool confirms_by_group() const { return false; }
+    virtual ChunkResult verify_grouped(unsigned worker, const wire::RowSpan& records, const ChunkGroups& groups,
+                                       std::uint8_t* verdicts) noexcept {
+        (void)groups;
+        return verify(worker, records, verdicts);
+    }
 };
 
 // The CPU backend: one reference::RowVerifier (libsecp256k1) per worker thread.

@@ -5,15 +5,18 @@
 
 namespace sigverify::daemon {
 
-// Private memory of one worker thread, allocated once: the primary's verdicts
-// (copied to the caller only once checked), a libsecp256k1 context and the
-// sampling generator.
+// Private memory of one worker thread: the primary's verdicts (copied to the
+// caller only once the whole chunk is checked), the rows the confirmation
+// rule marks, a libsecp256k1 context and the sampling generator. The buffers
+// grow to the largest chunk seen.
 struct CheckedBackend::Worker {
     std::vector<std::uint8_t> verdicts;
+    std::vector<std::uint8_t> need;
+    std::vector<std::pair<GroupKey, std::uint32_t>> order;
     reference::RowVerifier cpu;
     std::uint64_t rng;
 
-    Worker(std::size_t rows, std::uint64_t seed) : verdicts(rows), rng(seed | 1) {}
+    explicit Worker(std::uint64_t seed) : rng(seed | 1) {}
 
     // xorshift64*: cheap, and unpredictable enough that a faulty primary
     // cannot line its errors up with the sample.
@@ -23,6 +26,7 @@ struct CheckedBackend::Worker {
         rng ^= rng >> 27;
         return rng * 0x2545F4914F6CDD1Dull;
     }
+    bool sample(std::uint32_t every) { return every != 0 && (every == 1 || next() % every == 0); }
 };
 
 CheckedBackend::CheckedBackend(std::unique_ptr<Backend> primary, std::size_t max_chunk_rows,
@@ -33,7 +37,7 @@ CheckedBackend::CheckedBackend(std::unique_ptr<Backend> primary, std::size_t max
       on_disable_(std::move(on_disable)) {
     const unsigned n = primary_->concurrency();
     const auto seed = std::uint64_t(reinterpret_cast<std::uintptr_t>(this)) ^ 0x9E3779B97F4A7C15ull;
-    for (unsigned i = 0; i < n; ++i) workers_.push_back(std::make_unique<Worker>(max_chunk_rows_, seed + i));
+    for (unsigned i = 0; i < n; ++i) workers_.push_back(std::make_unique<Worker>(seed + i));
 }
 
 CheckedBackend::~CheckedBackend() = default;
@@ -52,78 +56,100 @@ void CheckedBackend::disable(const std::string& reason) {
 }
 
 ChunkResult CheckedBackend::verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept {
-    ChunkResult total;
-    if (!chunk_args_ok(worker, unsigned(workers_.size()), records, verdicts)) {
-        total.status = shm::Status::backend_error;
-        return total;
+    return check(worker, records, nullptr, verdicts);
+}
+
+ChunkResult CheckedBackend::verify_grouped(unsigned worker, const wire::RowSpan& records, const ChunkGroups& groups,
+                                           std::uint8_t* verdicts) noexcept {
+    if (groups.count != records.count) return ChunkResult{shm::Status::backend_error, {}};
+    return check(worker, records, &groups, verdicts);
+}
+
+ChunkResult CheckedBackend::run_primary(Worker& w, unsigned worker, const wire::RowSpan& records) {
+    for (std::size_t b = 0; b < records.count; b += max_chunk_rows_) {
+        if (!primary_enabled()) {
+            counters_.refused_chunks.fetch_add(1, std::memory_order_relaxed);
+            return ChunkResult{shm::Status::backend_error, {}};
+        }
+        const wire::RowSpan piece = subspan(records, b, std::min(records.count, b + max_chunk_rows_));
+        std::fill_n(w.verdicts.data() + b, piece.count, std::uint8_t(0));
+        const ChunkResult r = primary_->verify(worker, piece, w.verdicts.data() + b);
+        if (r.status != shm::Status::ok) {
+            counters_.primary_errors.fetch_add(1, std::memory_order_relaxed);
+            disable(primary_->name() + " failed a chunk (" + std::string(shm::to_string(r.status)) + ")");
+            return ChunkResult{shm::Status::backend_error, {}};
+        }
+    }
+    return {};
+}
+
+ChunkResult CheckedBackend::check(unsigned worker, const wire::RowSpan& records, const ChunkGroups* groups,
+                                  std::uint8_t* verdicts) noexcept {
+    if (!chunk_args_ok(worker, unsigned(workers_.size()), records, verdicts))
+        return ChunkResult{shm::Status::backend_error, {}};
+    const std::size_t n = records.count;
+    Worker& w = *workers_[worker];
+    try {
+        if (w.verdicts.size() < n) w.verdicts.resize(n);
+        if (w.need.size() < n) w.need.resize(n);
+    } catch (...) {
+        return ChunkResult{shm::Status::backend_error, {}};  // out of memory: the CPU fallback's turn
     }
     try {
-        for (std::size_t b = 0; b < records.count; b += max_chunk_rows_) {
-            if (!primary_enabled()) {
-                counters_.refused_chunks.fetch_add(1, std::memory_order_relaxed);
-                return ChunkResult{shm::Status::backend_error, {}};
+        reference::Tally tally;
+        if (n < policy_.cpu_below_rows) {
+            // Too small for a GPU round trip: libsecp256k1 verifies the chunk here.
+            for (std::size_t i = 0; i < n; ++i) {
+                const bool ok = w.cpu.verify_row(records, i);
+                verdicts[i] = ok ? 1 : 0;
+                if (ok) ++tally.valid;
+                else ++tally.invalid;
             }
-            Worker& w = *workers_[worker];
-            const wire::RowSpan piece = subspan(records, b, std::min(records.count, b + max_chunk_rows_));
-            const ChunkResult r = verify_piece(w, worker, piece);
-            if (r.status != shm::Status::ok) return ChunkResult{r.status, {}};
-            std::memcpy(verdicts + b, w.verdicts.data(), piece.count);  // checked: hand them back
-            total.tally += r.tally;
+            counters_.rows_small.fetch_add(n, std::memory_order_relaxed);
+            return ChunkResult{shm::Status::ok, tally};
         }
+
+        // 1. The primary's verdicts on the (private) records.
+        if (const ChunkResult r = run_primary(w, worker, records); r.status != shm::Status::ok) return r;
+
+        // 2. Which INVALID verdicts must be confirmed: all (strict), or those
+        //    the groups rule marks.
+        const std::uint32_t invalid_sample = groups != nullptr ? policy_.invalid_sample_every : 1;
+        if (groups != nullptr) mark_rows_to_confirm(*groups, w.verdicts.data(), w.need.data(), w.order);
+        else std::fill_n(w.need.data(), n, std::uint8_t(1));
+        (groups != nullptr ? counters_.chunks_groups : counters_.chunks_strict).fetch_add(1, std::memory_order_relaxed);
+
+        // 3. libsecp256k1 re-verifies them, and the samples.
+        std::uint64_t rechecked = 0, unconfirmed = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint8_t v = w.verdicts[i];
+            const bool recheck = v > 1 || (v == 1 ? w.sample(policy_.valid_sample_every)
+                                                  : w.need[i] != 0 || w.sample(invalid_sample));
+            if (recheck) {
+                ++rechecked;
+                const bool cpu = w.cpu.verify_row(records, i);
+                if (v > 1 || cpu != (v == 1)) {
+                    counters_.rows_rechecked.fetch_add(rechecked, std::memory_order_relaxed);
+                    counters_.mismatches.fetch_add(1, std::memory_order_relaxed);
+                    disable(primary_->name() + " verdict " + std::to_string(v) + " disagrees with libsecp256k1 (" +
+                            (cpu ? "valid" : "invalid") + ") on a " + std::string(wire::to_string(records.kind)) +
+                            " row");
+                    return ChunkResult{shm::Status::backend_error, {}};
+                }
+            } else if (v == 0) {
+                ++unconfirmed;
+            }
+            if (v == 1) ++tally.valid;
+            else ++tally.invalid;
+        }
+        counters_.rows_rechecked.fetch_add(rechecked, std::memory_order_relaxed);
+        counters_.invalid_unconfirmed.fetch_add(unconfirmed, std::memory_order_relaxed);
+        std::memcpy(verdicts, w.verdicts.data(), n);  // checked: hand them back
+        return ChunkResult{shm::Status::ok, tally};
     } catch (...) {
         disable("exception in the checked backend");
         return ChunkResult{shm::Status::backend_error, {}};
     }
-    return total;
-}
-
-ChunkResult CheckedBackend::verify_piece(Worker& w, unsigned worker, const wire::RowSpan& piece) {
-    const std::size_t n = piece.count;
-    if (n < policy_.cpu_below_rows) {
-        // Too small for a GPU round trip: libsecp256k1 verifies the piece here.
-        reference::Tally tally;
-        for (std::size_t i = 0; i < n; ++i) {
-            const bool ok = w.cpu.verify_row(piece, i);
-            w.verdicts[i] = ok ? 1 : 0;
-            if (ok) ++tally.valid;
-            else ++tally.invalid;
-        }
-        counters_.rows_small.fetch_add(n, std::memory_order_relaxed);
-        return ChunkResult{shm::Status::ok, tally};
-    }
-
-    // 1. The primary's verdicts on the (private) records.
-    std::fill_n(w.verdicts.data(), n, std::uint8_t(0));
-    const ChunkResult r = primary_->verify(worker, piece, w.verdicts.data());
-    if (r.status != shm::Status::ok) {
-        counters_.primary_errors.fetch_add(1, std::memory_order_relaxed);
-        disable(primary_->name() + " failed a chunk (" + std::string(shm::to_string(r.status)) + ")");
-        return ChunkResult{shm::Status::backend_error, {}};
-    }
-
-    // 2. libsecp256k1 re-verifies every invalid verdict and a sample of valid ones.
-    std::uint64_t rechecked = 0;
-    reference::Tally tally;
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint8_t v = w.verdicts[i];
-        const bool sample = v == 0 || (v == 1 && policy_.valid_sample_every != 0 &&
-                                       (policy_.valid_sample_every == 1 || w.next() % policy_.valid_sample_every == 0));
-        if (v > 1 || sample) {
-            ++rechecked;
-            const bool cpu = w.cpu.verify_row(piece, i);
-            if (v > 1 || cpu != (v == 1)) {
-                counters_.rows_rechecked.fetch_add(rechecked, std::memory_order_relaxed);
-                counters_.mismatches.fetch_add(1, std::memory_order_relaxed);
-                disable(primary_->name() + " verdict " + std::to_string(v) + " disagrees with libsecp256k1 (" +
-                        (cpu ? "valid" : "invalid") + ") on a " + std::string(wire::to_string(piece.kind)) + " row");
-                return ChunkResult{shm::Status::backend_error, {}};
-            }
-        }
-        if (v == 1) ++tally.valid;
-        else ++tally.invalid;
-    }
-    counters_.rows_rechecked.fetch_add(rechecked, std::memory_order_relaxed);
-    return ChunkResult{shm::Status::ok, tally};
 }
 
 }  // namespace sigverify::daemon

@@ -2,13 +2,19 @@
 //
 // The GPU is fast but is not the consensus reference. CheckedBackend wraps such
 // a primary backend and never hands back one of its verdicts unchecked:
-//   * the primary verifies the records into this worker's private verdicts;
-//   * every row it calls INVALID is re-verified by libsecp256k1, and a random
-//     sample of the VALID ones (1 in valid_sample_every);
-//   * pieces below cpu_below_rows rows skip the primary: libsecp256k1
+//   * the primary verifies the chunk's records (in pieces of at most
+//     max_chunk_rows) into this worker's private verdicts;
+//   * libsecp256k1 confirms the INVALID verdicts the confirmation rule asks
+//     for (daemon/confirmation.hpp): all of them (verify, the strict rule), or
+//     under the groups rule (verify_grouped, multisig tables) those of the
+//     groups that fail plus a sample of the others (1 in
+//     invalid_sample_every); and it re-verifies a random sample of the VALID
+//     verdicts (1 in valid_sample_every);
+//   * chunks below cpu_below_rows rows skip the primary: libsecp256k1
 //     verifies them in the worker (latency, not trust);
-//   * only then are a piece's verdicts copied to the caller's buffer; the
-//     scheduler publishes them to the client (verdict_publish.hpp).
+//   * only when the whole chunk is checked are its verdicts copied to the
+//     caller's buffer; the scheduler publishes them to the client
+//     (verdict_publish.hpp).
 // Any disagreement, or any error of the primary, disables the primary for good
 // and fails the chunk with backend_error; the scheduler then re-runs the chunk
 // on its CPU fallback, so the client still gets libsecp256k1's verdicts.
@@ -34,13 +40,15 @@
 namespace sigverify::daemon {
 
 struct CrossCheckPolicy {
-    // Re-verify one VALID row in this many (0 = none, 1 = all). Every INVALID
-    // row is always re-verified.
+    // Re-verify one VALID row in this many (0 = none, 1 = all).
     std::uint32_t valid_sample_every = 1024;
     // Pieces of fewer rows are verified by libsecp256k1 in the worker, not
     // sent to the primary: a GPU round trip costs milliseconds (a launch, and
     // one GPU thread verifying serially), a few rows on one core microseconds.
     std::size_t cpu_below_rows = 0;
+    // Groups rule: re-verify one INVALID row in this many of the groups that
+    // pass (0 = none, 1 = all); those of failing groups always are.
+    std::uint32_t invalid_sample_every = 64;
 };
 
 struct CrossCheckCounters {
@@ -48,7 +56,10 @@ struct CrossCheckCounters {
     std::atomic<std::uint64_t> mismatches{0};       // rows where the primary was wrong
     std::atomic<std::uint64_t> primary_errors{0};   // chunks the primary failed
     std::atomic<std::uint64_t> refused_chunks{0};   // chunks refused after the primary was disabled
-    std::atomic<std::uint64_t> rows_small{0};       // rows of pieces below cpu_below_rows, verified on the CPU
+    std::atomic<std::uint64_t> rows_small{0};       // rows of chunks below cpu_below_rows, verified on the CPU
+    std::atomic<std::uint64_t> invalid_unconfirmed{0};  // groups rule: INVALID verdicts of passing groups not re-verified
+    std::atomic<std::uint64_t> chunks_strict{0};    // chunks checked under each rule
+    std::atomic<std::uint64_t> chunks_groups{0};
 };
 
 class CheckedBackend final : public Backend {
@@ -56,9 +67,8 @@ public:
     // Called once, from a worker thread, when the primary is switched off.
     using DisableHook = std::function<void(const std::string& reason)>;
 
-    // max_chunk_rows bounds what the primary gets in one call and the private
-    // verdicts per worker (allocated here, once); larger chunks are processed
-    // in pieces of that size.
+    // max_chunk_rows bounds what the primary gets in one call; larger chunks
+    // are sent in pieces of that size (and checked as one chunk).
     CheckedBackend(std::unique_ptr<Backend> primary, std::size_t max_chunk_rows, CrossCheckPolicy policy,
                    DisableHook on_disable = {});
     ~CheckedBackend() override;
@@ -66,7 +76,12 @@ public:
     std::string name() const override;
     unsigned concurrency() const override;
     std::size_t preferred_chunk_rows() const override;
+    // The strict rule: every INVALID verdict confirmed.
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
+    // The groups rule (daemon/confirmation.hpp) for a multisig chunk.
+    bool confirms_by_group() const override { return true; }
+    ChunkResult verify_grouped(unsigned worker, const wire::RowSpan& records, const ChunkGroups& groups,
+                               std::uint8_t* verdicts) noexcept override;
 
     bool primary_enabled() const { return enabled_.load(std::memory_order_acquire); }
     const std::string& disable_reason() const { return disable_reason_; }
@@ -75,9 +90,11 @@ public:
 
 private:
     struct Worker;
-    // One piece (at most max_chunk_rows_ records); on success its checked
-    // verdicts are in w.verdicts[0, piece.count).
-    ChunkResult verify_piece(Worker& w, unsigned worker, const wire::RowSpan& piece);
+    // Both rules; groups null = strict.
+    ChunkResult check(unsigned worker, const wire::RowSpan& records, const ChunkGroups* groups,
+                      std::uint8_t* verdicts) noexcept;
+    // The primary's verdicts of the chunk, in pieces, into w.verdicts.
+    ChunkResult run_primary(Worker& w, unsigned worker, const wire::RowSpan& records);
     void disable(const std::string& reason);
 
     std::unique_ptr<Backend> primary_;

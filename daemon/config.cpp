@@ -82,6 +82,15 @@ std::optional<Config> parse_config(int argc, char** argv, int& exit_code) {
                    "Re-verify 1 in N rows the GPU calls valid on the CPU (every row it calls invalid is always "
                    "re-verified; 1 = all rows)")
         ->check(CLI::Range(1u, 1u << 30))->capture_default_str();
+    std::string confirm = "groups";
+    app.add_option("--confirm", confirm,
+                   "Invalid GPU verdicts libsecp256k1 confirms: groups (multisig tables: the rows of groups that fail, "
+                   "and a sample of the others; every other table: all) or strict (all, for every table)")
+        ->check(CLI::IsMember({"groups", "strict"}))->capture_default_str();
+    app.add_option("--cross-check-invalid-sample", cfg.cross_check_invalid_sample,
+                   "With --confirm groups: re-verify 1 in N invalid GPU verdicts of multisig groups that pass "
+                   "(1 = all); those of failing groups always are")
+        ->check(CLI::Range(1u, 1u << 30))->capture_default_str();
     app.add_option("--gpu-chunk-rows", cfg.gpu_chunk_rows, "Rows per GPU chunk; device buffers are sized for it at start-up")
         ->check(CLI::Range(std::size_t(256), std::size_t(1) << 22))->capture_default_str();
     app.add_option("--gpu-chunks-in-flight", cfg.gpu_chunks_in_flight,
@@ -110,6 +119,7 @@ std::optional<Config> parse_config(int argc, char** argv, int& exit_code) {
         return std::nullopt;
     }
     cfg.arena_size = *size;
+    cfg.confirm = confirm == "strict" ? ConfirmRule::strict : ConfirmRule::groups;
     cfg.backend = backend == "cpu" ? BackendChoice::cpu
                   : backend == "gpu" ? BackendChoice::gpu
                                      : BackendChoice::automatic;

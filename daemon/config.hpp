@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "daemon/confirmation.hpp"
+
 namespace sigverify::daemon {
 
 enum class BackendChoice { automatic, cpu, gpu };
@@ -29,12 +31,17 @@ struct Config {
     unsigned metrics_interval = 15;      // seconds between textfile writes and STATUS= updates
     std::string gpus = "all";            // GPU selection: "all" or indices "0,1"
     std::uint32_t cross_check_sample = 1024;  // re-verify 1 in N valid GPU verdicts (1 = all)
+    // Which invalid GPU verdicts libsecp256k1 confirms (daemon/confirmation.hpp):
+    // groups (multisig: failing groups and 1 in cross_check_invalid_sample
+    // others) or strict (all). A client can ask for strict per batch.
+    ConfirmRule confirm = ConfirmRule::groups;
+    std::uint32_t cross_check_invalid_sample = 64;
     // Rows per GPU chunk (device buffers sized at start-up). Small enough that a
     // 1M-row batch keeps 16 workers busy with their CPU cross-checks; the GPU
     // still sees big launches: 4 slots in flight, busy slots merge pieces.
     std::size_t gpu_chunk_rows = 65536;
-    unsigned gpu_chunks_in_flight = 4;
-    std::size_t gpu_min_rows = 32;       // smaller chunks are verified on the CPU (GPU round trip: milliseconds)   // chunks running at once per GPU, each with its own stream and buffers
+    unsigned gpu_chunks_in_flight = 4;   // chunks running at once per GPU, each with its own stream and buffers
+    std::size_t gpu_min_rows = 32;       // smaller chunks are verified on the CPU (GPU round trip: milliseconds)
 };
 
 // Default runtime dir: $SIGVERIFY_RUNTIME_DIR, else /run/sigverifyd.

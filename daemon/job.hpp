@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 
+#include "daemon/confirmation.hpp"
 #include "reference/columns.hpp"
 #include "reference/reference_verifier.hpp"
 #include "shm_protocol/segment_layout.hpp"
@@ -30,6 +32,9 @@ struct Job {
     std::uint8_t* results = nullptr;  // results mode: rows.count bytes in the arena, zeroed (fail closed)
     wire::Mode mode = wire::Mode::results;
     std::uint8_t table = shm::kTableUnspecified;
+    // groups: the scheduler may use the groups rule when the table allows it
+    // (daemon/confirmation.hpp); strict: the client wants every INVALID confirmed.
+    ConfirmRule confirm = ConfirmRule::groups;
     std::chrono::steady_clock::time_point submitted{};  // batch latency metric
 
     // --- scheduling state: the scheduler's, guarded by its mutex --------------
@@ -37,6 +42,9 @@ struct Job {
     std::uint32_t running = 0;    // chunks being verified
     reference::Tally tally;
     shm::Status status = shm::Status::ok;
+    // Set when the first chunk is handed out if the job runs under the groups
+    // rule (null: strict); the groups its chunks have met.
+    std::shared_ptr<GroupLedger> ledger;
 };
 
 // Implemented by the owner of a JobQueue (a Session). Called by the scheduler,

@@ -181,6 +181,13 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
     w.counter("sigverifyd_gpu_crosscheck_mismatches_total",
               "GPU verdicts that differed from the libsecp256k1 cross-check.", load(m.gpu_crosscheck_mismatches));
     w.counter("sigverifyd_gpu_errors_total", "GPU errors (failed launches, copies, self-tests).", load(m.gpu_errors));
+    w.header("sigverifyd_confirm_batches_total", "counter",
+             "Batches verified on a GPU, by the rule that chose which verdicts libsecp256k1 confirmed.");
+    w.sample("sigverifyd_confirm_batches_total", "rule=\"strict\"", load(m.confirm_batches_strict));
+    w.sample("sigverifyd_confirm_batches_total", "rule=\"groups\"", load(m.confirm_batches_groups));
+    w.counter("sigverifyd_confirm_repaired_rows_total",
+              "Rows of multisig groups held by several chunks, re-verified at the end of their batch.",
+              load(m.confirm_repaired_rows));
     w.header("sigverifyd_backend_workers", "gauge", "Worker threads of each backend.");
     for (const auto& b : s.backends)
         w.sample("sigverifyd_backend_workers", "backend=\"" + label_escape(b.name) + "\"", std::uint64_t{b.workers});
@@ -189,6 +196,16 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
     for (const auto& b : s.backends)
         w.sample("sigverifyd_backend_crosscheck_mismatches_total", "backend=\"" + label_escape(b.name) + "\"",
                  b.crosscheck_mismatches);
+    w.header("sigverifyd_backend_rows_confirmed_total", "counter",
+             "Rows of each backend's verdicts that libsecp256k1 re-verified (confirmed or sampled).");
+    for (const auto& b : s.backends)
+        w.sample("sigverifyd_backend_rows_confirmed_total", "backend=\"" + label_escape(b.name) + "\"",
+                 b.rows_confirmed);
+    w.header("sigverifyd_backend_invalid_unconfirmed_total", "counter",
+             "INVALID verdicts of passing multisig groups handed back without confirmation (groups rule).");
+    for (const auto& b : s.backends)
+        w.sample("sigverifyd_backend_invalid_unconfirmed_total", "backend=\"" + label_escape(b.name) + "\"",
+                 b.invalid_unconfirmed);
     w.header("sigverifyd_backend_errors_total", "counter", "Failed chunks of each backend.");
     for (const auto& b : s.backends)
         w.sample("sigverifyd_backend_errors_total", "backend=\"" + label_escape(b.name) + "\"", b.errors);
@@ -246,6 +263,9 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                      {"cpu_fallback_rows", load(m.cpu_fallback_rows)},
                      {"gpu_crosscheck_mismatches", load(m.gpu_crosscheck_mismatches)},
                      {"gpu_errors", load(m.gpu_errors)},
+                     {"confirm_batches_strict", load(m.confirm_batches_strict)},
+                     {"confirm_batches_groups", load(m.confirm_batches_groups)},
+                     {"confirm_repaired_rows", load(m.confirm_repaired_rows)},
                      {"stats_requests", load(m.stats_requests)},
                      {"stats_refused", load(m.stats_refused)},
                      {"stats_dropped", load(m.stats_dropped)}};
@@ -271,7 +291,9 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                             {"memory_bytes", b.memory_bytes},
                             {"self_test", b.self_test},
                             {"crosscheck_mismatches", b.crosscheck_mismatches},
-                            {"errors", b.errors}});
+                            {"errors", b.errors},
+                            {"rows_confirmed", b.rows_confirmed},
+                            {"invalid_unconfirmed", b.invalid_unconfirmed}});
     j["backends"] = backends;
     // Client names are sanitized to printable ASCII; replace anything else anyway.
     return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -298,9 +320,11 @@ std::string render_backends(const StatsSnapshot& s) {
     for (const auto& b : s.backends) {
         std::snprintf(line, sizeof line,
                       "backend=%s kind=%s device=\"%s\" workers=%u memory=%" PRIu64
-                      " self_test=\"%s\" crosscheck_mismatches=%" PRIu64 " errors=%" PRIu64 "\n",
+                      " self_test=\"%s\" crosscheck_mismatches=%" PRIu64 " errors=%" PRIu64
+                      " rows_confirmed=%" PRIu64 " invalid_unconfirmed=%" PRIu64 "\n",
                       b.name.c_str(), b.kind.c_str(), label_escape(b.device).c_str(), b.workers, b.memory_bytes,
-                      label_escape(b.self_test).c_str(), b.crosscheck_mismatches, b.errors);
+                      label_escape(b.self_test).c_str(), b.crosscheck_mismatches, b.errors, b.rows_confirmed,
+                      b.invalid_unconfirmed);
         out += line;
     }
     return out;

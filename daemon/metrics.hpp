@@ -45,6 +45,12 @@ struct Metrics {
     Counter cpu_fallback_rows{0};
     Counter gpu_crosscheck_mismatches{0};  // bumped by a GPU backend's cross-check
     Counter gpu_errors{0};                 // bumped by a GPU backend on a failed chunk
+    // Batches verified on a checked (GPU) backend, by confirmation rule
+    // (daemon/confirmation.hpp), and rows of groups several chunks held,
+    // re-verified at the end of their batch.
+    Counter confirm_batches_strict{0};
+    Counter confirm_batches_groups{0};
+    Counter confirm_repaired_rows{0};
     Counter stats_requests{0};
     Counter stats_refused{0};              // stats connections refused (permission, too many)
     Counter stats_dropped{0};              // stats readers dropped (slow, idle, oversized request)
@@ -80,6 +86,8 @@ struct BackendInfo {
     std::string self_test;   // "passed" / "failed: ..."
     std::uint64_t crosscheck_mismatches = 0;
     std::uint64_t errors = 0;
+    std::uint64_t rows_confirmed = 0;       // rows libsecp256k1 re-verified (confirmed or sampled)
+    std::uint64_t invalid_unconfirmed = 0;  // groups rule: INVALID verdicts of passing groups left unconfirmed
 };
 
 struct StatsSnapshot {

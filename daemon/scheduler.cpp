@@ -52,6 +52,7 @@ void Scheduler::cancel(JobQueue& q, shm::Status status) {
             j.next_row = j.rows.count;
             j.status = status;
             if (j.running == 0) {
+                j.ledger.reset();
                 to_finish.push_back(index);
                 --queued_jobs_;
             }
@@ -97,8 +98,15 @@ void Scheduler::stop() {
     runnable_count_.store(0, std::memory_order_release);
 }
 
-ChunkResult Scheduler::verify_staged(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) {
-    ChunkResult r = backend_.verify(worker, records, verdicts);
+bool Scheduler::use_groups_rule(const Job& j) const {
+    return j.confirm == ConfirmRule::groups && backend_.confirms_by_group() && cpu_fallback_ != nullptr &&
+           groups_rule_applies(j.table, j.is_columns, j.rows, j.columns);
+}
+
+ChunkResult Scheduler::verify_staged(unsigned worker, const wire::RowSpan& records, const ChunkGroups* groups,
+                                     std::uint8_t* verdicts) {
+    ChunkResult r = groups != nullptr ? backend_.verify_grouped(worker, records, *groups, verdicts)
+                                      : backend_.verify(worker, records, verdicts);
     if (r.status != shm::Status::ok && cpu_fallback_ != nullptr) {
         if (metrics_ != nullptr) {
             metrics_->cpu_fallback_chunks.fetch_add(1, std::memory_order_relaxed);
@@ -125,14 +133,53 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
     // 1. Stage: from here on the client cannot change what gets verified.
     const wire::RowSpan staged = j.is_columns ? stage_columns(j.columns, begin, end, st.records.data())
                                               : stage_rows(j.rows, begin, end, st.records.data());
+    const ChunkGroups* groups = nullptr;
+    if (j.ledger != nullptr) {
+        // Groups rule: the grouping fields too, then which groups other chunks hold.
+        const bool staged_groups = j.is_columns ? st.groups.stage_columns(j.columns, begin, end)
+                                                : st.groups.stage_rows(j.rows, begin, end);
+        if (!staged_groups) return failed;
+        j.ledger->register_chunk(begin, end, st.groups);
+        groups = &st.groups;
+    }
     // 2. Verify the private copy into private verdicts.
-    const ChunkResult r = verify_staged(worker, staged, st.verdicts.data());
+    const ChunkResult r = verify_staged(worker, staged, groups, st.verdicts.data());
     if (r.status != shm::Status::ok) return r;  // nothing published
     // 3. Publish to the client, in the job's mode.
     const wire::TailSpan tails =
         j.is_columns ? wire::correlate_tails(j.columns.correlate, j.columns.tail_size) : wire::row_tails(j.rows);
     wire::publish_verdicts(j.mode, tails, j.results, begin, st.verdicts.data(), n);
     return r;
+}
+
+void Scheduler::repair_groups(unsigned worker, const Job& j) {
+    const std::vector<GroupLedger::Repair> repairs = j.ledger->take_repairs();
+    if (repairs.empty() || j.status != shm::Status::ok) return;
+    const wire::RecordKind kind = j.is_columns ? j.columns.kind : j.rows.kind;
+    const std::size_t limit = j.is_columns ? j.columns.count : j.rows.count;
+    const std::size_t record = wire::record_size(kind);
+    const std::size_t batch = std::max<std::size_t>(1, chunk_rows_);
+    Staging& st = staging_[worker];
+    if (!st.reserve(batch, record)) return;
+    const wire::TailSpan tails =
+        j.is_columns ? wire::correlate_tails(j.columns.correlate, j.columns.tail_size) : wire::row_tails(j.rows);
+    std::uint64_t repaired = 0;
+    for (const GroupLedger::Repair& rep : repairs) {
+        for (std::size_t i = rep.begin; i < std::min(rep.end, limit);) {
+            // The group's rows of that chunk, as the client's memory holds them now.
+            st.rows.clear();
+            for (; i < std::min(rep.end, limit) && st.rows.size() < batch; ++i)
+                if (read_group_key(j.is_columns, j.rows, j.columns, i) == rep.key) st.rows.push_back(i);
+            for (std::size_t k = 0; k < st.rows.size(); ++k)
+                stage_record(j.is_columns, j.rows, j.columns, st.rows[k], st.records.data() + k * record);
+            const wire::RowSpan staged{kind, 0, j.rows.encoding, st.records.data(), st.rows.size()};
+            if (cpu_fallback_->verify(worker, staged, st.verdicts.data()).status != shm::Status::ok) continue;
+            for (std::size_t k = 0; k < st.rows.size(); ++k)
+                wire::publish_verdict(j.mode, tails, j.results, st.rows[k], st.verdicts[k] == 1);
+            repaired += st.rows.size();
+        }
+    }
+    if (metrics_ != nullptr) metrics_->confirm_repaired_rows.fetch_add(repaired, std::memory_order_relaxed);
 }
 
 void Scheduler::worker_loop(unsigned worker) {
@@ -152,6 +199,7 @@ void Scheduler::worker_loop(unsigned worker) {
         const std::uint32_t index = q->pending_.front();
         Job& j = q->jobs_[index];
         const std::uint64_t begin = j.next_row;
+        if (begin == 0) j.ledger = use_groups_rule(j) ? std::make_shared<GroupLedger>() : nullptr;
         const std::uint64_t end = std::min<std::uint64_t>(j.rows.count, begin + chunk_rows_);
         j.next_row = end;
         ++j.running;
@@ -180,6 +228,14 @@ void Scheduler::worker_loop(unsigned worker) {
             --queued_jobs_;
             const bool now_idle = queued_jobs_ == 0;
             lock.unlock();
+            // No chunk of j runs any more and its slot is not reused before finish_job.
+            if (metrics_ != nullptr && backend_.confirms_by_group())
+                (j.ledger != nullptr ? metrics_->confirm_batches_groups : metrics_->confirm_batches_strict)
+                    .fetch_add(1, std::memory_order_relaxed);
+            if (j.ledger != nullptr) {
+                repair_groups(worker, j);
+                j.ledger.reset();
+            }
             q->sink_.finish_job(index, status, tally);
             if (now_idle) idle_cv_.notify_all();
             q.reset();  // may drop the last reference to the session: unmaps outside the lock

@@ -13,12 +13,17 @@
 //               worker's private rows (daemon/staging.hpp);
 //   2. verify:  the backend turns the private records into private verdicts
 //               (results mode only; a failed chunk is re-run on the CPU
-//               fallback when there is one);
+//               fallback when there is one). Multisig jobs on a checked
+//               (GPU) backend use the groups confirmation rule
+//               (daemon/confirmation.hpp): their grouping fields are staged
+//               too, and registered in the job's GroupLedger;
 //   3. publish: the verdicts go to the client in the job's mode, by the one
 //               publish rule (shm_protocol/verdict_publish.hpp): result bytes,
 //               or the tails / correlate entries of valid rows zeroed.
 // A chunk that fails publishes nothing: results stay zero (fail closed),
-// tails stay as they were.
+// tails stay as they were. Under the groups rule the worker that finishes a
+// job's last chunk re-verifies, before the completion is posted, the rows of
+// groups that more than one chunk held (GroupLedger repairs).
 //
 // Memory is bounded: a queue has a fixed job table (cq_entries slots,
 // allocated at handshake), and the set of runnable queues is bounded by
@@ -104,7 +109,13 @@ private:
     ChunkResult run_chunk(unsigned worker, const Job& j, std::size_t begin, std::size_t end);
     // Verifies staged records on the backend, re-running a failed chunk on the
     // CPU fallback when there is one.
-    ChunkResult verify_staged(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts);
+    ChunkResult verify_staged(unsigned worker, const wire::RowSpan& records, const ChunkGroups* groups,
+                              std::uint8_t* verdicts);
+    // Whether job j (its first chunk about to be handed out) uses the groups rule.
+    bool use_groups_rule(const Job& j) const;
+    // Groups rule, job end: libsecp256k1 re-verifies the ledger's repairs (rows
+    // of groups more than one chunk held) and publishes their verdicts.
+    void repair_groups(unsigned worker, const Job& j);
 
     std::vector<Staging> staging_;  // one per worker, sized by start()
 

@@ -298,7 +298,7 @@ bool Server::select_backend() {
         if (gpu) {
             const unsigned workers = gpu->concurrency();
             auto checked = std::make_unique<CheckedBackend>(
-                std::move(gpu), cfg.gpu_chunk_rows, CrossCheckPolicy{cfg.cross_check_sample, cfg.gpu_min_rows},
+                std::move(gpu), cfg.gpu_chunk_rows, CrossCheckPolicy{cfg.cross_check_sample, cfg.gpu_min_rows, cfg.cross_check_invalid_sample},
                 [this](const std::string& reason) {
                     // Runs once, in the worker that found the fault, after the counters moved.
                     if (checked_ && checked_->counters().mismatches.load() > 0)
@@ -311,8 +311,10 @@ bool Server::select_backend() {
             backend_ = std::move(checked);
             cpu_fallback_ = std::make_unique<CpuBackend>(std::max(workers, cpu_threads));
             log.info("backend gpu: {} worker(s), chunks of {} rows, {} in flight per GPU, chunks under {} rows on "
-                     "the CPU, cross-check: every invalid verdict and 1 in {} valid ones re-verified by libsecp256k1",
-                     workers, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight, cfg.gpu_min_rows, cfg.cross_check_sample);
+                     "the CPU, cross-check: 1 in {} valid verdicts re-verified by libsecp256k1; invalid verdicts: "
+                     "confirm rule {} (multisig: those of failing groups and 1 in {} others; other tables: all)",
+                     workers, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight, cfg.gpu_min_rows, cfg.cross_check_sample,
+                     to_string(cfg.confirm), cfg.cross_check_invalid_sample);
             return true;
         }
         if (cfg.backend == BackendChoice::gpu) {
@@ -466,6 +468,8 @@ StatsSnapshot Server::snapshot() {
                                    : "failed: " + r.self_test;
             b.crosscheck_mismatches = checked_->counters().mismatches.load();
             b.errors = checked_->counters().primary_errors.load();
+            b.rows_confirmed = checked_->counters().rows_rechecked.load();
+            b.invalid_unconfirmed = checked_->counters().invalid_unconfirmed.load();
             s.backends.push_back(std::move(b));
         }
     }

@@ -383,6 +383,7 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     }
     j.mode = c.mode;
     j.table = c.table;
+    j.confirm = c.strict_confirm ? ConfirmRule::strict : ctx_.config.confirm;
     j.results = c.mode == wire::Mode::results ? arena_ + c.results_offset : nullptr;
     j.next_row = 0;
     j.running = 0;

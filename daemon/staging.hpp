@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "daemon/confirmation.hpp"
 #include "reference/columns.hpp"
 #include "shm_protocol/wire_format.hpp"
 
@@ -35,11 +36,21 @@ inline wire::RowSpan stage_columns(const reference::ColumnBatch& columns, std::s
     return wire::RowSpan{columns.kind, 0, columns.encoding, out, end - begin};
 }
 
-// One worker's private memory: staged records and their verdicts. Grown on
+// The record of row i of a job (packed rows or columns) to out.
+inline void stage_record(bool is_columns, const wire::RowSpan& rows, const reference::ColumnBatch& columns,
+                         std::size_t i, std::uint8_t* out) {
+    if (is_columns) reference::assemble_record(columns, i, out);
+    else std::memcpy(out, rows.row(i), wire::record_size(rows.kind));
+}
+
+// One worker's private memory: staged records, their grouping fields (groups
+// rule only) and their verdicts. Grown on
 // demand to the largest chunk seen (at most the scheduler's chunk_rows).
 struct Staging {
     std::vector<std::uint8_t> records;
     std::vector<std::uint8_t> verdicts;
+    ChunkGroups groups;
+    std::vector<std::size_t> rows;  // job row indices of scattered records (group repairs)
 
     // Room for n records of `record` bytes; false when out of memory.
     bool reserve(std::size_t n, std::size_t record) noexcept {

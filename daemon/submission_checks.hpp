@@ -24,6 +24,7 @@ struct CheckedSubmission {
     wire::SigEncoding encoding = wire::SigEncoding::opaque;
     wire::Mode mode = wire::Mode::results;
     std::uint8_t table = kTableUnspecified;
+    bool strict_confirm = false;      // kSubmitStrictConfirm
     std::size_t tail_size = 0;        // verify: row tail bytes; verify_columns: tail_size
     std::uint64_t rows_offset = 0;   // verify: row 0; verify_columns: the message column
     std::uint64_t results_offset = 0;
@@ -55,7 +56,7 @@ inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_siz
                                std::uint32_t* detail_out = nullptr) {
     CheckedSubmission c;
     if (detail_out != nullptr) *detail_out = 0;
-    if (e.flags != 0) return Status::bad_entry;
+    if ((e.flags & ~kSubmitKnownFlags) != 0) return Status::bad_entry;
     const bool columns = e.opcode == static_cast<std::uint8_t>(Opcode::verify_columns);
     if (!columns && !reserved_words_zero(e)) return Status::bad_entry;
     if (e.opcode == static_cast<std::uint8_t>(Opcode::nop)) {
@@ -79,6 +80,7 @@ inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_siz
         wire::record_kind(static_cast<wire::Table>(e.table)) != c.kind)
         return Status::bad_entry;
     c.table = e.table;
+    c.strict_confirm = (e.flags & kSubmitStrictConfirm) != 0;
     c.tail_size = e.key_size;
     c.stride = wire::stride(c.kind, c.tail_size);
     c.row_count = e.row_count;

@@ -45,7 +45,8 @@ namespace sigverify::shm {
 // ---------------------------------------------------------------------------
 constexpr std::uint32_t kSegmentMagic = 0x47535653;  // "SVSG" little-endian
 constexpr std::uint16_t kAbiMajor = 1;                // incompatible layout change
-constexpr std::uint16_t kAbiMinor = 1;                // compatible addition (1: Opcode::verify_columns)
+constexpr std::uint16_t kAbiMinor = 2;                // compatible addition (1: Opcode::verify_columns,
+                                                      // 2: kSubmitStrictConfirm)
 constexpr std::uint32_t kProtocolVersion = 1;         // handshake version
 
 constexpr std::size_t kCacheLine = 64;
@@ -109,9 +110,20 @@ enum class Opcode : std::uint8_t {
 // SegmentHeader::abi_minor before submitting one.
 constexpr std::uint16_t kAbiMinorColumns = 1;
 
-// Optional statistics label of a submission (the daemon never trusts it for
-// anything but counting). 0xFF = unspecified.
+// Optional table label of a submission, 0xFF = unspecified. The daemon counts
+// by it, and a multisig label lets a GPU daemon confirm only the invalid
+// verdicts that decide a group (docs/security.md): a client that mislabels
+// its rows changes only how its own verdicts are checked.
 constexpr std::uint8_t kTableUnspecified = 0xFF;
+
+// SubmissionEntry::flags bits (ABI 1.2; an older daemon refuses any flag
+// with bad_entry, so clients check SegmentHeader::abi_minor first).
+// kSubmitStrictConfirm: every INVALID verdict of this batch is confirmed by
+// libsecp256k1, also the multisig attempts that decide nothing (exact row
+// verdicts; slower on a GPU daemon, no effect on the CPU backend).
+constexpr std::uint16_t kSubmitStrictConfirm = 1u << 0;
+constexpr std::uint16_t kSubmitKnownFlags = kSubmitStrictConfirm;
+constexpr std::uint16_t kAbiMinorStrictConfirm = 2;
 
 // One request. Written by the client into sq slot (tail & mask), then the tail
 // is published with release. The daemon copies the whole entry out of shared
@@ -147,7 +159,7 @@ struct SubmissionEntry {
     std::uint8_t encoding;         // wire::SigEncoding (ECDSA); must be 0 for Schnorr
     std::uint8_t mode;             // wire::Mode
     std::uint8_t table;            // wire::Table or kTableUnspecified (stats label)
-    std::uint16_t flags;           // must be 0
+    std::uint16_t flags;           // kSubmit* bits (ABI 1.2); others must be 0
     // The last 24 bytes: zero for verify and nop; the column offsets for
     // verify_columns. Both sides copy entries with memcpy and read these bytes
     // with column_offsets() / reserved_words_zero(), never by punning.

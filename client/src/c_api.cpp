@@ -1,6 +1,7 @@
 // C ABI over sigverify::Client.
 #include "sigverify/sigverify.h"
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -81,7 +82,8 @@ int sigverify_connect(const sigverify_options* options, sigverify_client** out) 
     *out = nullptr;
     sigverify::ClientOptions opt;
     if (options != nullptr) {
-        if (options->struct_size < sizeof(sigverify_options)) {
+        // Callers built against the 0.1 header pass the struct without strict_confirm.
+        if (options->struct_size < offsetof(sigverify_options, strict_confirm)) {
             set_error("sigverify_connect: options not initialized with sigverify_options_init");
             return SIGVERIFY_E_INVALID_ARGUMENT;
         }
@@ -94,6 +96,8 @@ int sigverify_connect(const sigverify_options* options, sigverify_client** out) 
         if (options->connect_timeout_ms != 0) opt.connect_timeout = std::chrono::milliseconds(options->connect_timeout_ms);
         if (options->liveness_ms != 0) opt.liveness_interval = std::chrono::milliseconds(options->liveness_ms);
         opt.batch_timeout = std::chrono::milliseconds(options->batch_timeout_ms);
+        if (options->struct_size >= offsetof(sigverify_options, strict_confirm) + sizeof(int))
+            opt.strict_confirm = options->strict_confirm != 0;
     }
     Status st = Status::ok;
     std::string msg;

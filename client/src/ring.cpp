@@ -325,6 +325,7 @@ Status Client::Impl::submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mo
         e.encoding = static_cast<std::uint8_t>(enc);
         e.mode = static_cast<std::uint8_t>(mode);
         e.table = table;
+        if (opt.strict_confirm && conn.abi_minor >= shm::kAbiMinorStrictConfirm) e.flags = shm::kSubmitStrictConfirm;
     } else {
         e.table = shm::kTableUnspecified;
     }

@@ -272,8 +272,18 @@ TEST_CASE("hostile submission entries are rejected with overflow-safe checks", "
     e.table = static_cast<std::uint8_t>(wire::Table::threshold);  // Schnorr table on an ECDSA record
     CHECK(check(e) == Status::bad_entry);
     e = verify_entry(0, 2000, 1);
-    e.flags = 1;
+    e.flags = 2;  // not a known kSubmit* bit
     CHECK(check(e) == Status::bad_entry);
+    e = verify_entry(0, 2000, 1);
+    e.flags = shm::kSubmitStrictConfirm;
+    {
+        shm::CheckedSubmission c;
+        REQUIRE(shm::check_submission(e, 1 << 20, c) == Status::ok);
+        CHECK(c.strict_confirm);
+        e.flags = 0;
+        REQUIRE(shm::check_submission(e, 1 << 20, c) == Status::ok);
+        CHECK_FALSE(c.strict_confirm);
+    }
     e = verify_entry(0, 2000, 1);
     e.reserved[5] = 1;
     CHECK(check(e) == Status::bad_entry);
@@ -432,7 +442,7 @@ TEST_CASE("hostile column entries are rejected with overflow-safe checks", "[dae
 
     // Malformed fields.
     e = good();
-    e.flags = 1;
+    e.flags = 2;
     CHECK(check(e) == Status::bad_entry);
     e = good();
     e.flags = 0x8000;

@@ -55,6 +55,11 @@ struct ClientOptions {
     std::chrono::milliseconds liveness_interval{20};   // longest sleep between daemon liveness checks
     std::chrono::milliseconds batch_timeout{0};        // 0 = wait as long as the daemon lives
     bool reconnect = true;            // reconnect after a daemon death (rate-limited)
+    // Every invalid verdict confirmed by libsecp256k1, also the multisig
+    // attempts that decide no group (exact row verdicts). Off: a GPU daemon
+    // confirms the invalid verdicts of failing multisig groups and a sample of
+    // the others, which gives the same group and block verdicts (docs/security.md).
+    bool strict_confirm = false;
     std::uint32_t protocol_version = shm::kProtocolVersion;  // tests of version mismatch only
 };
 

@@ -74,6 +74,10 @@ typedef struct sigverify_options {
     uint32_t connect_timeout_ms; /* handshake bound, 0 = 2000 */
     uint32_t liveness_ms;        /* longest sleep between daemon liveness checks, 0 = 20 */
     uint32_t batch_timeout_ms;   /* 0 = wait as long as the daemon lives */
+    /* Added in 0.2 (read only when struct_size covers it): 1 = every invalid
+       verdict is confirmed by libsecp256k1, also multisig attempts that decide
+       no group (exact row verdicts; slower on a GPU daemon). */
+    int strict_confirm;
 } sigverify_options;
 
 SIGVERIFY_API void sigverify_options_init(sigverify_options* options);

@@ -1,0 +1,163 @@
+#include "daemon/confirmation.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "reference/group_verdicts.hpp"
+
+namespace sigverify::daemon {
+
+std::string_view to_string(ConfirmRule rule) { return rule == ConfirmRule::groups ? "groups" : "strict"; }
+
+namespace {
+
+GroupKey make_key(std::uint32_t block_fk, std::uint16_t group) {
+    return block_fk == wire::kBlockFkWriting ? kNoGroup : (GroupKey(block_fk) << 16) | group;
+}
+
+// The mn, group and block_fk of canonical multisig row i (tail mn || group || block_fk).
+void read_tail(const wire::RowSpan& rows, std::size_t i, GroupKey& key, std::uint8_t& mn) {
+    const std::uint8_t* tail = rows.row(i) + wire::record_size(rows.kind);
+    mn = tail[0];
+    key = make_key(wire::read_u24le(tail + 3), wire::read_u16le(tail + 1));
+}
+
+void read_correlate(const reference::ColumnBatch& columns, std::size_t i, GroupKey& key, std::uint8_t& mn) {
+    const reference::EcdsaCorrelate c = reference::read_ecdsa_correlate(columns.correlate_at(i));
+    mn = c.pair;
+    key = make_key(c.id, c.group);
+}
+
+}  // namespace
+
+template <typename Read>
+static bool stage_groups(ChunkGroups& g, std::size_t n, Read&& read) noexcept {
+    try {
+        if (g.key.size() < n) {
+            g.key.resize(n);
+            g.mn.resize(n);
+            g.spanning.resize(n);
+        }
+    } catch (...) {
+        return false;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        read(i, g.key[i], g.mn[i]);
+        g.spanning[i] = 0;
+    }
+    g.count = n;
+    return true;
+}
+
+bool ChunkGroups::stage_rows(const wire::RowSpan& rows, std::size_t begin, std::size_t end) noexcept {
+    return stage_groups(*this, end - begin, [&](std::size_t i, GroupKey& k, std::uint8_t& m) {
+        read_tail(rows, begin + i, k, m);
+    });
+}
+
+bool ChunkGroups::stage_columns(const reference::ColumnBatch& columns, std::size_t begin, std::size_t end) noexcept {
+    return stage_groups(*this, end - begin, [&](std::size_t i, GroupKey& k, std::uint8_t& m) {
+        read_correlate(columns, begin + i, k, m);
+    });
+}
+
+bool groups_rule_applies(std::uint8_t table, bool is_columns, const wire::RowSpan& rows,
+                         const reference::ColumnBatch& columns) {
+    if (table != static_cast<std::uint8_t>(wire::Table::multisig)) return false;
+    if (is_columns)
+        return columns.kind == wire::RecordKind::ecdsa && columns.tail_size == reference::kEcdsaCorrelateSize &&
+               columns.correlate != nullptr;
+    return rows.kind == wire::RecordKind::ecdsa && rows.tail_size == wire::canonical_tail_size(wire::Table::multisig);
+}
+
+GroupKey read_group_key(bool is_columns, const wire::RowSpan& rows, const reference::ColumnBatch& columns,
+                        std::size_t i) {
+    GroupKey key = kNoGroup;
+    std::uint8_t mn = 0;
+    if (is_columns) read_correlate(columns, i, key, mn);
+    else read_tail(rows, i, key, mn);
+    return key;
+}
+
+std::size_t mark_rows_to_confirm(const ChunkGroups& g, const std::uint8_t* verdicts, std::uint8_t* need,
+                                 std::vector<std::pair<GroupKey, std::uint32_t>>& order) {
+    const std::size_t n = g.count;
+    order.clear();
+    std::size_t marked = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        need[i] = 0;
+        if (g.key[i] == kNoGroup || g.spanning[i] != 0) {
+            // No group, or judged whole only across chunks: every INVALID counts.
+            if (verdicts[i] != 1) {
+                need[i] = 1;
+                ++marked;
+            }
+        } else {
+            order.emplace_back(g.key[i], static_cast<std::uint32_t>(i));
+        }
+    }
+    // Nodes write a group's rows together, usually in key order: sort only when needed.
+    if (!std::is_sorted(order.begin(), order.end())) std::sort(order.begin(), order.end());
+    for (std::size_t a = 0; a < order.size();) {
+        std::size_t b = a;
+        // The group rule of reference/group_verdicts.hpp, on this group's rows.
+        std::uint16_t present[16] = {}, failed[16] = {};
+        unsigned m = 0;
+        bool any_invalid = false;
+        for (; b < order.size() && order[b].first == order[a].first; ++b) {
+            const std::uint32_t i = order[b].second;
+            const unsigned s = g.mn[i] >> 4, k = g.mn[i] & 15;
+            present[s] |= std::uint16_t(1u << k);
+            if (verdicts[i] != 1) {
+                failed[s] |= std::uint16_t(1u << k);
+                any_invalid = true;
+            }
+            m = std::max(m, s + 1);
+        }
+        if (any_invalid) {
+            std::uint16_t usable[16];
+            for (unsigned s = 0; s < 16; ++s) usable[s] = std::uint16_t(present[s] & ~failed[s]);
+            if (!reference::multisig_satisfied(usable, m)) {
+                for (std::size_t c = a; c < b; ++c) {
+                    const std::uint32_t i = order[c].second;
+                    if (verdicts[i] != 1) {
+                        need[i] = 1;
+                        ++marked;
+                    }
+                }
+            }
+        }
+        a = b;
+    }
+    return marked;
+}
+
+void GroupLedger::register_chunk(std::size_t begin, std::size_t end, ChunkGroups& g) {
+    std::lock_guard lock(mutex_);
+    GroupKey previous = kNoGroup;
+    bool previous_spanning = false;
+    for (std::size_t i = 0; i < g.count; ++i) {
+        const GroupKey key = g.key[i];
+        if (key == kNoGroup) continue;
+        if (key != previous) {  // one lookup per run of equal keys
+            auto [it, inserted] = seen_.try_emplace(key, Seen{begin, end, false});
+            Seen& s = it->second;
+            if (!inserted && !(s.begin == begin && s.end == end) && !s.spanning) {
+                // A second chunk meets the group: the first one's verdicts of it get re-verified.
+                s.spanning = true;
+                repairs_.push_back(Repair{s.begin, s.end, key});
+            }
+            previous = key;
+            previous_spanning = s.spanning;
+        }
+        g.spanning[i] = previous_spanning ? 1 : 0;
+    }
+}
+
+std::vector<GroupLedger::Repair> GroupLedger::take_repairs() {
+    std::lock_guard lock(mutex_);
+    seen_.clear();
+    return std::exchange(repairs_, {});
+}
+
+}  // namespace sigverify::daemon
