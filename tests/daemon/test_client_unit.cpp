@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <mutex>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -48,7 +49,8 @@ namespace {
 // valid" — but stamped with another epoch — after writing 1s into the results.
 class FakeDaemon {
 public:
-    explicit FakeDaemon(std::uint64_t epoch_in_completions) : dir_(make_temp_dir()), lie_(epoch_in_completions) {
+    explicit FakeDaemon(std::uint64_t epoch_in_completions, std::uint16_t abi_minor = 0)
+        : dir_(make_temp_dir()), lie_(epoch_in_completions), abi_minor_(abi_minor) {
         listen_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         sockaddr_un addr{};
         addr.sun_family = AF_UNIX;
@@ -66,6 +68,11 @@ public:
         remove_tree(dir_);
     }
     const std::string& dir() const { return dir_; }
+    // The flags of every submission seen so far.
+    std::vector<std::uint16_t> flags_seen() {
+        std::lock_guard lock(mutex_);
+        return flags_;
+    }
     static constexpr std::uint64_t kEpoch = 0x1111222233334444ull;
 
 private:
@@ -83,6 +90,7 @@ private:
         auto* h = reinterpret_cast<shm::SegmentHeader*>(base);
         h->magic = shm::kSegmentMagic;
         h->abi_major = shm::kAbiMajor;
+        h->abi_minor = abi_minor_;
         h->header_size = shm::kHeaderSize;
         h->segment_size = l.segment_size;
         h->epoch = kEpoch;
@@ -117,6 +125,10 @@ private:
             shm::SubmissionEntry e = sqes[head & 7];
             ++head;
             shm::word(h->sq_head).store(head, std::memory_order_release);
+            {
+                std::lock_guard lock(mutex_);
+                flags_.push_back(e.flags);
+            }
             if (e.mode == 0 && e.results_offset + e.row_count <= l.arena_size)
                 std::memset(arena + e.results_offset, 1, e.row_count);
             shm::CompletionEntry ce{};
@@ -134,6 +146,9 @@ private:
 
     std::string dir_;
     std::uint64_t lie_;
+    std::uint16_t abi_minor_;
+    std::mutex mutex_;
+    std::vector<std::uint16_t> flags_;
     int listen_ = -1;
     std::atomic<bool> stop_{false};
     std::thread thread_;
@@ -257,6 +272,28 @@ TEST_CASE("no heap allocation per column batch after connect", "[client][alloc][
     CHECK(ok);
     CHECK(counted == 5 * valid);
     CHECK(after - before == 0);
+}
+
+TEST_CASE("strict_confirm flags each batch, and only to a daemon of ABI 1.2 or later", "[client]") {
+    const std::size_t n = 8;
+    auto rows = make_rows(wire::Table::multisig, n, wire::SigEncoding::opaque, 79);
+    for (const std::uint16_t minor : {std::uint16_t(1), shm::kAbiMinorStrictConfirm}) {
+        for (const bool strict : {false, true}) {
+            FakeDaemon daemon(FakeDaemon::kEpoch, minor);
+            ClientOptions o;
+            o.runtime_dir = daemon.dir();
+            o.strict_confirm = strict;
+            auto c = Client::connect(o);
+            REQUIRE(c->connected());
+            std::vector<std::uint8_t> got(n);
+            const std::span<const wire::MultisigRow> typed(reinterpret_cast<const wire::MultisigRow*>(rows.data()), n);
+            REQUIRE(c->verify_multisig(typed, got).ok());
+            const auto flags = daemon.flags_seen();
+            REQUIRE(flags.size() == 1);
+            // An older daemon refuses any flag, and confirms every invalid verdict anyway.
+            CHECK(flags[0] == (strict && minor >= shm::kAbiMinorStrictConfirm ? shm::kSubmitStrictConfirm : 0));
+        }
+    }
 }
 
 TEST_CASE("column batches are never sent to a daemon older than ABI 1.1", "[client][columns]") {
