@@ -26,7 +26,10 @@
 #            through it byte-identical to --local (results and collect, all
 #            tables, as rows and as column tables), `sigverify bench` at 4096/65536/1M rows (5% invalid:
 #            every invalid verdict is re-verified on the CPU) and at 1M rows
-#            with no invalid rows, `sigverify stats` after it;
+#            with no invalid rows; ecdsa and multisig at BENCH_BIG rows under the
+#            groups confirmation rule and with --strict-confirm (CONFIRM_CHECK=
+#            to skip), rows confirmed per rule from `sigverify stats backends`;
+#            `sigverify stats` after it;
 #            then the last figure again with DAEMON_ALT's flags (default
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
@@ -294,9 +297,24 @@ if [[ $PREBUILT -eq 1 ]] && { [[ $DAEMON_BACKEND != gpu ]] || ! grep -q "no GPU"
             say "bench exit $?"
             grep -E " $BENCH_BIG .*sigverifyd|differed" "$OUT/bench_valid.txt" | tee -a "$OUT/summary.txt"
         fi
+        if [[ -n "${CONFIRM_CHECK-1}" && $SECONDS -lt $((DEADLINE - 60)) ]]; then
+            # Issue 13: multisig (CHECKMULTISIG attempts, ~50% invalid) under the
+            # groups rule (default) and the strict rule, next to ecdsa (5% invalid).
+            for rule in groups strict; do
+                flag=""; [[ $rule == strict ]] && flag="--strict-confirm"
+                say "bench confirm=$rule: ecdsa and multisig at $BENCH_BIG rows"
+                "$SV" stats --runtime-dir "$RT" backends >"$LOGS/confirm_$rule.before" 2>&1
+                timeout 120 "$SV" bench --runtime-dir "$RT" --sizes "$BENCH_BIG" --tables ecdsa,multisig \
+                    --skip-single-thread --repeat 2 --budget 3 --clients 0 --latency-iterations 10 $flag \
+                    >"$LOGS/confirm_$rule.txt" 2>&1
+                say "bench exit $?"
+                grep -E " $BENCH_BIG .*sigverifyd|differed" "$LOGS/confirm_$rule.txt" | sed "s/^/$rule /" | tee -a "$OUT/summary.txt"
+                "$SV" stats --runtime-dir "$RT" backends 2>&1 | sed "s/^/$rule after: /" | tee -a "$OUT/summary.txt"
+            done
+        fi
         "$SV" stats --runtime-dir "$RT" >"$LOGS/stats.txt" 2>&1
         "$SV" stats --runtime-dir "$RT" backends >>"$LOGS/stats.txt" 2>&1
-        grep -E "mismatch|gpu_errors|cpu_fallback|rechecked" "$LOGS/stats.txt" | grep -v "^#" | tee -a "$OUT/summary.txt"
+        grep -E "mismatch|gpu_errors|cpu_fallback|rechecked|confirm" "$LOGS/stats.txt" | grep -v "^#" | tee -a "$OUT/summary.txt"
     fi
     stop_daemon
     echo "== full log" >>"$OUT/daemon.txt"

@@ -63,6 +63,7 @@ struct BenchArgs {
     std::string daemon_backend = "cpu";
     bool no_daemon = false;
     bool skip_single_thread = false;
+    bool strict_confirm = false;
     std::string json_path;
     std::string plot_path;
 };
@@ -228,6 +229,7 @@ std::vector<ClientFigures> run_multi_client(const std::string& dir, TableData& d
             ClientOptions o;
             o.runtime_dir = dir;
             o.name = "bench-" + std::to_string(i);
+            o.strict_confirm = g_args.strict_confirm;
             Status st;
             std::string msg;
             auto c = Client::connect(o, st, msg);
@@ -379,6 +381,9 @@ CLI::App* add_bench_subcommand(CLI::App& app) {
     cmd->add_flag("--no-daemon", g_args.no_daemon, "Only the in-process libsecp256k1 baselines");
     cmd->add_flag("--skip-single-thread", g_args.skip_single_thread,
                   "Leave out the 1-thread libsecp256k1 baseline (about 50 s per 1M rows; ratios are then against all cores)");
+    cmd->add_flag("--strict-confirm", g_args.strict_confirm,
+                  "Ask a GPU daemon to confirm every invalid verdict (ClientOptions::strict_confirm), also the "
+                  "multisig attempts that decide no group");
     cmd->add_option("--json", g_args.json_path, "Also write every figure as JSON to this file");
     cmd->add_option("--plot", g_args.plot_path, "Draw rows/s against batch size to this SVG file");
     return cmd;
@@ -413,6 +418,7 @@ int run_bench() {
         ClientOptions o;
         o.runtime_dir = dir;
         o.name = "sigverify-bench";
+        o.strict_confirm = g_args.strict_confirm;
         o.arena_size = 512ull << 20;
         Status st;
         std::string msg;
