@@ -4,25 +4,27 @@
 
 namespace sigverify::daemon {
 
-std::unique_ptr<GpuBackend> GpuBackend::open(const std::string& spec, unsigned workers, std::size_t chunk_rows,
-                                             unsigned chunks_in_flight, std::vector<GpuDeviceReport>& reports,
-                                             std::string& error) {
+std::vector<std::unique_ptr<GpuBackend>> GpuBackend::open_all(const std::string& spec, unsigned workers,
+                                                              std::size_t chunk_rows, unsigned chunks_in_flight,
+                                                              std::vector<GpuDeviceReport>& reports,
+                                                              std::string& error) {
+    std::vector<std::unique_ptr<GpuBackend>> opened;
     reports.clear();
     if (!gpu::built_with_cuda()) {
         error = "this build has no CUDA backend";
-        return nullptr;
+        return opened;
     }
     const gpu::Discovery found = gpu::discover();
     if (found.devices.empty()) {
         error = found.error.empty() ? "no GPU found" : found.error;
-        return nullptr;
+        return opened;
     }
     std::vector<int> chosen;
-    if (!gpu::select_devices(spec, found.devices, chosen, error)) return nullptr;
+    if (!gpu::select_devices(spec, found.devices, chosen, error)) return opened;
 
-    std::unique_ptr<GpuBackend> backend(new GpuBackend());
-    backend->chunk_rows_ = std::max<std::size_t>(1, chunk_rows);
-    backend->slots_per_device_ = std::max(1u, chunks_in_flight);
+    chunk_rows = std::max<std::size_t>(1, chunk_rows);
+    const std::size_t slots_per_device = std::max(1u, chunks_in_flight);
+    std::size_t slots_total = 0;
     for (int index : chosen) {
         GpuDeviceReport report;
         for (const auto& d : found.devices)
@@ -32,10 +34,12 @@ std::unique_ptr<GpuBackend> GpuBackend::open(const std::string& spec, unsigned w
         // A slot runs one chunk at a time, so one stream and staging sized for
         // the largest chunk of the widest row the daemon hands over.
         options.streams = 1;
-        options.chunk_bytes = backend->chunk_rows_ * wire::stride(wire::RecordKind::ecdsa, wire::kMaxTailSize);
-        std::vector<std::unique_ptr<Slot>> slots;
+        options.chunk_bytes = chunk_rows * wire::stride(wire::RecordKind::ecdsa, wire::kMaxTailSize);
+        std::unique_ptr<GpuBackend> backend(new GpuBackend());
+        backend->device_ = index;
+        backend->chunk_rows_ = chunk_rows;
         gpu::Status st;
-        for (std::size_t k = 0; k < backend->slots_per_device_ && st.ok(); ++k) {
+        for (std::size_t k = 0; k < slots_per_device && st.ok(); ++k) {
             auto verifier = gpu::DeviceVerifier::open(options, st);
             if (verifier) st = verifier->self_test();  // every slot: its own buffers and stream
             if (verifier && st.ok()) {
@@ -45,30 +49,32 @@ std::unique_ptr<GpuBackend> GpuBackend::open(const std::string& spec, unsigned w
                 // Merged launches of up to two chunks: the staging (sized for
                 // chunk_rows rows of the widest stride) holds ~3 chunks of tail-less records.
                 slot->coalescer = std::make_unique<LaunchCoalescer>(
-                    2 * backend->chunk_rows_, [own](const wire::RowSpan& rows, std::uint8_t* verdicts) {
+                    2 * chunk_rows, [own](const wire::RowSpan& rows, std::uint8_t* verdicts) {
                         std::lock_guard lock(own->mutex);
                         return own->verifier->verify(rows, wire::Mode::results, verdicts, nullptr).ok();
                     });
-                slots.push_back(std::move(slot));
+                backend->slots_.push_back(std::move(slot));
             }
         }
         if (st.ok()) {
             report.usable = true;
             report.self_test = "passed";
-            for (auto& slot : slots) backend->slots_.push_back(std::move(slot));
-            ++backend->devices_;
+            slots_total += backend->slots_.size();
+            opened.push_back(std::move(backend));
         } else {
             report.self_test = std::string(gpu::to_string(st.code)) + ": " + st.message;
         }
         reports.push_back(std::move(report));
     }
-    if (backend->devices_ == 0) {
+    if (opened.empty()) {
         error = "no selected GPU passed its self-test";
-        return nullptr;
+        return opened;
     }
-    // At least two workers per slot: one runs on the GPU while the other copies and cross-checks.
-    backend->workers_ = std::max<unsigned>(workers, unsigned(2 * backend->slots_.size()));
-    return backend;
+    // At least two workers per slot: one runs on a GPU while the other copies
+    // and cross-checks. Every device takes any worker (StripedBackend).
+    const unsigned all_workers = std::max<unsigned>(workers, unsigned(2 * slots_total));
+    for (auto& b : opened) b->workers_ = all_workers;
+    return opened;
 }
 
 GpuBackend::~GpuBackend() = default;
@@ -80,9 +86,7 @@ ChunkResult GpuBackend::verify(unsigned worker, const wire::RowSpan& records, st
         return r;
     }
     try {
-        const std::size_t device = worker % devices_;
-        const std::size_t slot = (worker / devices_) % slots_per_device_;
-        Slot& d = *slots_[device * slots_per_device_ + slot];
+        Slot& d = *slots_[worker % slots_.size()];
         // Merged launches (LaunchCoalescer); the device verifier resolves its
         // recheck verdicts, so verdicts come back as 0 / 1.
         if (!d.coalescer->verify(records, verdicts)) {

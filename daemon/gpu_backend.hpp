@@ -1,19 +1,20 @@
-// The GPU backend: CUDA verification on one or more devices (kernels/gpu_verifier.hpp).
+// The GPU backend: CUDA verification on one device (kernels/gpu_verifier.hpp).
 //
-// GpuBackend opens every selected device (streams, G table, buffers: all
-// allocated once, here) and runs its known-answer self-test; a device that
-// fails is left out and reported. It is always wrapped in a CheckedBackend
-// before the scheduler sees it: its verdicts are never trusted unchecked.
+// GpuBackend::open_all opens every selected device, one GpuBackend each
+// (streams, G table, buffers: all allocated once, here), and runs its
+// known-answer self-test; a device that fails is left out and reported. Each
+// is wrapped in its own CheckedBackend (its verdicts are never trusted
+// unchecked, and a GPU that lies is switched off alone), and the daemon
+// stripes chunks over them with a StripedBackend (daemon/striped_backend.hpp).
 // Like every backend it only turns (private, staged) records into verdict
 // bytes; it never writes client memory.
-// Each device has `chunks_in_flight` slots: a DeviceVerifier with its own
-// stream and buffers. Workers map onto slots round-robin (worker w: device
-// w % devices, slot (w / devices) % slots), so that many chunks run on one GPU
-// at once — one 100k-row chunk fills only part of a big GPU — while the
-// workers waiting for a slot do their cross-checks meanwhile. Pieces that
-// arrive while a slot is busy are merged into its next launch
-// (LaunchCoalescer), so many small chunks of several clients make one large
-// launch instead of a queue of small ones.
+// A device has `chunks_in_flight` slots: a DeviceVerifier with its own
+// stream and buffers. Workers map onto slots round-robin (worker w: slot
+// w % slots), so that many chunks run on one GPU at once — one 100k-row chunk
+// fills only part of a big GPU — while the workers waiting for a slot do
+// their cross-checks meanwhile. Pieces that arrive while a slot is busy are
+// merged into its next launch (LaunchCoalescer), so many small chunks of
+// several clients make one large launch instead of a queue of small ones.
 #pragma once
 
 #include <memory>
@@ -35,15 +36,18 @@ struct GpuDeviceReport {
 
 class GpuBackend final : public Backend {
 public:
-    // Opens the devices named by spec ("all" or "0,1"). Returns null with
-    // error set when no selected device is usable; reports lists every device
-    // tried and what became of it.
-    static std::unique_ptr<GpuBackend> open(const std::string& spec, unsigned workers, std::size_t chunk_rows,
-                                            unsigned chunks_in_flight, std::vector<GpuDeviceReport>& reports,
-                                            std::string& error);
+    // Opens the devices named by spec ("all" or "0,1"), one backend per
+    // device that passes its self-test, in the order of reports' usable
+    // entries. Empty with error set when none is usable; reports lists every
+    // device tried and what became of it. Every backend accepts the same
+    // workers: at least `workers`, and two per slot of all the devices.
+    static std::vector<std::unique_ptr<GpuBackend>> open_all(const std::string& spec, unsigned workers,
+                                                             std::size_t chunk_rows, unsigned chunks_in_flight,
+                                                             std::vector<GpuDeviceReport>& reports,
+                                                             std::string& error);
     ~GpuBackend() override;
 
-    std::string name() const override { return "gpu"; }
+    std::string name() const override { return "gpu" + std::to_string(device_); }
     unsigned concurrency() const override { return workers_; }
     std::size_t preferred_chunk_rows() const override { return chunk_rows_; }
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
@@ -57,10 +61,8 @@ private:
     };
     GpuBackend() = default;
 
-    // slots_[d * slots_per_device_ + s]: slot s of usable device d
     std::vector<std::unique_ptr<Slot>> slots_;
-    std::size_t devices_ = 0;
-    std::size_t slots_per_device_ = 1;
+    int device_ = 0;  // CUDA device index
     unsigned workers_ = 1;
     std::size_t chunk_rows_ = 0;
 };

@@ -290,31 +290,39 @@ bool Server::select_backend() {
     if (cfg.backend != BackendChoice::cpu) {
         const unsigned cpu_threads = cfg.cpu_threads ? cfg.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
         std::string error;
-        auto gpu = GpuBackend::open(cfg.gpus, cpu_threads, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight, gpu_reports_,
-                                    error);
+        auto opened = GpuBackend::open_all(cfg.gpus, cpu_threads, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
+                                           gpu_reports_, error);
         for (const auto& r : gpu_reports_)
             log.info("gpu {} {} ({} SMs, {} MiB): self-test {}", r.info.index, r.info.name, r.info.sm_count,
                      r.info.total_memory >> 20, r.self_test);
-        if (gpu) {
-            const unsigned workers = gpu->concurrency();
-            auto checked = std::make_unique<CheckedBackend>(
-                std::move(gpu), cfg.gpu_chunk_rows, CrossCheckPolicy{cfg.cross_check_sample, cfg.gpu_min_rows, cfg.cross_check_invalid_sample},
-                [this](const std::string& reason) {
-                    // Runs once, in the worker that found the fault, after the counters moved.
-                    if (checked_ && checked_->counters().mismatches.load() > 0)
-                        ctx_.metrics.gpu_crosscheck_mismatches.fetch_add(1, std::memory_order_relaxed);
-                    else
-                        ctx_.metrics.gpu_errors.fetch_add(1, std::memory_order_relaxed);
-                    ctx_.log->error("GPU switched off, verifying on the CPU from now on: {}", reason);
-                });
-            checked_ = checked.get();
-            backend_ = std::move(checked);
+        if (!opened.empty()) {
+            const unsigned workers = opened.front()->concurrency();
+            const CrossCheckPolicy policy{cfg.cross_check_sample, cfg.gpu_min_rows, cfg.cross_check_invalid_sample};
+            std::vector<std::unique_ptr<CheckedBackend>> checked;
+            for (auto& gpu : opened) {
+                const std::string name = gpu->name();
+                checked.push_back(std::make_unique<CheckedBackend>(
+                    std::move(gpu), cfg.gpu_chunk_rows, policy, [this, name](const std::string& reason) {
+                        // Runs once per GPU, in the worker that found the fault, after its counters moved.
+                        const bool mismatch = reason.find("disagrees") != std::string::npos;
+                        (mismatch ? ctx_.metrics.gpu_crosscheck_mismatches : ctx_.metrics.gpu_errors)
+                            .fetch_add(1, std::memory_order_relaxed);
+                        const bool others = gpus_ != nullptr && gpus_->any_enabled();
+                        ctx_.log->error("{} switched off, {}: {}", name,
+                                        others ? "the other GPUs take its share" : "verifying on the CPU from now on",
+                                        reason);
+                    }));
+            }
+            auto striped = std::make_unique<StripedBackend>(std::move(checked));
+            gpus_ = striped.get();
+            backend_ = std::move(striped);
             cpu_fallback_ = std::make_unique<CpuBackend>(std::max(workers, cpu_threads));
-            log.info("backend gpu: {} worker(s), chunks of {} rows, {} in flight per GPU, chunks under {} rows on "
-                     "the CPU, cross-check: 1 in {} valid verdicts re-verified by libsecp256k1; invalid verdicts: "
-                     "confirm rule {} (multisig: those of failing groups and 1 in {} others; other tables: all)",
-                     workers, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight, cfg.gpu_min_rows, cfg.cross_check_sample,
-                     to_string(cfg.confirm), cfg.cross_check_invalid_sample);
+            log.info("backend {}: {} worker(s) striped over {} GPU(s), chunks of {} rows, {} in flight per GPU, "
+                     "chunks under {} rows on the CPU, cross-check: 1 in {} valid verdicts re-verified by "
+                     "libsecp256k1; invalid verdicts: confirm rule {} (multisig: those of failing groups and 1 in {} "
+                     "others; other tables: all)",
+                     gpus_->name(), workers, gpus_->devices(), cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
+                     cfg.gpu_min_rows, cfg.cross_check_sample, to_string(cfg.confirm), cfg.cross_check_invalid_sample);
             return true;
         }
         if (cfg.backend == BackendChoice::gpu) {
@@ -455,28 +463,33 @@ StatsSnapshot Server::snapshot() {
     s.refused = ctx_.refused.load();
     s.protocol_errors = ctx_.protocol_errors.load();
     s.stats_connections = stats_ ? stats_->connections() : 0;
-    if (checked_) {
+    if (gpus_ != nullptr) {
+        std::size_t next = 0;  // the usable reports are the striped devices, in order
         for (const auto& r : gpu_reports_) {
             BackendInfo b;
             b.name = "gpu" + std::to_string(r.info.index);
             b.kind = "gpu";
             b.device = r.info.name;
             b.memory_bytes = r.info.total_memory;
-            b.workers = r.usable ? checked_->concurrency() : 0;
-            b.self_test = r.usable ? (checked_->primary_enabled() ? "passed" : "passed; switched off: " +
-                                                                                  checked_->disable_reason())
-                                   : "failed: " + r.self_test;
-            b.crosscheck_mismatches = checked_->counters().mismatches.load();
-            b.errors = checked_->counters().primary_errors.load();
-            b.rows_confirmed = checked_->counters().rows_rechecked.load();
-            b.invalid_unconfirmed = checked_->counters().invalid_unconfirmed.load();
+            if (r.usable && next < gpus_->devices()) {
+                const CheckedBackend& d = gpus_->device(next++);
+                const CrossCheckCounters& c = d.counters();
+                b.workers = d.concurrency();
+                b.self_test = d.primary_enabled() ? "passed" : "passed; switched off: " + d.disable_reason();
+                b.crosscheck_mismatches = c.mismatches.load();
+                b.errors = c.primary_errors.load();
+                b.rows_confirmed = c.rows_rechecked.load();
+                b.invalid_unconfirmed = c.invalid_unconfirmed.load();
+            } else {
+                b.self_test = "failed: " + r.self_test;
+            }
             s.backends.push_back(std::move(b));
         }
     }
-    const Backend* cpu = checked_ ? cpu_fallback_.get() : backend_.get();
+    const Backend* cpu = gpus_ != nullptr ? cpu_fallback_.get() : backend_.get();
     if (cpu) {
         BackendInfo b;
-        b.name = checked_ ? "cpu-fallback" : cpu->name();
+        b.name = gpus_ != nullptr ? "cpu-fallback" : cpu->name();
         b.kind = "cpu";
         b.device = "libsecp256k1";
         b.workers = cpu->concurrency();

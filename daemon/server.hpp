@@ -16,7 +16,7 @@
 #include <spdlog/sinks/dist_sink.h>
 
 #include "daemon/backend.hpp"
-#include "daemon/checked_backend.hpp"
+#include "daemon/striped_backend.hpp"
 #include "daemon/gpu_backend.hpp"
 #include "daemon/config.hpp"
 #include "daemon/daemon_context.hpp"
@@ -52,7 +52,7 @@ private:
     std::shared_ptr<spdlog::sinks::dist_sink_mt> dist_;
     std::unique_ptr<Backend> backend_;
     std::unique_ptr<Backend> cpu_fallback_;      // with the GPU: re-runs chunks the GPU failed
-    CheckedBackend* checked_ = nullptr;         // backend_ when it is the cross-checked GPU
+    StripedBackend* gpus_ = nullptr;            // backend_ when it is the cross-checked GPUs
     std::vector<GpuDeviceReport> gpu_reports_;  // every GPU tried at start-up
     std::unique_ptr<Scheduler> scheduler_;
     std::string socket_path_;
