@@ -55,6 +55,9 @@ public:
     virtual unsigned concurrency() const = 0;
     // Rows per chunk that keep this backend efficient while keeping chunks short.
     virtual std::size_t preferred_chunk_rows() const = 0;
+    // False once the backend can only fail (every GPU switched off): the
+    // scheduler then sends whole batches to its CPU fallback.
+    virtual bool available() const { return true; }
     // verdicts[i] = verdict of records row i (see the contract above).
     virtual ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept = 0;
 

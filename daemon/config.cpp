@@ -96,6 +96,12 @@ std::optional<Config> parse_config(int argc, char** argv, int& exit_code) {
     app.add_option("--gpu-chunks-in-flight", cfg.gpu_chunks_in_flight,
                    "Chunks a GPU runs at once, each with its own stream and buffers (one chunk rarely fills a GPU)")
         ->check(CLI::Range(1u, 64u))->capture_default_str();
+    std::string split = "auto";
+    app.add_option("--gpu-split", split,
+                   "auto: each batch is split between the GPUs and the CPU workers by measured rates so both finish "
+                   "together (a batch the CPU finishes before a GPU launch returns stays on the CPU); off: every "
+                   "chunk of --gpu-min-rows rows or more goes to the GPUs")
+        ->check(CLI::IsMember({"auto", "off"}))->capture_default_str();
     app.add_option("--gpu-min-rows", cfg.gpu_min_rows,
                    "Chunks of fewer rows skip the GPU and are verified by libsecp256k1 at once (a GPU round trip "
                    "costs milliseconds; 0 = everything to the GPU)")
@@ -119,6 +125,7 @@ std::optional<Config> parse_config(int argc, char** argv, int& exit_code) {
         return std::nullopt;
     }
     cfg.arena_size = *size;
+    cfg.gpu_split = split == "auto";
     cfg.confirm = confirm == "strict" ? ConfirmRule::strict : ConfirmRule::groups;
     cfg.backend = backend == "cpu" ? BackendChoice::cpu
                   : backend == "gpu" ? BackendChoice::gpu

@@ -40,6 +40,7 @@ struct Config {
     // 1M-row batch keeps 16 workers busy with their CPU cross-checks; the GPU
     // still sees big launches: 4 slots in flight, busy slots merge pieces.
     std::size_t gpu_chunk_rows = 65536;
+    bool gpu_split = true;               // split batches between the GPUs and the CPU workers by measured rates
     unsigned gpu_chunks_in_flight = 4;   // chunks running at once per GPU, each with its own stream and buffers
     std::size_t gpu_min_rows = 32;       // smaller chunks are verified on the CPU (GPU round trip: milliseconds)
 };

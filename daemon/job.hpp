@@ -45,6 +45,11 @@ struct Job {
     // Set when the first chunk is handed out if the job runs under the groups
     // rule (null: strict); the groups its chunks have met.
     std::shared_ptr<GroupLedger> ledger;
+    // Set with the first chunk: rows [0, gpu_rows) go to the scheduler's
+    // backend in chunks of its chunk_rows, the rest to the CPU fallback in
+    // chunks of cpu_chunk_rows (daemon/split_planner.hpp).
+    std::uint64_t gpu_rows = 0;
+    std::uint64_t cpu_chunk_rows = 0;
 };
 
 // Implemented by the owner of a JobQueue (a Session). Called by the scheduler,

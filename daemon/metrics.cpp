@@ -93,6 +93,10 @@ struct Writer {
         header(name, "gauge", help);
         sample(name, "", v);
     }
+    void gauge(std::string_view name, std::string_view help, double v) {
+        header(name, "gauge", help);
+        sample(name, "", v);
+    }
 };
 
 std::string table_lbl(std::size_t t) { return "table=\"" + std::string(kTableLabels[t]) + "\""; }
@@ -185,6 +189,15 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
              "Batches verified on a GPU, by the rule that chose which verdicts libsecp256k1 confirmed.");
     w.sample("sigverifyd_confirm_batches_total", "rule=\"strict\"", load(m.confirm_batches_strict));
     w.sample("sigverifyd_confirm_batches_total", "rule=\"groups\"", load(m.confirm_batches_groups));
+    w.counter("sigverifyd_split_cpu_rows_total",
+              "Rows of batches on a GPU daemon that the split planner gave to the CPU workers.",
+              load(m.split_cpu_rows));
+    if (s.has_split) {
+        w.gauge("sigverifyd_split_gpu_latency_seconds", "Measured GPU round trip of a small chunk.",
+                s.split.gpu_latency_s);
+        w.gauge("sigverifyd_split_gpu_row_seconds", "Measured GPU seconds per row of a large chunk.", s.split.gpu_row_s);
+        w.gauge("sigverifyd_split_cpu_row_seconds", "Measured CPU seconds per row on one worker.", s.split.cpu_row_s);
+    }
     w.counter("sigverifyd_confirm_repaired_rows_total",
               "Rows of multisig groups held by several chunks, re-verified at the end of their batch.",
               load(m.confirm_repaired_rows));
@@ -255,6 +268,10 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
     j["gauges"] = {{"queue_depth", s.queued_jobs},       {"ring_in_flight", in_flight},
                    {"ring_capacity", capacity},          {"clients_connected", s.connected_clients},
                    {"clients_max", s.max_clients},       {"stats_connections", s.stats_connections}};
+    if (s.has_split)
+        j["split"] = {{"gpu_latency_seconds", s.split.gpu_latency_s},
+                      {"gpu_row_seconds", s.split.gpu_row_s},
+                      {"cpu_row_seconds", s.split.cpu_row_s}};
     j["counters"] = {{"connections_accepted", load(m.connections_accepted)},
                      {"connections_refused", s.refused},
                      {"protocol_errors", s.protocol_errors},
@@ -266,6 +283,7 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                      {"confirm_batches_strict", load(m.confirm_batches_strict)},
                      {"confirm_batches_groups", load(m.confirm_batches_groups)},
                      {"confirm_repaired_rows", load(m.confirm_repaired_rows)},
+                     {"split_cpu_rows", load(m.split_cpu_rows)},
                      {"stats_requests", load(m.stats_requests)},
                      {"stats_refused", load(m.stats_refused)},
                      {"stats_dropped", load(m.stats_dropped)}};

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/split_planner.hpp"
+
 namespace sigverify::daemon {
 
 // Table labels: the four wire tables, then "unspecified" (a submission without
@@ -51,6 +53,7 @@ struct Metrics {
     Counter confirm_batches_strict{0};
     Counter confirm_batches_groups{0};
     Counter confirm_repaired_rows{0};
+    Counter split_cpu_rows{0};  // rows of GPU-daemon batches the split planner gave to the CPU workers
     Counter stats_requests{0};
     Counter stats_refused{0};              // stats connections refused (permission, too many)
     Counter stats_dropped{0};              // stats readers dropped (slow, idle, oversized request)
@@ -105,6 +108,8 @@ struct StatsSnapshot {
     std::uint64_t stats_connections = 0;
     std::vector<ClientInfo> clients;
     std::vector<BackendInfo> backends;
+    bool has_split = false;  // a GPU daemon's batch split model (daemon/split_planner.hpp)
+    SplitEstimates split;
 };
 
 // Renderers. `m` is read with relaxed loads: each counter is exact, the set is

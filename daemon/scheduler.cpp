@@ -103,10 +103,32 @@ bool Scheduler::use_groups_rule(const Job& j) const {
            groups_rule_applies(j.table, j.is_columns, j.rows, j.columns);
 }
 
+void Scheduler::plan_job(Job& j) const {
+    const std::uint64_t n = j.rows.count;
+    j.ledger = use_groups_rule(j) ? std::make_shared<GroupLedger>() : nullptr;
+    j.gpu_rows = n;
+    j.cpu_chunk_rows = chunk_rows_;
+    if (cpu_fallback_ == nullptr) return;
+    const unsigned workers = backend_.concurrency();
+    // One worker waits on the GPU share; the others verify the CPU share.
+    const unsigned cpu_workers = std::max(1u, workers - 1);
+    if (!backend_.available()) j.gpu_rows = 0;
+    else if (planner_ != nullptr) j.gpu_rows = planner_->gpu_rows(n, cpu_workers);
+    const std::uint64_t cpu_rows = n - j.gpu_rows;
+    const unsigned spread = j.gpu_rows == 0 ? workers : cpu_workers;
+    j.cpu_chunk_rows = std::clamp<std::uint64_t>((cpu_rows + spread - 1) / spread, 1, chunk_rows_);
+    if (metrics_ != nullptr && cpu_rows != 0) metrics_->split_cpu_rows.fetch_add(cpu_rows, std::memory_order_relaxed);
+}
+
 ChunkResult Scheduler::verify_staged(unsigned worker, const wire::RowSpan& records, const ChunkGroups* groups,
-                                     std::uint8_t* verdicts) {
+                                     bool on_cpu, std::uint8_t* verdicts) {
+    if (on_cpu) return cpu_fallback_->verify(worker, records, verdicts);  // exact: no confirmation needed
+    const auto t0 = std::chrono::steady_clock::now();
     ChunkResult r = groups != nullptr ? backend_.verify_grouped(worker, records, *groups, verdicts)
                                       : backend_.verify(worker, records, verdicts);
+    if (r.status == shm::Status::ok && planner_ != nullptr && records.count >= planner_->min_gpu_rows())
+        planner_->observe_gpu(records.count,
+                              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (r.status != shm::Status::ok && cpu_fallback_ != nullptr) {
         if (metrics_ != nullptr) {
             metrics_->cpu_fallback_chunks.fetch_add(1, std::memory_order_relaxed);
@@ -143,7 +165,11 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
         groups = &st.groups;
     }
     // 2. Verify the private copy into private verdicts.
-    const ChunkResult r = verify_staged(worker, staged, groups, st.verdicts.data());
+    const bool on_cpu = begin >= j.gpu_rows && cpu_fallback_ != nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    const ChunkResult r = verify_staged(worker, staged, groups, on_cpu, st.verdicts.data());
+    if (on_cpu && planner_ != nullptr && r.status == shm::Status::ok)
+        planner_->observe_cpu(n, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (r.status != shm::Status::ok) return r;  // nothing published
     // 3. Publish to the client, in the job's mode.
     const wire::TailSpan tails =
@@ -199,8 +225,9 @@ void Scheduler::worker_loop(unsigned worker) {
         const std::uint32_t index = q->pending_.front();
         Job& j = q->jobs_[index];
         const std::uint64_t begin = j.next_row;
-        if (begin == 0) j.ledger = use_groups_rule(j) ? std::make_shared<GroupLedger>() : nullptr;
-        const std::uint64_t end = std::min<std::uint64_t>(j.rows.count, begin + chunk_rows_);
+        if (begin == 0) plan_job(j);
+        const std::uint64_t end = begin < j.gpu_rows ? std::min<std::uint64_t>(j.gpu_rows, begin + chunk_rows_)
+                                                     : std::min<std::uint64_t>(j.rows.count, begin + j.cpu_chunk_rows);
         j.next_row = end;
         ++j.running;
         if (j.next_row >= j.rows.count) q->pending_.pop_front();

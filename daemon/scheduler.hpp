@@ -25,6 +25,11 @@
 // job's last chunk re-verifies, before the completion is posted, the rows of
 // groups that more than one chunk held (GroupLedger repairs).
 //
+// Batch split: with a CPU fallback and a SplitPlanner, the rows of a batch
+// that the CPU workers can verify before a GPU launch returns go to the CPU
+// fallback directly, spread over the workers (a block-sized batch takes
+// min(GPU, CPU) or less); the rest go to the backend.
+//
 // Memory is bounded: a queue has a fixed job table (cq_entries slots,
 // allocated at handshake), and the set of runnable queues is bounded by
 // --max-clients.
@@ -47,6 +52,7 @@
 
 #include "daemon/backend.hpp"
 #include "daemon/job.hpp"
+#include "daemon/split_planner.hpp"
 #include "daemon/staging.hpp"
 
 namespace sigverify::daemon {
@@ -102,6 +108,10 @@ public:
     std::uint64_t chunks_run() const { return chunks_run_; }
     // Counters the workers bump (chunks, CPU fallbacks); set before start().
     void set_metrics(Metrics* metrics) { metrics_ = metrics; }
+    // Splits each batch between the backend and the CPU fallback (when there
+    // is one) by measured rates, and learns from every chunk; set before
+    // start(). Without a planner every row goes to the backend.
+    void set_planner(SplitPlanner* planner) { planner_ = planner; }
 
 private:
     void worker_loop(unsigned worker);
@@ -109,8 +119,11 @@ private:
     ChunkResult run_chunk(unsigned worker, const Job& j, std::size_t begin, std::size_t end);
     // Verifies staged records on the backend, re-running a failed chunk on the
     // CPU fallback when there is one.
-    ChunkResult verify_staged(unsigned worker, const wire::RowSpan& records, const ChunkGroups* groups,
+    // on_cpu: straight to the CPU fallback (the planner's CPU share).
+    ChunkResult verify_staged(unsigned worker, const wire::RowSpan& records, const ChunkGroups* groups, bool on_cpu,
                               std::uint8_t* verdicts);
+    // Job j's first chunk is about to be handed out: its rule and split.
+    void plan_job(Job& j) const;
     // Whether job j (its first chunk about to be handed out) uses the groups rule.
     bool use_groups_rule(const Job& j) const;
     // Groups rule, job end: libsecp256k1 re-verifies the ledger's repairs (rows
@@ -132,6 +145,7 @@ private:
     std::uint64_t chunks_run_ = 0;
     bool stopping_ = false;
     Metrics* metrics_ = nullptr;
+    SplitPlanner* planner_ = nullptr;
 };
 
 }  // namespace sigverify::daemon

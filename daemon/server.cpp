@@ -317,6 +317,7 @@ bool Server::select_backend() {
             gpus_ = striped.get();
             backend_ = std::move(striped);
             cpu_fallback_ = std::make_unique<CpuBackend>(std::max(workers, cpu_threads));
+            if (cfg.gpu_split) planner_ = std::make_unique<SplitPlanner>(SplitEstimates{}, cfg.gpu_min_rows);
             log.info("backend {}: {} worker(s) striped over {} GPU(s), chunks of {} rows, {} in flight per GPU, "
                      "chunks under {} rows on the CPU, cross-check: 1 in {} valid verdicts re-verified by "
                      "libsecp256k1; invalid verdicts: confirm rule {} (multisig: those of failing groups and 1 in {} "
@@ -364,6 +365,7 @@ int Server::run() {
     log.info("backend {} self-test {}", backend_->name(), self_test_);
     scheduler_ = std::make_unique<Scheduler>(*backend_, cpu_fallback_.get(), cfg.chunk_rows);
     scheduler_->set_metrics(&ctx_.metrics);
+    scheduler_->set_planner(planner_.get());
     ctx_.scheduler = scheduler_.get();
 
     // Signals are handled synchronously through a signalfd; block them in
@@ -485,6 +487,10 @@ StatsSnapshot Server::snapshot() {
             }
             s.backends.push_back(std::move(b));
         }
+    }
+    if (planner_ != nullptr) {
+        s.has_split = true;
+        s.split = planner_->estimates();
     }
     const Backend* cpu = gpus_ != nullptr ? cpu_fallback_.get() : backend_.get();
     if (cpu) {

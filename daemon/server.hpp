@@ -53,6 +53,7 @@ private:
     std::unique_ptr<Backend> backend_;
     std::unique_ptr<Backend> cpu_fallback_;      // with the GPU: re-runs chunks the GPU failed
     StripedBackend* gpus_ = nullptr;            // backend_ when it is the cross-checked GPUs
+    std::unique_ptr<SplitPlanner> planner_;     // with the GPUs and --gpu-split auto
     std::vector<GpuDeviceReport> gpu_reports_;  // every GPU tried at start-up
     std::unique_ptr<Scheduler> scheduler_;
     std::string socket_path_;

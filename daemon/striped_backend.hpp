@@ -27,6 +27,7 @@ public:
     std::string name() const override;
     unsigned concurrency() const override { return devices_.front()->concurrency(); }
     std::size_t preferred_chunk_rows() const override;
+    bool available() const override { return any_enabled(); }
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
     bool confirms_by_group() const override { return true; }
     ChunkResult verify_grouped(unsigned worker, const wire::RowSpan& records, const ChunkGroups& groups,

@@ -134,7 +134,7 @@ TEST_CASE("a GPU that lies is switched off alone; the other takes its share", "[
     CHECK(rig.run(d) == d.truth);  // its chunk fell back to the CPU
     CHECK(rig.striped->device(0).primary_enabled());
     CHECK_FALSE(rig.striped->device(1).primary_enabled());
-    CHECK(rig.striped->device(1).counters().mismatches == 1);
+    CHECK(rig.striped->device(1).counters().mismatches >= 1);  // workers running on it at the time may each find one
     CHECK(rig.striped->any_enabled());
 
     const std::uint64_t before = rig.gpu[1]->rows;

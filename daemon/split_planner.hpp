@@ -1,0 +1,57 @@
+// Which rows of a batch the GPU verifies and which the CPU workers do.
+//
+// A GPU launch costs milliseconds however few rows it holds, while a core
+// verifies a row in tens of microseconds: a block-sized batch (2k-10k rows)
+// can finish sooner on the CPU workers, or on both at once. The planner keeps
+// a model of both, updated from every chunk the scheduler runs:
+//   GPU:  t(n) = latency + n * gpu_row     (a chunk of n rows, confirmations included)
+//   CPU:  t(n) = n * cpu_row / workers     (spread over the CPU workers)
+// and splits a batch of n rows so that both sides finish together: the GPU
+// gets g rows with latency + g * gpu_row = (n - g) * cpu_row / workers, or
+// none when the CPU alone is done before a launch returns.
+//
+// latency comes from chunks of at most kLatencyRows rows, gpu_row from chunks
+// of at least kThroughputRows rows (their time minus the latency), cpu_row
+// from CPU chunks; each is an exponentially weighted average (weight kWeight
+// for a new observation), starting from the priors given at construction.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+namespace sigverify::daemon {
+
+struct SplitEstimates {
+    double gpu_latency_s = 3e-3;     // one launch round trip (H200: 2.7 ms for 1 row)
+    double gpu_row_s = 1.0 / 800e3;  // per row of a large chunk (H200 kernel v1: 0.8 M rows/s)
+    double cpu_row_s = 40e-6;        // per row on one core (libsecp256k1 ECDSA)
+};
+
+class SplitPlanner {
+public:
+    static constexpr std::size_t kLatencyRows = 1024;
+    static constexpr std::size_t kThroughputRows = 16384;
+    static constexpr double kWeight = 0.125;
+
+    // min_gpu_rows: a GPU share smaller than this goes to the CPU as well
+    // (the GPU backend would verify it on the CPU anyway: --gpu-min-rows).
+    explicit SplitPlanner(SplitEstimates priors = {}, std::size_t min_gpu_rows = 1)
+        : e_(priors), min_gpu_rows_(min_gpu_rows) {}
+
+    // Rows [0, result) of an n-row batch go to the GPU, the rest to
+    // cpu_workers CPU workers (0 workers: everything to the GPU).
+    std::size_t gpu_rows(std::size_t n, unsigned cpu_workers) const;
+    std::size_t min_gpu_rows() const { return min_gpu_rows_; }
+
+    void observe_gpu(std::size_t rows, double seconds);
+    void observe_cpu(std::size_t rows, double seconds);
+    SplitEstimates estimates() const;
+
+private:
+    mutable std::mutex mutex_;
+    SplitEstimates e_;
+    std::size_t min_gpu_rows_;
+};
+
+}  // namespace sigverify::daemon

@@ -1,0 +1,188 @@
+// The batch split between the GPU and the CPU workers (daemon/split_planner.hpp):
+// the planner's arithmetic and learning, and the scheduler routing each
+// batch's rows by it, with a fake GPU that counts its rows (no GPU needed).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+#include "daemon/metrics.hpp"
+#include "daemon/scheduler.hpp"
+#include "daemon/split_planner.hpp"
+#include "reference/row_generator.hpp"
+
+using namespace sigverify;
+using daemon::SplitEstimates;
+using daemon::SplitPlanner;
+using wire::Mode;
+
+namespace {
+
+constexpr unsigned kWorkers = 4;
+
+double gpu_time(const SplitEstimates& e, std::size_t g) { return g == 0 ? 0 : e.gpu_latency_s + double(g) * e.gpu_row_s; }
+double cpu_time(const SplitEstimates& e, std::size_t rows, unsigned workers) {
+    return double(rows) * e.cpu_row_s / double(workers);
+}
+
+class CountingGpu final : public daemon::Backend {
+public:
+    std::atomic<std::uint64_t> rows{0};
+    bool up = true;
+    std::string name() const override { return "counting"; }
+    unsigned concurrency() const override { return kWorkers; }
+    std::size_t preferred_chunk_rows() const override { return 100000; }
+    bool available() const override { return up; }
+    daemon::ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override {
+        daemon::ChunkResult r;
+        r.tally = cpu_[worker].run(records, 0, records.count, Mode::results, verdicts);
+        rows += records.count;
+        return r;
+    }
+
+private:
+    reference::RowVerifier cpu_[kWorkers];
+};
+
+struct Sink final : daemon::JobSink {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+    void finish_job(std::uint32_t, shm::Status s, const reference::Tally&) override {
+        std::lock_guard lock(mutex);
+        CHECK(s == shm::Status::ok);
+        done = true;
+        cv.notify_all();
+    }
+};
+
+struct Data {
+    std::vector<std::uint8_t> rows;
+    wire::RowSpan span;
+    std::vector<std::uint8_t> truth;
+};
+
+Data make(std::size_t n) {
+    reference::GenOptions o;
+    o.table = wire::Table::schnorr;
+    o.count = n;
+    o.invalid_rate = 0.2;
+    o.seed = 41;
+    Data d{reference::generate_rows(o), {}, std::vector<std::uint8_t>(n)};
+    d.span = wire::RowSpan{wire::RecordKind::schnorr, 3, wire::SigEncoding::opaque, d.rows.data(), n};
+    reference::Verifier(2).verify(d.span, d.truth.data());
+    return d;
+}
+
+// One job through a scheduler over gpu with a CPU fallback and the planner.
+std::vector<std::uint8_t> run(CountingGpu& gpu, SplitPlanner& planner, Data& d, daemon::Metrics& metrics) {
+    daemon::CpuBackend cpu(kWorkers);
+    daemon::Scheduler scheduler(gpu, &cpu, 100000);
+    scheduler.set_metrics(&metrics);
+    scheduler.set_planner(&planner);
+    scheduler.start();
+    Sink sink;
+    std::shared_ptr<daemon::JobQueue> q = scheduler.make_queue(sink, 1);
+    std::vector<std::uint8_t> results(d.span.count);
+    q->job(0).rows = d.span;
+    q->job(0).mode = Mode::results;
+    q->job(0).results = results.data();
+    scheduler.submit(q, 0);
+    std::unique_lock lock(sink.mutex);
+    REQUIRE(sink.cv.wait_for(lock, std::chrono::seconds(60), [&] { return sink.done; }));
+    lock.unlock();
+    scheduler.stop();
+    return results;
+}
+
+}  // namespace
+
+TEST_CASE("the split: all CPU while the CPU beats a launch, else both finish together", "[split]") {
+    const SplitEstimates h200;  // the priors: 3 ms launch, 0.8 M rows/s GPU, 40 us a row on one core
+    SplitPlanner p(h200, 32);
+    const unsigned workers = 15;
+    CHECK(p.gpu_rows(0, workers) == 0);
+    CHECK(p.gpu_rows(1, workers) == 0);
+    CHECK(p.gpu_rows(64, workers) == 0);     // 0.17 ms on 15 cores, far below a launch
+    CHECK(p.gpu_rows(1000, workers) == 0);   // 2.7 ms < 3 ms
+    for (std::size_t n : {std::size_t(4096), std::size_t(65536), std::size_t(1) << 20}) {
+        const std::size_t g = p.gpu_rows(n, workers);
+        INFO("n = " << n << ", GPU rows " << g);
+        REQUIRE(g > 0);
+        REQUIRE(g < n);
+        // Both sides finish together, to a row's time.
+        CHECK(std::abs(gpu_time(h200, g) - cpu_time(h200, n - g, workers)) <= h200.cpu_row_s / workers + h200.gpu_row_s);
+        // And no worse than either alone.
+        CHECK(gpu_time(h200, g) <= std::min(gpu_time(h200, n), cpu_time(h200, n, workers)) + 1e-9);
+    }
+    // Without CPU workers everything goes to the GPU; a GPU share below min_gpu_rows goes to the CPU.
+    CHECK(p.gpu_rows(5000, 0) == 5000);
+    SplitPlanner picky(h200, 100000);
+    CHECK(picky.gpu_rows(65536, workers) == 0);
+    // A CPU far slower than the GPU: (nearly) everything to the GPU.
+    SplitPlanner slow_cpu(SplitEstimates{1e-3, 1e-7, 1.0}, 1);
+    CHECK(slow_cpu.gpu_rows(100000, 1) >= 99999);
+}
+
+TEST_CASE("the planner learns latency, GPU and CPU rates from chunks", "[split]") {
+    SplitPlanner p;
+    for (int i = 0; i < 200; ++i) p.observe_gpu(8, 0.001);          // small chunks: 1 ms round trips
+    CHECK(p.estimates().gpu_latency_s == Approx(0.001).epsilon(0.01));
+    for (int i = 0; i < 200; ++i) p.observe_gpu(100000, 0.021);     // 1 ms + 100k x 0.2 us
+    CHECK(p.estimates().gpu_row_s == Approx(0.2e-6).epsilon(0.01));
+    for (int i = 0; i < 200; ++i) p.observe_cpu(100, 0.005);        // 50 us a row
+    CHECK(p.estimates().cpu_row_s == Approx(50e-6).epsilon(0.01));
+    const double before = p.estimates().gpu_latency_s;
+    p.observe_gpu(4000, 0.5);                                        // mid-sized: neither estimate moves
+    p.observe_cpu(0, 1.0);
+    p.observe_gpu(8, -1.0);                                          // nonsense is ignored
+    CHECK(p.estimates().gpu_latency_s == before);
+}
+
+TEST_CASE("the scheduler routes each batch by the planner and the verdicts stay exact", "[split]") {
+    Data d = make(600);
+    const unsigned cpu_workers = kWorkers - 1;
+    SECTION("a launch slower than the CPU: the whole batch stays on the CPU") {
+        CountingGpu gpu;
+        SplitPlanner p(SplitEstimates{10.0, 1e-6, 40e-6}, 1);
+        daemon::Metrics m;
+        CHECK(run(gpu, p, d, m) == d.truth);
+        CHECK(gpu.rows == 0);
+        CHECK(m.split_cpu_rows == 600);
+        CHECK(m.chunks == kWorkers);  // spread over every worker
+    }
+    SECTION("balanced: the GPU gets the planner's share, the CPU workers the rest") {
+        CountingGpu gpu;
+        SplitPlanner p(SplitEstimates{1e-3, 10e-6, 40e-6}, 1);
+        const std::size_t g = p.gpu_rows(600, cpu_workers);
+        REQUIRE(g > 0);
+        REQUIRE(g < 600);
+        daemon::Metrics m;
+        CHECK(run(gpu, p, d, m) == d.truth);
+        CHECK(gpu.rows == g);
+        CHECK(m.split_cpu_rows == 600 - g);
+        CHECK(m.chunks <= 1 + cpu_workers);
+    }
+    SECTION("a slow CPU: everything to the GPU") {
+        CountingGpu gpu;
+        SplitPlanner p(SplitEstimates{1e-6, 1e-9, 1.0}, 1);
+        daemon::Metrics m;
+        CHECK(run(gpu, p, d, m) == d.truth);
+        CHECK(gpu.rows == 600);
+        CHECK(m.split_cpu_rows == 0);
+    }
+    SECTION("every GPU switched off: the CPU fallback takes whole batches, spread over the workers") {
+        CountingGpu gpu;
+        gpu.up = false;
+        SplitPlanner p(SplitEstimates{1e-6, 1e-9, 1.0}, 1);
+        daemon::Metrics m;
+        CHECK(run(gpu, p, d, m) == d.truth);
+        CHECK(gpu.rows == 0);
+        CHECK(m.chunks == kWorkers);
+        CHECK(m.cpu_fallback_chunks == 0);  // planned for the CPU, not failed over
+    }
+}
