@@ -223,7 +223,7 @@ struct DeviceVerifier::Impl {
     }
 
     Status launch(Lane& l, std::size_t n, const wire::RowSpan& rows) {
-        const int tpb = options.threads_per_block;
+        const int tpb = spread_threads_per_block(n, options.threads_per_block, info.sm_count, kRowsPerThread);
         const std::size_t per_block = std::size_t(tpb) * kRowsPerThread;
         const unsigned blocks = static_cast<unsigned>((n + per_block - 1) / per_block);
         verify_kernel<<<blocks, tpb, kSharedBytesPerThread * std::size_t(tpb), l.stream>>>(

@@ -83,6 +83,22 @@ struct Options {
     int threads_per_block = 128;
 };
 
+// Threads per block of a launch of n rows, rows_per_thread each: the
+// configured threads_per_block, or for a launch too small to give every SM a
+// block, fewer (a multiple of 32, at least 32) so that its blocks spread over
+// all sm_count SMs instead of piling onto a few (a 4,096-row block-sized
+// batch: 128 blocks of 32 threads on an H200's 132 SMs, not 32 blocks of 128).
+constexpr int spread_threads_per_block(std::size_t n, int threads_per_block, int sm_count, int rows_per_thread) {
+    if (sm_count <= 0 || rows_per_thread <= 0 || n == 0) return threads_per_block;
+    const std::size_t full_blocks = (n + std::size_t(threads_per_block) * rows_per_thread - 1) /
+                                    (std::size_t(threads_per_block) * rows_per_thread);
+    if (full_blocks >= std::size_t(sm_count)) return threads_per_block;
+    const std::size_t threads = (n + std::size_t(rows_per_thread) - 1) / std::size_t(rows_per_thread);
+    const std::size_t per_sm = (threads + std::size_t(sm_count) - 1) / std::size_t(sm_count);
+    const std::size_t rounded = (per_sm + 31) / 32 * 32;
+    return int(rounded < 32 ? 32 : rounded > std::size_t(threads_per_block) ? std::size_t(threads_per_block) : rounded);
+}
+
 struct Counts {
     std::uint64_t valid = 0;
     std::uint64_t invalid = 0;

@@ -47,3 +47,23 @@ TEST_CASE("without a usable GPU, discovery and open report why", "[kernels][gpu]
     CHECK_FALSE(st.message.empty());
     CHECK(gpu::to_string(st.code) != "?");
 }
+
+TEST_CASE("small launches spread over every SM, large ones keep the configured block size", "[kernels][gpu][unit]") {
+    using sigverify::gpu::spread_threads_per_block;
+    // H200: 132 SMs, 128 threads a block, one row a thread.
+    CHECK(spread_threads_per_block(1, 128, 132, 1) == 32);
+    CHECK(spread_threads_per_block(4096, 128, 132, 1) == 32);     // 128 blocks, not 32
+    CHECK(spread_threads_per_block(10000, 128, 132, 1) == 96);    // 105 blocks of 96, not 79 of 128
+    CHECK(spread_threads_per_block(16896, 128, 132, 1) == 128);   // 132 full blocks already
+    CHECK(spread_threads_per_block(1 << 20, 128, 132, 1) == 128);
+    CHECK(spread_threads_per_block(4096, 256, 132, 4) == 32);     // several rows a thread
+    for (std::size_t n : {std::size_t(1), std::size_t(33), std::size_t(4096), std::size_t(12000)}) {
+        const int tpb = spread_threads_per_block(n, 128, 132, 1);
+        CHECK(tpb % 32 == 0);
+        CHECK(tpb >= 32);
+        CHECK(tpb <= 128);
+        // Never fewer blocks than the configured size gives.
+        CHECK((n + std::size_t(tpb) - 1) / std::size_t(tpb) >= (n + 127) / 128);
+    }
+    CHECK(spread_threads_per_block(100, 128, 0, 1) == 128);  // unknown SM count: unchanged
+}
