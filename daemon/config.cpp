@@ -50,8 +50,10 @@ std::optional<Config> parse_config(int argc, char** argv, int& exit_code) {
     app.add_option("--runtime-dir", cfg.runtime_dir,
                    "Directory of the control socket (default $SIGVERIFY_RUNTIME_DIR or /run/sigverifyd)");
     std::string backend = "auto";
-    app.add_option("--backend", backend, "Verification backend: auto|cpu|gpu")
-        ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+    app.add_option("--backend", backend,
+                   "Verification backend: auto|cpu|gpu (host-kernel: the GPU path with the kernels' host twin in "
+                   "each GPU's place, one per --gpus entry; for tests, slow)")
+        ->check(CLI::IsMember({"auto", "cpu", "gpu", "host-kernel"}));
     app.add_option("--cpu-threads", cfg.cpu_threads, "CPU verification threads (0 = all cores)")
         ->check(CLI::Range(0u, 1024u));
     app.add_option("--max-clients", cfg.max_clients, "Maximum connected clients")
@@ -129,6 +131,7 @@ std::optional<Config> parse_config(int argc, char** argv, int& exit_code) {
     cfg.confirm = confirm == "strict" ? ConfirmRule::strict : ConfirmRule::groups;
     cfg.backend = backend == "cpu" ? BackendChoice::cpu
                   : backend == "gpu" ? BackendChoice::gpu
+                  : backend == "host-kernel" ? BackendChoice::host_kernel
                                      : BackendChoice::automatic;
     if (cfg.runtime_dir.empty()) {
         std::cerr << "--runtime-dir must not be empty\n";

@@ -12,7 +12,7 @@
 
 namespace sigverify::daemon {
 
-enum class BackendChoice { automatic, cpu, gpu };
+enum class BackendChoice { automatic, cpu, gpu, host_kernel };
 
 struct Config {
     std::string runtime_dir;             // socket directory

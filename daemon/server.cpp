@@ -1,5 +1,6 @@
 #include "daemon/server.hpp"
 
+
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -21,6 +22,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "daemon/host_kernel_backend.hpp"
 #include "daemon/mapping_guard.hpp"
 #include "daemon/self_test.hpp"
 #include "shm_protocol/segment_access.hpp"
@@ -280,15 +282,67 @@ void Server::shutdown_gracefully() {
     ctx_.log->flush();
 }
 
+// Puts the GPUs (or their host twins) in place: each behind its own
+// CheckedBackend, all striped, with a CPU fallback and the batch split.
+void Server::use_gpus(std::vector<std::unique_ptr<Backend>> devices, unsigned cpu_threads) {
+    const Config& cfg = ctx_.config;
+    const unsigned workers = devices.front()->concurrency();
+    const CrossCheckPolicy policy{cfg.cross_check_sample, cfg.gpu_min_rows, cfg.cross_check_invalid_sample};
+    std::vector<std::unique_ptr<CheckedBackend>> checked;
+    for (auto& device : devices) {
+        const std::string name = device->name();
+        checked.push_back(std::make_unique<CheckedBackend>(
+            std::move(device), cfg.gpu_chunk_rows, policy, [this, name](const std::string& reason) {
+                // Runs once per GPU, in the worker that found the fault, after its counters moved.
+                const bool mismatch = reason.find("disagrees") != std::string::npos;
+                (mismatch ? ctx_.metrics.gpu_crosscheck_mismatches : ctx_.metrics.gpu_errors)
+                    .fetch_add(1, std::memory_order_relaxed);
+                const bool others = gpus_ != nullptr && gpus_->any_enabled();
+                ctx_.log->error("{} switched off, {}: {}", name,
+                                others ? "the other GPUs take its share" : "verifying on the CPU from now on", reason);
+            }));
+    }
+    auto striped = std::make_unique<StripedBackend>(std::move(checked));
+    gpus_ = striped.get();
+    backend_ = std::move(striped);
+    cpu_fallback_ = std::make_unique<CpuBackend>(std::max(workers, cpu_threads));
+    if (cfg.gpu_split) planner_ = std::make_unique<SplitPlanner>(SplitEstimates{}, cfg.gpu_min_rows);
+    ctx_.log->info("backend {}: {} worker(s) striped over {} GPU(s), chunks of {} rows, {} in flight per GPU, "
+                   "chunks under {} rows on the CPU, batch split {}, cross-check: 1 in {} valid verdicts "
+                   "re-verified by libsecp256k1; invalid verdicts: confirm rule {} (multisig: those of failing "
+                   "groups and 1 in {} others; other tables: all)",
+                   gpus_->name(), workers, gpus_->devices(), cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
+                   cfg.gpu_min_rows, cfg.gpu_split ? "auto" : "off", cfg.cross_check_sample, to_string(cfg.confirm),
+                   cfg.cross_check_invalid_sample);
+}
+
 // Chooses the verification backend. With a usable GPU (--backend gpu|auto),
-// the GPU backend wrapped in a CheckedBackend, plus a CPU fallback for the
-// chunks it fails; otherwise the CPU backend. --backend gpu without a usable
-// GPU is a start-up error.
+// the GPUs (use_gpus); otherwise the CPU backend. --backend gpu without a
+// usable GPU is a start-up error. --backend host-kernel: the GPU path with
+// the kernels' host twin in each GPU's place (tests; one per --gpus entry).
 bool Server::select_backend() {
     auto& log = *ctx_.log;
     const Config& cfg = ctx_.config;
+    const unsigned cpu_threads = cfg.cpu_threads ? cfg.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
+    if (cfg.backend == BackendChoice::host_kernel) {
+        const std::size_t count =
+            cfg.gpus == "all" ? 1 : std::size_t(std::count(cfg.gpus.begin(), cfg.gpus.end(), ',')) + 1;
+        std::vector<std::unique_ptr<Backend>> devices;
+        for (std::size_t i = 0; i < count; ++i) {
+            devices.push_back(std::make_unique<HostKernelBackend>(int(i), cpu_threads));
+            GpuDeviceReport r;
+            r.info.index = int(i);
+            r.info.name = "host kernel (CPU)";
+            r.usable = true;
+            r.self_test = "passed";
+            gpu_reports_.push_back(r);
+        }
+        log.warn("--backend host-kernel: the GPU kernels' host twin in the place of {} GPU(s), for tests (slow)",
+                 count);
+        use_gpus(std::move(devices), cpu_threads);
+        return true;
+    }
     if (cfg.backend != BackendChoice::cpu) {
-        const unsigned cpu_threads = cfg.cpu_threads ? cfg.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
         std::string error;
         auto opened = GpuBackend::open_all(cfg.gpus, cpu_threads, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
                                            gpu_reports_, error);
@@ -296,34 +350,9 @@ bool Server::select_backend() {
             log.info("gpu {} {} ({} SMs, {} MiB): self-test {}", r.info.index, r.info.name, r.info.sm_count,
                      r.info.total_memory >> 20, r.self_test);
         if (!opened.empty()) {
-            const unsigned workers = opened.front()->concurrency();
-            const CrossCheckPolicy policy{cfg.cross_check_sample, cfg.gpu_min_rows, cfg.cross_check_invalid_sample};
-            std::vector<std::unique_ptr<CheckedBackend>> checked;
-            for (auto& gpu : opened) {
-                const std::string name = gpu->name();
-                checked.push_back(std::make_unique<CheckedBackend>(
-                    std::move(gpu), cfg.gpu_chunk_rows, policy, [this, name](const std::string& reason) {
-                        // Runs once per GPU, in the worker that found the fault, after its counters moved.
-                        const bool mismatch = reason.find("disagrees") != std::string::npos;
-                        (mismatch ? ctx_.metrics.gpu_crosscheck_mismatches : ctx_.metrics.gpu_errors)
-                            .fetch_add(1, std::memory_order_relaxed);
-                        const bool others = gpus_ != nullptr && gpus_->any_enabled();
-                        ctx_.log->error("{} switched off, {}: {}", name,
-                                        others ? "the other GPUs take its share" : "verifying on the CPU from now on",
-                                        reason);
-                    }));
-            }
-            auto striped = std::make_unique<StripedBackend>(std::move(checked));
-            gpus_ = striped.get();
-            backend_ = std::move(striped);
-            cpu_fallback_ = std::make_unique<CpuBackend>(std::max(workers, cpu_threads));
-            if (cfg.gpu_split) planner_ = std::make_unique<SplitPlanner>(SplitEstimates{}, cfg.gpu_min_rows);
-            log.info("backend {}: {} worker(s) striped over {} GPU(s), chunks of {} rows, {} in flight per GPU, "
-                     "chunks under {} rows on the CPU, cross-check: 1 in {} valid verdicts re-verified by "
-                     "libsecp256k1; invalid verdicts: confirm rule {} (multisig: those of failing groups and 1 in {} "
-                     "others; other tables: all)",
-                     gpus_->name(), workers, gpus_->devices(), cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
-                     cfg.gpu_min_rows, cfg.cross_check_sample, to_string(cfg.confirm), cfg.cross_check_invalid_sample);
+            std::vector<std::unique_ptr<Backend>> devices;
+            for (auto& gpu : opened) devices.push_back(std::move(gpu));
+            use_gpus(std::move(devices), cpu_threads);
             return true;
         }
         if (cfg.backend == BackendChoice::gpu) {

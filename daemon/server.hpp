@@ -41,6 +41,7 @@ public:
 
 private:
     bool select_backend();
+    void use_gpus(std::vector<std::unique_ptr<Backend>> devices, unsigned cpu_threads);
     bool setup_socket();
     void accept_one();
     void reap_sessions(bool all);
