@@ -208,10 +208,18 @@ expect_status 3 "groups: columns without grouping fields" "$SV" groups --columns
 for cmd in "verify" "columns" "groups"; do
   expect_status 0 "$cmd --help" "$SV" $cmd --help
 done
-"$SV" verify --help | grep -q -- '--columns' && ok || fail "verify --help lacks --columns"
-"$SV" columns --help | grep -q -- '--correlate' && ok || fail "columns --help lacks --correlate"
-"$SV" groups --help | grep -q -- '--results' && ok || fail "groups --help lacks --results"
-"$SV" --help | grep -q 'groups' && ok || fail "top-level --help lacks groups"
+# Help text is read into a variable first: in `cmd | grep -q`, grep exits at
+# the first match and the writer may get SIGPIPE, which fails the pipeline
+# under pipefail (a flake).
+help_has() {  # help_has PATTERN description command...
+  local pattern=$1 what=$2 out; shift 2
+  out=$("$@" 2>&1) || { fail "$what: exit $?"; return; }
+  grep -q -- "$pattern" <<<"$out" && ok || fail "$what"
+}
+help_has '--columns' "verify --help lacks --columns" "$SV" verify --help
+help_has '--correlate' "columns --help lacks --correlate" "$SV" columns --help
+help_has '--results' "groups --help lacks --results" "$SV" groups --help
+help_has 'groups' "top-level --help lacks groups" "$SV" --help
 
 # --- verify --columns through sigverifyd ---------------------------------------
 if [ -n "$SVD" ]; then

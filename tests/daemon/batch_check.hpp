@@ -1,6 +1,7 @@
 // Shared helpers of the daemon tests: generate signed rows, send them through a
-// Client with the table's own API, and compare with the reference verifier row
-// by row (results) or byte by byte (collect).
+// Client with the table's own API, and compare with verdicts known without any
+// verifier of the product (make_known_rows) row by row (results) or byte by
+// byte (collect). make_rows' verdicts are not known: use it for load only.
 #pragma once
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "reference/reference_verifier.hpp"
@@ -106,6 +108,47 @@ inline std::vector<std::uint8_t> collect_expectation(const KnownRows& k) {
     for (std::size_t i = 0; i < k.expected.size(); ++i)
         if (k.expected[i]) std::memset(out.data() + i * k.stride + k.record, 0, k.tail);
     return out;
+}
+
+// The collect rule for columns, likewise written out independently: the
+// correlate entry (tail bytes a row) of every valid row is zeroed, that of
+// every invalid row is unchanged. An invalid row's entry must not be all zero
+// to begin with, or a wrongly zeroed entry could not be seen; the known rows'
+// tails are never zero, and libbitcoin's layout keeps their id bytes.
+inline std::vector<std::uint8_t> collect_expectation(const KnownRows& k, const std::vector<std::uint8_t>& correlate,
+                                                     std::size_t tail) {
+    if (correlate.size() != k.expected.size() * tail)
+        throw std::logic_error("collect_expectation: correlate size is not rows x tail");
+    std::vector<std::uint8_t> out = correlate;
+    for (std::size_t i = 0; i < k.expected.size(); ++i) {
+        std::uint8_t* entry = out.data() + i * tail;
+        if (k.expected[i]) {
+            std::memset(entry, 0, tail);
+        } else {
+            bool any = false;
+            for (std::size_t b = 0; b < tail; ++b) any = any || entry[b] != 0;
+            if (tail != 0 && !any) throw std::logic_error("collect_expectation: an invalid row's entry is all zero");
+        }
+    }
+    return out;
+}
+
+// "" when got equals want entry by entry (width bytes each), else how many
+// entries differ and the first few, each with the row's known verdict: a
+// valid row whose entry was not zeroed, or an invalid row whose entry changed.
+inline std::string first_entry_differences(const std::uint8_t* got, const std::vector<std::uint8_t>& want,
+                                           std::size_t width, const std::vector<std::uint8_t>& expected,
+                                           std::size_t limit = 5) {
+    if (width == 0) return "";
+    std::string first;
+    std::size_t differing = 0;
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        if (std::memcmp(got + i * width, want.data() + i * width, width) == 0) continue;
+        if (differing++ < limit)
+            first += " row " + std::to_string(i) + (expected[i] ? " (valid, not zeroed)" : " (invalid, changed)");
+    }
+    if (differing == 0) return "";
+    return std::to_string(differing) + " of " + std::to_string(expected.size()) + " entries differ; first:" + first;
 }
 
 inline wire::RowSpan span_of(wire::Table table, wire::SigEncoding enc, std::vector<std::uint8_t>& rows,

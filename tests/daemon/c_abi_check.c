@@ -4,10 +4,12 @@
 
 #include "sigverify/sigverify.h"
 
-/* Verifies n ECDSA rows and collects n Schnorr rows through the daemon in dir.
- * Returns 0 on success, else a line number. */
+/* Verifies n ECDSA rows (verdicts into results) and collects n Schnorr rows
+ * through the daemon in dir, then verifies the ECDSA rows again through the
+ * local fallback (verdicts into results_local). The caller compares both with
+ * the known verdicts. Returns 0 on success, else a line number. */
 int c_abi_check(const char* dir, const unsigned char* ecdsa_rows, size_t n, unsigned char* results,
-                unsigned char* schnorr_rows, unsigned long long* valid_out) {
+                unsigned char* schnorr_rows, unsigned long long* valid_out, unsigned char* results_local) {
     sigverify_options o;
     sigverify_client* c = NULL;
     unsigned long long valid = 0, invalid = 0;
@@ -31,7 +33,8 @@ int c_abi_check(const char* dir, const unsigned char* ecdsa_rows, size_t n, unsi
     if (valid + invalid != n) return __LINE__;
     rc = sigverify_collect_schnorr(c, schnorr_rows, n, 3);
     if (rc != SIGVERIFY_OK) return __LINE__;
-    if (sigverify_verify_ecdsa(c, ecdsa_rows, n, 3, 7, results) != SIGVERIFY_E_INVALID_ARGUMENT) return __LINE__;
+    /* A bad encoding is refused (into results_local, so the daemon's verdicts stay for the caller). */
+    if (sigverify_verify_ecdsa(c, ecdsa_rows, n, 3, 7, results_local) != SIGVERIFY_E_INVALID_ARGUMENT) return __LINE__;
     if (strlen(sigverify_last_error()) == 0) return __LINE__;
     sigverify_close(c);
     *valid_out = valid;
@@ -47,8 +50,8 @@ int c_abi_check(const char* dir, const unsigned char* ecdsa_rows, size_t n, unsi
     o.local_threads = 1;
     rc = sigverify_connect(&o, &c);
     if (rc != SIGVERIFY_OK || c == NULL || sigverify_is_connected(c)) return __LINE__;
-    memset(results, 0xAA, n);
-    rc = sigverify_verify_ecdsa(c, ecdsa_rows, n, 3, SIGVERIFY_ENCODING_OPAQUE, results);
+    memset(results_local, 0xAA, n);
+    rc = sigverify_verify_ecdsa(c, ecdsa_rows, n, 3, SIGVERIFY_ENCODING_OPAQUE, results_local);
     if (rc != SIGVERIFY_OK) return __LINE__;
     sigverify_last_counts(&v, &iv);
     if (v != valid || iv != invalid) return __LINE__;

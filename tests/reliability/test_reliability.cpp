@@ -110,20 +110,23 @@ Percentiles percentiles(std::vector<double> v) {
 }
 
 // A quiet client: 1-row batches (with a correct verdict) for `ms`; latencies in ms.
+// It alternates a row known valid and one known invalid (make_known_rows: rows
+// 0 and 3), so a daemon answering 1 (or 0) to everything is caught.
 std::vector<double> quiet_latencies(Client& c, std::chrono::milliseconds ms, bool& all_correct) {
-    auto rows = make_rows(wire::Table::schnorr, 2, wire::SigEncoding::opaque, 99);
-    reference::RowVerifier rv;
-    const std::uint8_t expect[2] = {static_cast<std::uint8_t>(rv.verify_schnorr(rows.data()) ? 1 : 0),
-                                    static_cast<std::uint8_t>(rv.verify_schnorr(rows.data() + 131) ? 1 : 0)};
+    const KnownRows known = make_known_rows(wire::Table::schnorr, 4, wire::SigEncoding::opaque, 99);
+    const std::size_t pick[2] = {0, 3};
+    if (known.expected[pick[0]] != 1 || known.expected[pick[1]] != 0)
+        throw std::logic_error("quiet_latencies: rows 0 and 3 are not valid and invalid");
     std::vector<double> lat;
     all_correct = true;
     const auto until = Clock::now() + ms;
     for (std::size_t i = 0; Clock::now() < until; ++i) {
+        const std::size_t row = pick[i % 2];
         std::uint8_t res = 0xAA;
         const auto t0 = Clock::now();
-        const BatchResult r = c.verify_schnorr(rows.data() + (i % 2) * 131, 1, 3, &res);
+        const BatchResult r = c.verify_schnorr(known.rows.data() + row * known.stride, 1, 3, &res);
         lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-        if (!r.ok() || res != expect[i % 2]) all_correct = false;
+        if (!r.ok() || res != known.expected[row]) all_correct = false;
         std::this_thread::sleep_for(std::chrono::microseconds(500));
     }
     return lat;

@@ -8,6 +8,9 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+
+#include "reference/reference_verifier.hpp"
 
 namespace sigverify::test {
 
@@ -111,6 +114,78 @@ WycheproofSet load_wycheproof(const std::string& file_name, WycheproofFormat for
     }
     secp256k1_context_destroy(ctx);
     return set;
+}
+
+bool is_high_s(const std::uint8_t* compact) {
+    static const std::uint8_t half_n[32] = {0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                            0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x5D, 0x57, 0x6E, 0x73, 0x57, 0xA4,
+                                            0x50, 0x1D, 0xDF, 0xE9, 0x2F, 0x46, 0x68, 0x1B, 0x20, 0xA0};
+    return std::memcmp(compact + 32, half_n, 32) > 0;
+}
+
+std::optional<bool> consensus_verdict(const WycheproofCase& c, bool bitcoin_variant) {
+    if (bitcoin_variant && is_high_s(c.record.sig)) {
+        if (!c.has_flag("SignatureMalleabilityBitcoin")) return std::nullopt;
+        return true;
+    }
+    return c.expected_valid();
+}
+
+std::size_t VectorRows::valid() const {
+    std::size_t n = 0;
+    for (std::uint8_t e : expected) n += e;
+    return n;
+}
+
+namespace {
+VectorRows empty_rows(const std::string& name, wire::Table table, wire::SigEncoding encoding) {
+    VectorRows v;
+    v.name = name;
+    v.table = table;
+    v.encoding = encoding;
+    v.record = wire::record_size(wire::record_kind(table));
+    v.tail = wire::canonical_tail_size(table);
+    v.stride = v.record + v.tail;
+    return v;
+}
+
+// Appends one row: the record, then a tail that is never zero.
+void add_row(VectorRows& v, const void* record, bool valid, std::string label) {
+    const std::size_t i = v.count();
+    v.rows.resize(v.rows.size() + v.stride);
+    std::uint8_t* row = v.rows.data() + i * v.stride;
+    std::memcpy(row, record, v.record);
+    for (std::size_t b = 0; b < v.tail; ++b) row[v.record + b] = std::uint8_t(1 + (i * 31 + b * 7) % 255);
+    v.expected.push_back(valid ? 1 : 0);
+    v.labels.push_back(std::move(label));
+}
+}  // namespace
+
+VectorRows bip340_rows(const Bip340Set& set, const std::string& name) {
+    VectorRows v = empty_rows(name, wire::Table::schnorr, wire::SigEncoding::opaque);
+    for (const auto& c : set.cases)
+        add_row(v, &c.record, c.expected_valid,
+                "BIP-340 vector " + std::to_string(c.index) + (c.comment.empty() ? "" : " (" + c.comment + ")") +
+                    ", file says " + (c.expected_valid ? "TRUE" : "FALSE"));
+    return v;
+}
+
+VectorRows wycheproof_rows(const WycheproofSet& set, bool bitcoin_variant, wire::SigEncoding encoding,
+                           const std::string& name) {
+    VectorRows v = empty_rows(name, wire::Table::ecdsa, encoding);
+    for (const auto& c : set.cases) {
+        const std::optional<bool> verdict = consensus_verdict(c, bitcoin_variant);
+        if (!verdict) {
+            ++v.without_verdict;
+            continue;
+        }
+        wire::EcdsaRecord record = c.record;
+        if (encoding == wire::SigEncoding::opaque) reference::swap_sig_encoding(c.record.sig, record.sig);
+        add_row(v, &record, *verdict,
+                "tcId " + std::to_string(c.tc_id) + " (" + c.comment + "), file says " + c.result +
+                    (*verdict != c.expected_valid() ? ", valid under consensus (high-S)" : ""));
+    }
+    return v;
 }
 
 }  // namespace sigverify::test

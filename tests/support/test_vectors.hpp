@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,5 +58,42 @@ struct WycheproofSet {
 };
 enum class WycheproofFormat { der, p1363 };
 WycheproofSet load_wycheproof(const std::string& file_name, WycheproofFormat format);
+
+// s > n/2, read from a compact (r BE || s BE) signature.
+bool is_high_s(const std::uint8_t* compact);
+
+// The verdict a Wycheproof case states, where it holds under consensus
+// ("acceptable" counts as valid, as in expected_valid()); nullopt where it does
+// not: the bitcoin variant rejects high-S as policy, so its "invalid" for a
+// high-S signature says nothing about consensus. Only its malleated copies of
+// valid signatures (flag SignatureMalleabilityBitcoin) have a known consensus
+// answer: valid.
+std::optional<bool> consensus_verdict(const WycheproofCase& c, bool bitcoin_variant);
+
+// Vector cases as one batch of rows of a table, for every verifier from the
+// reference to a real daemon: row i is case i's record and a canonical tail
+// that is never zero (so collect's zeroing of a valid row's tail shows), with
+// the verdict the vector file states and a label naming the case.
+struct VectorRows {
+    std::string name;
+    wire::Table table = wire::Table::ecdsa;
+    wire::SigEncoding encoding = wire::SigEncoding::opaque;
+    std::size_t record = 0, tail = 0, stride = 0;
+    std::vector<std::uint8_t> rows;
+    std::vector<std::uint8_t> expected;  // 1 = valid, 0 = invalid
+    std::vector<std::string> labels;
+    std::size_t without_verdict = 0;  // cases left out: no consensus verdict (consensus_verdict)
+
+    std::size_t count() const { return expected.size(); }
+    std::size_t valid() const;
+    const std::uint8_t* row(std::size_t i) const { return rows.data() + i * stride; }
+};
+
+// BIP-340 cases as schnorr-table rows; each row expects the file's verdict.
+VectorRows bip340_rows(const Bip340Set& set, const std::string& name);
+// Wycheproof cases as ecdsa-table rows in the given encoding (opaque: the
+// compact signature byte-swapped); cases without a consensus verdict are left out.
+VectorRows wycheproof_rows(const WycheproofSet& set, bool bitcoin_variant, wire::SigEncoding encoding,
+                           const std::string& name);
 
 }  // namespace sigverify::test
