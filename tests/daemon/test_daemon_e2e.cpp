@@ -14,6 +14,7 @@
 #include "batch_check.hpp"
 #include "daemon_fixture.hpp"
 #include "support/first_differences.hpp"
+#include "ops/ops_helpers.hpp"
 #include "support/test_vectors.hpp"
 
 using namespace sigverify;
@@ -260,14 +261,13 @@ TEST_CASE("one client used from several threads at once", "[daemon][e2e]") {
     CHECK(failures == 0);
 }
 
-TEST_CASE("the BIP-340 and Wycheproof vectors through a daemon get the verdicts the vector files state", "[daemon][e2e][vectors]") {
-    // The vendored vectors, turned into rows as the unit tests do
-    // (tests/support/test_vectors.hpp), through a real daemon and client:
-    // whatever backend the daemon picks is judged by the vectors' own
-    // verdicts, not by another verifier. --gpu-min-rows 1: on a GPU build even
-    // the 15-row BIP-340 batches go to the GPU (by default batches under 32
-    // rows are verified by libsecp256k1 on the CPU).
-    DaemonProcess d({"--arena-size", "256K", "--cpu-threads", "2", "--gpu-min-rows", "1"});
+namespace {
+
+// The vendored vectors, turned into rows as the unit tests do
+// (tests/support/test_vectors.hpp), through a real daemon and client: the
+// daemon's backend is judged by the vectors' own verdicts, not by another
+// verifier.
+void check_vectors_through(const DaemonProcess& d) {
     auto c = Client::connect(options_for(d, "vectors"));
     std::vector<VectorRows> sets;
     sets.push_back(bip340_rows(load_bip340(), "BIP-340"));
@@ -315,4 +315,74 @@ TEST_CASE("the BIP-340 and Wycheproof vectors through a daemon get the verdicts 
     // Pinned, so a loader that silently drops cases shows: 15 + 15 BIP-340
     // rows, and each Wycheproof case with a consensus verdict in both encodings.
     CHECK(sent == 1592);
+}
+
+// Every GPU of a daemon still on, with no cross-check mismatch and no error
+// ("" when so; else the stats line of each GPU that is not).
+std::string gpus_not_clean(const DaemonProcess& d) {
+    const std::string backends = stats_command(d.dir(), "backends");
+    std::string out;
+    std::size_t gpus = 0;
+    for (std::size_t at = 0; at < backends.size();) {
+        const std::size_t end = std::min(backends.find('\n', at), backends.size());
+        const std::string line = backends.substr(at, end - at);
+        at = end + 1;
+        if (line.find("kind=gpu") == std::string::npos) continue;
+        ++gpus;
+        if (line.find("self_test=\"passed\"") == std::string::npos ||
+            line.find("crosscheck_mismatches=0 ") == std::string::npos || line.find(" errors=0 ") == std::string::npos)
+            out += line + "\n";
+    }
+    return gpus == 0 ? "no GPU in: " + backends : out;
+}
+
+// The daemon's GPU path — per-GPU CheckedBackend, striping, the batch split,
+// the confirmation rules — with the kernels' host twin in each GPU's place.
+// --cross-check-sample 1 and --cross-check-invalid-sample 1: libsecp256k1
+// re-checks every verdict the kernel math gives, so a kernel bug switches a
+// "GPU" off and shows in the stats even where the client's verdicts are
+// still right (the CPU fallback re-ran the chunk). --gpu-min-rows 1 and
+// --gpu-split off: even 1-row batches reach the kernel math.
+std::vector<std::string> host_kernel_args(std::vector<std::string> more = {}) {
+    std::vector<std::string> a = {"--backend", "host-kernel", "--gpus", "0,1", "--cpu-threads", "2",
+                                  "--cross-check-sample", "1", "--cross-check-invalid-sample", "1",
+                                  "--gpu-min-rows", "1", "--gpu-split", "off", "--arena-size", "4M"};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("the BIP-340 and Wycheproof vectors through a daemon get the verdicts the vector files state", "[daemon][e2e][vectors]") {
+    // --gpu-min-rows 1: on a GPU build even the 15-row BIP-340 batches go to
+    // the GPU (by default batches under 32 rows are verified by libsecp256k1 on the CPU).
+    DaemonProcess d({"--arena-size", "256K", "--cpu-threads", "2", "--gpu-min-rows", "1"});
+    check_vectors_through(d);
+}
+
+TEST_CASE("the GPU path with the kernel math on the CPU: vectors and known rows, no GPU switched off", "[daemon][e2e][gpu-path]") {
+    DaemonProcess d(host_kernel_args());
+    check_vectors_through(d);
+    CHECK(gpus_not_clean(d) == "");
+
+    // Known rows of the four tables (high-S rows valid, broken rows invalid),
+    // in batches of 1 row to 1,500, results and collect.
+    auto c = Client::connect(options_for(d, "known"));
+    for (wire::Table table : {wire::Table::ecdsa, wire::Table::multisig, wire::Table::schnorr, wire::Table::threshold}) {
+        for (std::size_t n : {std::size_t(1), std::size_t(40), std::size_t(1500)}) {
+            INFO(wire::to_string(table) << ", " << n << " rows");
+            const KnownRows k = make_known_rows(table, n, wire::SigEncoding::opaque, 900 + n);
+            std::vector<std::uint8_t> rows = k.rows, got(n, 0xAA);
+            REQUIRE(send(*c, table, wire::Mode::results, wire::SigEncoding::opaque, rows, n, got.data()).ok());
+            CHECK(first_differences(got, k.expected) == "");
+            std::vector<std::uint8_t> collected = k.rows;
+            REQUIRE(send(*c, table, wire::Mode::collect, wire::SigEncoding::opaque, collected, n, nullptr).ok());
+            CHECK(first_differences(collected, collect_expectation(k)) == "");
+        }
+    }
+    CHECK(gpus_not_clean(d) == "");
+    // Both "GPUs" took work.
+    const std::string backends = stats_command(d.dir(), "backends");
+    CHECK(backends.find("backend=gpu0") != std::string::npos);
+    CHECK(backends.find("backend=gpu1") != std::string::npos);
 }
