@@ -81,7 +81,9 @@ public:
     ~CpuBackend() override;
     std::string name() const override { return "cpu"; }
     unsigned concurrency() const override;
-    std::size_t preferred_chunk_rows() const override { return 256; }
+    // Short chunks keep a quiet client's wait for a free worker short (a
+    // 64-row chunk is ~2 ms on one core); their overhead does not show in bulk rates.
+    std::size_t preferred_chunk_rows() const override { return 64; }
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
 
 private:

@@ -46,9 +46,10 @@ struct Job {
     // rule (null: strict); the groups its chunks have met.
     std::shared_ptr<GroupLedger> ledger;
     // Set with the first chunk: rows [0, gpu_rows) go to the scheduler's
-    // backend in chunks of its chunk_rows, the rest to the CPU fallback in
-    // chunks of cpu_chunk_rows (daemon/split_planner.hpp).
+    // backend in chunks of backend_chunk_rows, the rest to the CPU fallback
+    // in chunks of cpu_chunk_rows (daemon/split_planner.hpp).
     std::uint64_t gpu_rows = 0;
+    std::uint64_t backend_chunk_rows = 0;
     std::uint64_t cpu_chunk_rows = 0;
 };
 

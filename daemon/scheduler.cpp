@@ -106,10 +106,19 @@ bool Scheduler::use_groups_rule(const Job& j) const {
 void Scheduler::plan_job(Job& j) const {
     const std::uint64_t n = j.rows.count;
     j.ledger = use_groups_rule(j) ? std::make_shared<GroupLedger>() : nullptr;
+    const unsigned workers = backend_.concurrency();
     j.gpu_rows = n;
     j.cpu_chunk_rows = chunk_rows_;
-    if (cpu_fallback_ == nullptr) return;
-    const unsigned workers = backend_.concurrency();
+    if (cpu_fallback_ == nullptr) {
+        // The CPU backend: a batch too small to fill every worker with full
+        // chunks is spread over all of them (a 64-row batch on every core,
+        // not on one), down to kMinSpreadRows rows a chunk.
+        j.backend_chunk_rows = std::clamp<std::uint64_t>((n + workers - 1) / workers,
+                                                         std::min<std::uint64_t>(kMinSpreadRows, chunk_rows_),
+                                                         chunk_rows_);
+        return;
+    }
+    j.backend_chunk_rows = chunk_rows_;
     // One worker waits on the GPU share; the others verify the CPU share.
     const unsigned cpu_workers = std::max(1u, workers - 1);
     if (!backend_.available()) j.gpu_rows = 0;
@@ -220,13 +229,24 @@ void Scheduler::worker_loop(unsigned worker) {
         }
         work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty(); });
         if (stopping_) return;
-        std::shared_ptr<JobQueue> q = std::move(runnable_.front());
-        runnable_.pop_front();
+        // Latency lane: a queue whose next job fits in one chunk goes first,
+        // so a node's block-sized or 1-row batch never waits behind the
+        // chunks of every bulk verifier on the host; bulk queues round-robin.
+        auto pick = runnable_.begin();
+        for (auto it = runnable_.begin(); it != runnable_.end(); ++it) {
+            const Job& front = (*it)->jobs_[(*it)->pending_.front()];
+            if (front.rows.count - front.next_row <= chunk_rows_) {
+                pick = it;
+                break;
+            }
+        }
+        std::shared_ptr<JobQueue> q = std::move(*pick);
+        runnable_.erase(pick);
         const std::uint32_t index = q->pending_.front();
         Job& j = q->jobs_[index];
         const std::uint64_t begin = j.next_row;
         if (begin == 0) plan_job(j);
-        const std::uint64_t end = begin < j.gpu_rows ? std::min<std::uint64_t>(j.gpu_rows, begin + chunk_rows_)
+        const std::uint64_t end = begin < j.gpu_rows ? std::min<std::uint64_t>(j.gpu_rows, begin + j.backend_chunk_rows)
                                                      : std::min<std::uint64_t>(j.rows.count, begin + j.cpu_chunk_rows);
         j.next_row = end;
         ++j.running;

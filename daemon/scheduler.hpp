@@ -4,9 +4,12 @@
 // take work in chunks of at most chunk_rows rows, round-robin over the queues
 // that have unassigned rows: after a queue hands out one chunk it goes to the
 // back of the line, so a client's 10-million-row batch is interleaved chunk by
-// chunk with everyone else's work and a 1-row batch waits for at most one
-// chunk per worker. Within a queue jobs start in submission order; the chunks
-// of one big job spread over all workers.
+// chunk with everyone else's work. A queue whose next job fits in one chunk
+// is served before the round-robin line (the latency lane), so a 1-row batch
+// waits for the first worker to finish its chunk, however many bulk clients
+// there are. Within a queue jobs start in submission order; the chunks of one
+// big job spread over all workers, and on the CPU backend so do those of a
+// small one (chunks down to kMinSpreadRows rows).
 //
 // Every chunk, rows or columns, takes the same three steps in its worker:
 //   1. stage:   copy the chunk's records out of shared memory into the
@@ -82,6 +85,9 @@ private:
 
 class Scheduler {
 public:
+    // Smallest chunk a batch is cut into to spread it over the workers.
+    static constexpr std::uint64_t kMinSpreadRows = 16;
+
     Scheduler(Backend& backend, Backend* cpu_fallback, std::size_t chunk_rows);
     ~Scheduler();
     Scheduler(const Scheduler&) = delete;

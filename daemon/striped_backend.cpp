@@ -14,7 +14,10 @@ StripedBackend::StripedBackend(std::vector<std::unique_ptr<CheckedBackend>> devi
 
 std::string StripedBackend::name() const {
     std::string out;
-    for (const auto& d : devices_) out += (out.empty() ? "" : ",") + d->name();
+    for (const auto& d : devices_) {
+        if (!out.empty()) out += ',';
+        out += d->name();
+    }
     return out;
 }
 

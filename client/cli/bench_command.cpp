@@ -64,6 +64,7 @@ struct BenchArgs {
     bool no_daemon = false;
     bool skip_single_thread = false;
     bool strict_confirm = false;
+    unsigned noisy = 0;
     std::string json_path;
     std::string plot_path;
 };
@@ -210,10 +211,11 @@ struct ClientFigures {
     double rows = 0, seconds = 0, p50_us = 0, p99_us = 0;
 };
 
-// K forked client processes, each running batches of `batch` ECDSA rows for
-// `seconds`; returns what each did.
-std::vector<ClientFigures> run_multi_client(const std::string& dir, TableData& data, std::size_t batch, unsigned k,
-                                            double seconds) {
+// Forked client processes, client i running batches of batches[i] ECDSA rows
+// for `seconds`; returns what each did.
+std::vector<ClientFigures> run_multi_client(const std::string& dir, TableData& data,
+                                            const std::vector<std::size_t>& batches, double seconds) {
+    const unsigned k = unsigned(batches.size());
     std::vector<pid_t> pids;
     std::vector<int> fds;
     int go[2];
@@ -235,6 +237,7 @@ std::vector<ClientFigures> run_multi_client(const std::string& dir, TableData& d
             auto c = Client::connect(o, st, msg);
             char byte;
             if (read(go[0], &byte, 1) != 1 || !c) _exit(1);
+            const std::size_t batch = batches[i];
             const wire::RowSpan span = data.span(batch);
             std::vector<std::uint8_t> results(batch);
             std::vector<double> us;
@@ -381,6 +384,9 @@ CLI::App* add_bench_subcommand(CLI::App& app) {
     cmd->add_flag("--no-daemon", g_args.no_daemon, "Only the in-process libsecp256k1 baselines");
     cmd->add_flag("--skip-single-thread", g_args.skip_single_thread,
                   "Leave out the 1-thread libsecp256k1 baseline (about 50 s per 1M rows; ratios are then against all cores)");
+    cmd->add_option("--noisy", g_args.noisy,
+                    "Latency isolation: one quiet client's 1-row batches beside this many noisy clients of 4096-row "
+                    "batches (p50/p99 of the quiet client)");
     cmd->add_flag("--strict-confirm", g_args.strict_confirm,
                   "Ask a GPU daemon to confirm every invalid verdict (ClientOptions::strict_confirm), also the "
                   "multisig attempts that decide no group");
@@ -439,7 +445,7 @@ int run_bench() {
     std::size_t per_op_tables = 0;
     for (const auto& t : a.tables) per_op_tables += (t == "ecdsa" || t == "schnorr");
     progress.total = a.tables.size() * (1 + a.sizes.size() * ((client ? 2 : 1) + (a.skip_single_thread ? 0 : 1))) + (client ? 2 : 0) +
-                     (client && a.clients ? 1 : 0) + per_op_tables;
+                     (client && a.clients ? 1 : 0) + (client && a.noisy ? 1 : 0) + per_op_tables;
     reference::Verifier one(1), all(all_threads);
     std::vector<Row> rows;
     std::map<std::string, TableData> data;
@@ -510,7 +516,15 @@ int run_bench() {
     const std::size_t multi_batch = std::min<std::size_t>(4096, ecdsa.rows.size() / ecdsa.span(1).row_stride());
     if (client && a.clients > 0) {
         progress.step("multi-client: " + std::to_string(a.clients) + " processes");
-        multi = run_multi_client(dir, ecdsa, multi_batch, a.clients, std::max(2.0, a.budget_s));
+        multi = run_multi_client(dir, ecdsa, std::vector<std::size_t>(a.clients, multi_batch), std::max(2.0, a.budget_s));
+    }
+    // Latency isolation: one quiet client's 1-row batches beside K noisy ones.
+    std::vector<ClientFigures> noisy;
+    if (client && a.noisy > 0) {
+        progress.step("quiet client beside " + std::to_string(a.noisy) + " noisy ones");
+        std::vector<std::size_t> batches(a.noisy + 1, multi_batch);
+        batches[0] = 1;
+        noisy = run_multi_client(dir, ecdsa, batches, std::max(3.0, a.budget_s));
     }
 
     // Per operation, client side: ns/op, bytes moved per op, allocations per op.
@@ -583,6 +597,13 @@ int run_bench() {
             std::printf("  client %zu: %s rows/s, batch round trip p50 %.0f us, p99 %.0f us\n", i,
                         human_rate(multi[i].rows / multi[i].seconds).c_str(), multi[i].p50_us, multi[i].p99_us);
     }
+    if (!noisy.empty()) {
+        double bulk = 0;
+        for (std::size_t i = 1; i < noisy.size(); ++i) bulk += noisy[i].rows / noisy[i].seconds;
+        std::printf("\nquiet client beside %zu noisy clients (%zu-row ecdsa batches): quiet 1-row batch p50 %.0f us, "
+                    "p99 %.0f us; noisy total %s rows/s\n",
+                    noisy.size() - 1, multi_batch, noisy[0].p50_us, noisy[0].p99_us, human_rate(bulk).c_str());
+    }
     std::printf("\nper operation (client side, %zu-row batches)\n%-16s %-20s %10s %12s %12s\n", per_op_batch, "operation",
                 "verifier", "ns/op", "bytes/op", "allocs/op");
     for (const auto& p : per_op)
@@ -607,6 +628,10 @@ int run_bench() {
         for (const auto& f : multi)
             j["multi_client"].push_back({{"rows", f.rows}, {"seconds", f.seconds}, {"rows_per_s", f.rows / f.seconds},
                                          {"p50_us", f.p50_us}, {"p99_us", f.p99_us}});
+        for (std::size_t i = 0; i < noisy.size(); ++i)
+            j["noisy"].push_back({{"role", i == 0 ? "quiet" : "noisy"}, {"batch", i == 0 ? std::size_t(1) : multi_batch},
+                                  {"rows_per_s", noisy[i].rows / noisy[i].seconds}, {"p50_us", noisy[i].p50_us},
+                                  {"p99_us", noisy[i].p99_us}});
         for (const auto& p : per_op)
             j["per_op"].push_back({{"op", p.op}, {"verifier", p.backend}, {"ns", p.ns}, {"bytes", p.bytes}, {"allocs", p.allocs}});
         std::ofstream out(a.json_path);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -215,4 +216,123 @@ TEST_CASE("a client rewriting its rows while they are cross-checked cannot switc
     CHECK(checked.counters().mismatches == 0);
     CHECK(checked.primary_enabled());
     CHECK(results == d.truth);  // the verdicts of what was staged
+}
+
+namespace {
+
+// One worker; remembers which batch each chunk came from (by its first
+// record) and can hold a chunk until released.
+class OrderBackend final : public daemon::Backend {
+public:
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool hold = true, holding = false;
+    std::vector<std::uint64_t> order;  // first 8 message bytes of each chunk's first record
+    std::vector<std::size_t> sizes;
+
+    std::string name() const override { return "order"; }
+    unsigned concurrency() const override { return workers; }
+    std::size_t preferred_chunk_rows() const override { return 100; }
+    ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override {
+        {
+            std::unique_lock lock(mutex);
+            std::uint64_t id = 0;
+            std::memcpy(&id, records.row(0), sizeof id);
+            order.push_back(id);
+            sizes.push_back(records.count);
+            holding = true;
+            cv.notify_all();
+            cv.wait(lock, [&] { return !hold; });
+        }
+        ChunkResult r;
+        r.tally = cpu_[worker].run(records, 0, records.count, Mode::results, verdicts);
+        return r;
+    }
+    unsigned workers = 1;
+
+private:
+    reference::RowVerifier cpu_[4];
+};
+
+std::uint64_t first_id(const Data& d) {
+    std::uint64_t id = 0;
+    std::memcpy(&id, d.span.row(0), sizeof id);
+    return id;
+}
+
+}  // namespace
+
+TEST_CASE("the latency lane: a batch that fits in one chunk goes before the bulk queues' next chunks", "[scheduler]") {
+    std::vector<Data> bulk;
+    for (int k = 0; k < 3; ++k) bulk.push_back(make(wire::Table::ecdsa, 1000));  // 10 chunks each
+    // make() uses one seed: tell the batches apart by changing their first message byte.
+    for (int k = 0; k < 3; ++k) {
+        bulk[k].rows[0] ^= std::uint8_t(k + 1);
+        reference::Verifier(1).verify(bulk[k].span, bulk[k].truth.data());
+    }
+    Data quiet = make(wire::Table::schnorr, 1);
+    OrderBackend backend;
+    daemon::Scheduler scheduler(backend, nullptr, 100);
+    scheduler.start();
+    Sink sink;
+    std::vector<std::shared_ptr<daemon::JobQueue>> queues;
+    std::vector<std::vector<std::uint8_t>> results(4);
+    for (int k = 0; k < 3; ++k) {
+        queues.push_back(scheduler.make_queue(sink, 1));
+        results[k].resize(1000);
+        queues[k]->job(0) = row_job(bulk[k], Mode::results, results[k].data());
+        scheduler.submit(queues[k], 0);
+    }
+    {
+        std::unique_lock lock(backend.mutex);
+        REQUIRE(backend.cv.wait_for(lock, std::chrono::seconds(10), [&] { return backend.holding; }));
+    }
+    // The worker is inside a bulk chunk; now the quiet client's 1-row batch arrives.
+    queues.push_back(scheduler.make_queue(sink, 1));
+    results[3].resize(1);
+    queues[3]->job(0) = row_job(quiet, Mode::results, results[3].data());
+    scheduler.submit(queues[3], 0);
+    {
+        std::lock_guard lock(backend.mutex);
+        backend.hold = false;
+        backend.cv.notify_all();
+    }
+    REQUIRE(scheduler.wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+    scheduler.stop();
+    REQUIRE(backend.order.size() == 31);
+    CHECK(backend.order[1] == first_id(quiet));  // the very next chunk
+    CHECK(results[3] == quiet.truth);
+    for (int k = 0; k < 3; ++k) CHECK(results[k] == bulk[k].truth);
+}
+
+TEST_CASE("on the CPU backend a small batch is spread over every worker", "[scheduler]") {
+    OrderBackend backend;
+    backend.workers = 4;
+    backend.hold = false;
+    daemon::Scheduler scheduler(backend, nullptr, 256);
+    daemon::Metrics metrics;
+    scheduler.set_metrics(&metrics);
+    scheduler.start();
+    Sink sink;
+    std::shared_ptr<daemon::JobQueue> q = scheduler.make_queue(sink, 1);
+    for (std::size_t n : {std::size_t(64), std::size_t(1000), std::size_t(10), std::size_t(3000)}) {
+        Data d = make(wire::Table::ecdsa, n);
+        std::vector<std::uint8_t> results(n);
+        const std::uint64_t before = metrics.chunks;
+        {
+            std::lock_guard lock(backend.mutex);
+            backend.sizes.clear();
+        }
+        q->job(0) = row_job(d, Mode::results, results.data());
+        scheduler.submit(q, 0);
+        REQUIRE(scheduler.wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+        CHECK(results == d.truth);
+        std::lock_guard lock(backend.mutex);
+        const std::size_t biggest = *std::max_element(backend.sizes.begin(), backend.sizes.end());
+        INFO(n << " rows");
+        // 64 rows: 4 chunks of 16; 1000: 4 of 250; 10: one (chunks of at least 16); 3000: chunks of 256.
+        CHECK(metrics.chunks - before == (n == 10 ? 1u : n == 3000 ? 12u : 4u));
+        CHECK(biggest == (n == 64 ? 16u : n == 1000 ? 250u : n == 10 ? 10u : 256u));
+    }
+    scheduler.stop();
 }
