@@ -58,6 +58,10 @@ public:
     // False once the backend can only fail (every GPU switched off): the
     // scheduler then sends whole batches to its CPU fallback.
     virtual bool available() const { return true; }
+    // True when a chunk of a few rows costs no more per row than a large one
+    // (a CPU, unlike a GPU launch): the scheduler then cuts a small batch into
+    // chunks for every worker.
+    virtual bool cheap_small_chunks() const { return false; }
     // verdicts[i] = verdict of records row i (see the contract above).
     virtual ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept = 0;
 
@@ -84,6 +88,7 @@ public:
     // Short chunks keep a quiet client's wait for a free worker short (a
     // 64-row chunk is ~2 ms on one core); their overhead does not show in bulk rates.
     std::size_t preferred_chunk_rows() const override { return 64; }
+    bool cheap_small_chunks() const override { return true; }
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
 
 private:

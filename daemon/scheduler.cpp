@@ -113,9 +113,11 @@ void Scheduler::plan_job(Job& j) const {
         // The CPU backend: a batch too small to fill every worker with full
         // chunks is spread over all of them (a 64-row batch on every core,
         // not on one), down to kMinSpreadRows rows a chunk.
-        j.backend_chunk_rows = std::clamp<std::uint64_t>((n + workers - 1) / workers,
-                                                         std::min<std::uint64_t>(kMinSpreadRows, chunk_rows_),
-                                                         chunk_rows_);
+        j.backend_chunk_rows = backend_.cheap_small_chunks()
+                                   ? std::clamp<std::uint64_t>((n + workers - 1) / workers,
+                                                               std::min<std::uint64_t>(kMinSpreadRows, chunk_rows_),
+                                                               chunk_rows_)
+                                   : chunk_rows_;
         return;
     }
     j.backend_chunk_rows = chunk_rows_;
@@ -270,12 +272,10 @@ void Scheduler::worker_loop(unsigned worker) {
         if (r.status != shm::Status::ok && j.status == shm::Status::ok) j.status = r.status;
         --j.running;
         if (j.running == 0 && j.next_row >= j.rows.count) {
-            const shm::Status status = j.status;
-            const reference::Tally tally = j.tally;
-            --queued_jobs_;
-            const bool now_idle = queued_jobs_ == 0;
+            // j is complete: no chunk of it runs any more, cancel() leaves it
+            // alone, and its slot is not reused before finish_job. Its group
+            // repairs run before it counts as done (idle() stays false).
             lock.unlock();
-            // No chunk of j runs any more and its slot is not reused before finish_job.
             if (metrics_ != nullptr && backend_.confirms_by_group())
                 (j.ledger != nullptr ? metrics_->confirm_batches_groups : metrics_->confirm_batches_strict)
                     .fetch_add(1, std::memory_order_relaxed);
@@ -283,6 +283,12 @@ void Scheduler::worker_loop(unsigned worker) {
                 repair_groups(worker, j);
                 j.ledger.reset();
             }
+            lock.lock();
+            const shm::Status status = j.status;
+            const reference::Tally tally = j.tally;
+            --queued_jobs_;
+            const bool now_idle = queued_jobs_ == 0;
+            lock.unlock();
             q->sink_.finish_job(index, status, tally);
             if (now_idle) idle_cv_.notify_all();
             q.reset();  // may drop the last reference to the session: unmaps outside the lock

@@ -233,6 +233,7 @@ public:
     std::string name() const override { return "order"; }
     unsigned concurrency() const override { return workers; }
     std::size_t preferred_chunk_rows() const override { return 100; }
+    bool cheap_small_chunks() const override { return true; }  // a CPU: small batches are spread
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override {
         {
             std::unique_lock lock(mutex);
