@@ -234,13 +234,21 @@ void Scheduler::worker_loop(unsigned worker) {
         // Latency lane: a queue whose next job fits in one chunk goes first,
         // so a node's block-sized or 1-row batch never waits behind the
         // chunks of every bulk verifier on the host; bulk queues round-robin.
+        // At most kLaneBurst lane picks in a row: a client flooding small
+        // batches cannot starve the bulk queues (they get every fifth chunk).
+        const auto small = [&](const std::shared_ptr<JobQueue>& sq) {
+            const Job& front = sq->jobs_[sq->pending_.front()];
+            return front.rows.count - front.next_row <= chunk_rows_;
+        };
+        const auto first_small = std::find_if(runnable_.begin(), runnable_.end(), small);
+        const auto first_bulk = std::find_if_not(runnable_.begin(), runnable_.end(), small);
         auto pick = runnable_.begin();
-        for (auto it = runnable_.begin(); it != runnable_.end(); ++it) {
-            const Job& front = (*it)->jobs_[(*it)->pending_.front()];
-            if (front.rows.count - front.next_row <= chunk_rows_) {
-                pick = it;
-                break;
-            }
+        if (first_small != runnable_.end() && (lane_streak_ < kLaneBurst || first_bulk == runnable_.end())) {
+            pick = first_small;
+            lane_streak_ = std::min(lane_streak_ + 1, kLaneBurst);
+        } else {
+            pick = first_bulk != runnable_.end() ? first_bulk : runnable_.begin();
+            lane_streak_ = 0;
         }
         std::shared_ptr<JobQueue> q = std::move(*pick);
         runnable_.erase(pick);

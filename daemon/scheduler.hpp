@@ -5,9 +5,10 @@
 // that have unassigned rows: after a queue hands out one chunk it goes to the
 // back of the line, so a client's 10-million-row batch is interleaved chunk by
 // chunk with everyone else's work. A queue whose next job fits in one chunk
-// is served before the round-robin line (the latency lane), so a 1-row batch
-// waits for the first worker to finish its chunk, however many bulk clients
-// there are. Within a queue jobs start in submission order; the chunks of one
+// is served before the round-robin line (the latency lane, at most kLaneBurst
+// picks in a row), so a 1-row batch waits for the first worker to finish its
+// chunk, however many bulk clients there are, and a flood of small batches
+// still leaves the bulk queues every fifth chunk. Within a queue jobs start in submission order; the chunks of one
 // big job spread over all workers, and on the CPU backend so do those of a
 // small one (chunks down to kMinSpreadRows rows).
 //
@@ -87,6 +88,8 @@ class Scheduler {
 public:
     // Smallest chunk a batch is cut into to spread it over the workers.
     static constexpr std::uint64_t kMinSpreadRows = 16;
+    // Lane picks in a row before the round-robin line's front is served.
+    static constexpr unsigned kLaneBurst = 4;
 
     Scheduler(Backend& backend, Backend* cpu_fallback, std::size_t chunk_rows);
     ~Scheduler();
@@ -149,6 +152,7 @@ private:
     std::uint64_t queued_jobs_ = 0;    // jobs with unassigned rows or running chunks
     std::atomic<std::uint32_t> runnable_count_{0};  // runnable_.size(), readable without the lock
     std::uint64_t chunks_run_ = 0;
+    unsigned lane_streak_ = 0;  // small-batch picks since a bulk queue was last served
     bool stopping_ = false;
     Metrics* metrics_ = nullptr;
     SplitPlanner* planner_ = nullptr;

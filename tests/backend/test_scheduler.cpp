@@ -337,3 +337,50 @@ TEST_CASE("on the CPU backend a small batch is spread over every worker", "[sche
     }
     scheduler.stop();
 }
+
+TEST_CASE("a flood of small batches cannot starve a bulk batch: it gets every fifth chunk", "[scheduler]") {
+    Data bulk = make(wire::Table::ecdsa, 1000);  // 10 chunks of 100
+    Data small = make(wire::Table::schnorr, 1);
+    OrderBackend backend;
+    {
+        std::lock_guard lock(backend.mutex);
+        backend.hold = true;
+    }
+    daemon::Scheduler scheduler(backend, nullptr, 100);
+    scheduler.start();
+    Sink sink;
+    std::shared_ptr<daemon::JobQueue> bulk_q = scheduler.make_queue(sink, 1);
+    std::vector<std::uint8_t> bulk_results(1000);
+    bulk_q->job(0) = row_job(bulk, Mode::results, bulk_results.data());
+    scheduler.submit(bulk_q, 0);
+    {
+        std::unique_lock lock(backend.mutex);
+        REQUIRE(backend.cv.wait_for(lock, std::chrono::seconds(10), [&] { return backend.holding; }));
+    }
+    constexpr std::uint32_t kFlood = 40;
+    std::shared_ptr<daemon::JobQueue> flood_q = scheduler.make_queue(sink, kFlood);
+    std::vector<std::vector<std::uint8_t>> flood_results(kFlood, std::vector<std::uint8_t>(1));
+    for (std::uint32_t i = 0; i < kFlood; ++i) {
+        flood_q->job(i) = row_job(small, Mode::results, flood_results[i].data());
+        scheduler.submit(flood_q, i);
+    }
+    {
+        std::lock_guard lock(backend.mutex);
+        backend.hold = false;
+        backend.cv.notify_all();
+    }
+    REQUIRE(scheduler.wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+    scheduler.stop();
+    REQUIRE(backend.order.size() == 10 + kFlood);
+    // While small batches were waiting, no more than kLaneBurst of them in a row.
+    std::size_t last_bulk = 0, bulk_chunks = 0;
+    for (std::size_t i = 0; i < backend.order.size() && bulk_chunks < 10; ++i) {
+        if (backend.sizes[i] != 1) {
+            CHECK(i - last_bulk <= daemon::Scheduler::kLaneBurst + 1);
+            last_bulk = i;
+            ++bulk_chunks;
+        }
+    }
+    CHECK(bulk_chunks == 10);
+    CHECK(bulk_results == bulk.truth);
+}
