@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "reference/group_verdicts.hpp"
 #include "reference/parallel_for.hpp"
 #include "shm_protocol/verdict_publish.hpp"
 
@@ -200,6 +201,13 @@ ColumnTable rows_to_columns(const RowSpan& rows, CorrelateLayout layout, std::op
     }
     const std::size_t kw = wire::column_key_width(rows.kind);
     const std::size_t record = wire::record_size(rows.kind);
+    // Single signatures: each its own group (group_verdicts.hpp numbering).
+    std::vector<GroupRow> singles;
+    if (layout == CorrelateLayout::libbitcoin && *table == wire::Table::ecdsa) {
+        std::vector<std::uint32_t> fks(rows.count);
+        for (std::size_t i = 0; i < rows.count; ++i) fks[i] = wire::read_u24le(rows.row(i) + record);
+        singles = single_signature_group_rows(fks);
+    }
     t.message.resize(rows.count * wire::kColumnMessageWidth);
     t.key.resize(rows.count * kw);
     t.signature.resize(rows.count * wire::kColumnSignatureWidth);
@@ -216,7 +224,9 @@ ColumnTable rows_to_columns(const RowSpan& rows, CorrelateLayout layout, std::op
             if (t.tail_size) std::memcpy(out, tail, t.tail_size);
         } else if (layout == CorrelateLayout::libbitcoin) {
             switch (*table) {
-            case wire::Table::ecdsa: write_ecdsa_correlate(out, {wire::read_u24le(tail), 0, 0}); break;
+            case wire::Table::ecdsa:
+                write_ecdsa_correlate(out, {wire::read_u24le(tail), 0, singles[i].group});
+                break;
             case wire::Table::multisig:
                 write_ecdsa_correlate(out, {wire::read_u24le(tail + 3), tail[0], wire::read_u16le(tail + 1)});
                 break;

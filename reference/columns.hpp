@@ -26,7 +26,9 @@
 //   Schnorr (3 bytes): id[3] little-endian
 // id is the 3-byte identity that the row tables carry as block_fk (FF FF FF =
 // row still being written); pair is the multisig byte (signature index << 4 |
-// key index) and group the multisig group, both 0 for single-signature checks.
+// key index) and group the multisig group. A single-signature check has pair 0
+// and a group of its own (single_signature_group_rows in group_verdicts.hpp:
+// per block, 65535 downward), so it reads as a one-row 1-of-1 group.
 // The Schnorr correlate has no group or required count: threshold group
 // verdicts need the row table's tail (see group_verdicts.hpp).
 #pragma once
@@ -163,7 +165,8 @@ private:
 //   none:       no correlate column (tail_size 0)
 //   tail:       the row's tail verbatim (the correlate's tail_size is the rows'); lossless
 //   libbitcoin: libbitcoin's layout, from the canonical tail of a table:
-//                 ecdsa     block_fk        -> id, pair 0, group 0   (6 bytes)
+//                 ecdsa     block_fk        -> id, pair 0, group: each row its own,
+//                                              per block from 65535 down (6 bytes)
 //                 multisig  mn, group, fk   -> id = fk, pair = mn, group (6 bytes)
 //                 schnorr   block_fk        -> id                    (3 bytes)
 //                 threshold mn, group, fk   -> id = fk; mn and group are dropped

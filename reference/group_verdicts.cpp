@@ -4,6 +4,7 @@
 #include <bit>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 namespace sigverify::reference {
@@ -37,6 +38,24 @@ std::vector<GroupRow> group_rows_from_correlate(const ColumnBatch& c) {
     for (std::size_t i = 0; i < c.count; ++i) {
         const EcdsaCorrelate e = read_ecdsa_correlate(c.correlate_at(i));
         out[i] = {e.pair, e.group, e.id};
+    }
+    return out;
+}
+
+std::vector<GroupRow> single_signature_group_rows(std::span<const std::uint32_t> block_fks) {
+    std::vector<GroupRow> out(block_fks.size());
+    std::unordered_map<std::uint32_t, std::uint32_t> taken;  // block_fk -> group numbers handed out
+    for (std::size_t i = 0; i < block_fks.size(); ++i) {
+        const std::uint32_t fk = block_fks[i] & 0xFFFFFFu;
+        if (fk == wire::kBlockFkWriting) {  // belongs to no group; compute_group_verdicts skips it
+            out[i] = {0, 0, fk};
+            continue;
+        }
+        std::uint32_t& n = taken[fk];
+        if (n > 0xFFFF)
+            throw std::invalid_argument("single_signature_group_rows: block " + std::to_string(fk) +
+                                        " holds more than 65536 single signatures");
+        out[i] = {0, std::uint16_t(0xFFFF - n++), fk};
     }
     return out;
 }
@@ -92,7 +111,8 @@ GroupVerdict evaluate_threshold(std::span<const std::pair<std::uint64_t, std::si
     }
     g.required = m;
     if (m == 0) g.flags |= kGroupZeroM;
-    if (g.valid_rows < m) g.flags |= kGroupShort;
+    if (g.valid_rows != g.rows) g.flags |= kGroupFailedRow;  // BIP-342: a failed non-empty signature fails
+    if (g.rows < m) g.flags |= kGroupShort;
     g.pass = g.flags == 0;
     return g;
 }

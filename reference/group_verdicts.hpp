@@ -1,5 +1,6 @@
-// Group verdicts: m-of-n satisfaction of libbitcoin's multisig and threshold
-// tables, computed from the per-row verdicts.
+// Group verdicts: satisfaction of libbitcoin's multisig and threshold groups
+// (and of single signatures, each its own group), computed from the per-row
+// verdicts; per-block verdicts from those.
 //
 // Rows with the same (block_fk, group) form one group. Rows whose block_fk is
 // FF FF FF (still being written) belong to no group: they are skipped and
@@ -22,13 +23,26 @@
 //   * one signature matched by several keys is fine; two signatures can never
 //     share a key (distinct, increasing keys).
 //
-// Threshold (BIP-340, CHECKSIGADD). A row's mn byte is the group's required
-// count m. The group PASSES when every row carries the same m, m >= 1, and at
-// least m of its rows verified. Rows are counted as given (two verified rows
-// count twice). Inconsistent m or m = 0 fails the group and is reported.
+// Threshold (BIP-342, tapscript CHECKSIGADD). A row's mn byte is the group's
+// required count m. Rows exist only for NON-EMPTY signatures, and under BIP-342
+// a non-empty signature that fails validation fails the whole script (it does
+// not merely leave the count short). So the group PASSES only when
+//   * every row carries the same m, and m >= 1,
+//   * EVERY row verified (one failed row fails the group: kGroupFailedRow),
+//   * at least m rows are present (fewer: kGroupShort).
+// Rows are counted as given (two verified rows count twice). Inconsistent m or
+// m = 0 fails the group and is reported. This is libbitcoin's batch rule: any
+// failed threshold row fails its block.
 //
-// A block (block_fk) passes when every group in it passes; single-signature
-// tables have no groups and are not covered here.
+// Single signatures (the ecdsa and schnorr tables) have no group of their own
+// in the row tables. Given as multisig GroupRows with mn 0 and a group number
+// of their own (single_signature_group_rows below; rows_to_columns uses the
+// same numbering for the ecdsa table's libbitcoin correlate), each one is a
+// one-row 1-of-1 multisig group, which passes iff its row verified.
+//
+// A block (block_fk) passes when every group in it passes. A block's verdict
+// over several tables (singles and multisig in the ECDSA table, threshold in
+// the Schnorr one) is the AND of the per-table block verdicts.
 #pragma once
 
 #include <cstddef>
@@ -65,7 +79,8 @@ enum GroupFlag : std::uint8_t {
     kGroupDuplicates = 2,    // multisig: some mn appears on more than one row
     kGroupInconsistentM = 4, // threshold: rows disagree on m
     kGroupZeroM = 8,         // threshold: m = 0
-    kGroupShort = 16,        // threshold: fewer than m rows verified
+    kGroupShort = 16,        // threshold: fewer than m rows present
+    kGroupFailedRow = 32,    // threshold: some row did not verify (BIP-342: the script fails)
 };
 
 struct GroupVerdict {
@@ -98,6 +113,16 @@ struct GroupReport {
 };
 
 constexpr std::size_t kMaxSkippedListed = 16;
+
+// Single signatures: one GroupRow per row, mn 0, each with a group number of
+// its own, handed out per block_fk in input order from 65535 DOWNWARD (65535,
+// 65534, ...). Nodes number multisig groups from 0 upward, so single and
+// multisig rows of one block may share an ECDSA table without their groups
+// meeting while the block has at most 65536 groups in all. Rows with block_fk
+// FF FF FF (being written) get group 0 and are skipped by
+// compute_group_verdicts. Throws std::invalid_argument when a block holds
+// more than 65536 single signatures.
+std::vector<GroupRow> single_signature_group_rows(std::span<const std::uint32_t> block_fks);
 
 // verdicts[i] != 0 means row i verified. rows.size() must equal verdicts.size()
 // (std::invalid_argument otherwise).

@@ -229,6 +229,7 @@ std::string flag_names(std::uint8_t flags) {
     add(reference::kGroupInconsistentM, "inconsistent-m");
     add(reference::kGroupZeroM, "zero-m");
     add(reference::kGroupShort, "short");
+    add(reference::kGroupFailedRow, "failed-row");
     return s;
 }
 
@@ -239,6 +240,7 @@ int run_groups(const GroupsArgs& a) {
         return int(ExitCode::usage);
     }
     reference::GroupKind kind{};
+    bool single = false;  // ecdsa/schnorr table: each row its own one-row group (multisig rule, 1-of-1)
     std::vector<reference::GroupRow> rows;
     std::vector<std::uint8_t> verdicts;
     const auto verify_here = [&](auto&& run) {
@@ -247,14 +249,23 @@ int run_groups(const GroupsArgs& a) {
         run();
     };
     if (!from_columns) {
-        if (a.table != "multisig" && a.table != "threshold") {
-            std::fprintf(stderr, "sigverify groups: --in needs --table multisig or threshold\n");
+        if (a.table.empty()) {
+            std::fprintf(stderr, "sigverify groups: --in needs --table ecdsa, multisig, schnorr or threshold\n");
             return int(ExitCode::usage);
         }
-        kind = a.table == "multisig" ? reference::GroupKind::multisig : reference::GroupKind::threshold;
+        single = a.table == "ecdsa" || a.table == "schnorr";
+        kind = a.table == "threshold" ? reference::GroupKind::threshold : reference::GroupKind::multisig;
         RowFile file = load_row_file(a.in, a.table, std::nullopt, a.sig_format);
         const wire::RowSpan span = file.span(file.bytes);
-        rows = reference::group_rows_from_rows(span, kind);
+        if (single) {
+            if (span.tail_size != 3) throw InputError(a.in + ": single-signature rows need the canonical tail block_fk[3]");
+            std::vector<std::uint32_t> fks(span.count);
+            for (std::size_t i = 0; i < span.count; ++i)
+                fks[i] = wire::read_u24le(span.row(i) + wire::record_size(span.kind));
+            rows = reference::single_signature_group_rows(fks);
+        } else {
+            rows = reference::group_rows_from_rows(span, kind);
+        }
         verify_here([&] { reference::Verifier(a.threads).verify(span, verdicts.data()); });
     } else {
         if (!a.table.empty()) {
@@ -263,7 +274,18 @@ int run_groups(const GroupsArgs& a) {
         }
         ColumnDir dir = load_column_dir(a.columns);
         const ColumnBatch batch = dir.table.view();
-        if (dir.correlate == CorrelateLayout::libbitcoin && batch.kind == wire::RecordKind::ecdsa) {
+        if (dir.row_table && (*dir.row_table == wire::Table::ecdsa || *dir.row_table == wire::Table::schnorr) &&
+            (dir.correlate == CorrelateLayout::libbitcoin ||
+             (dir.correlate == CorrelateLayout::tail && batch.tail_size == 3))) {
+            // Single signatures: the correlate starts with id / block_fk; each
+            // row is its own group whatever group number the correlate carries
+            // (columns written before each single got its own carry group 0).
+            single = true;
+            kind = reference::GroupKind::multisig;
+            std::vector<std::uint32_t> fks(batch.count);
+            for (std::size_t i = 0; i < batch.count; ++i) fks[i] = wire::read_u24le(batch.correlate_at(i));
+            rows = reference::single_signature_group_rows(fks);
+        } else if (dir.correlate == CorrelateLayout::libbitcoin && batch.kind == wire::RecordKind::ecdsa) {
             kind = reference::GroupKind::multisig;
             rows = reference::group_rows_from_correlate(batch);
         } else if (dir.correlate == CorrelateLayout::tail && dir.row_table &&
@@ -278,8 +300,8 @@ int run_groups(const GroupsArgs& a) {
             }
         } else {
             throw InputError(a.columns +
-                             ": group verdicts need ECDSA columns with the libbitcoin correlate (multisig), or a "
-                             "multisig/threshold table whose correlate is the canonical row tail");
+                             ": group verdicts need ECDSA columns with the libbitcoin correlate, or a table named in "
+                             "the manifest whose correlate is the canonical row tail (or libbitcoin for ecdsa/schnorr)");
         }
         verify_here([&] { reference::ColumnVerifier(a.threads).verify(batch, verdicts.data()); });
     }
@@ -295,10 +317,11 @@ int run_groups(const GroupsArgs& a) {
     }
 
     const auto report = reference::compute_group_verdicts(kind, rows, verdicts);
+    const std::string label = single ? "single" : std::string(reference::to_string(kind));
     std::uint64_t valid_rows = 0;
     for (auto v : verdicts) valid_rows += v != 0;
     std::printf("groups (%s): rows=%zu valid=%llu skipped=%llu groups=%zu failed=%llu blocks=%zu failed=%llu\n",
-                std::string(reference::to_string(kind)).c_str(), rows.size(), (unsigned long long)valid_rows,
+                label.c_str(), rows.size(), (unsigned long long)valid_rows,
                 (unsigned long long)report.skipped_rows, report.groups.size(),
                 (unsigned long long)report.failed_groups, report.blocks.size(),
                 (unsigned long long)report.failed_blocks);
@@ -323,7 +346,7 @@ int run_groups(const GroupsArgs& a) {
                     b.failed_groups);
 
     if (!a.json_out.empty()) {
-        json j = {{"kind", std::string(reference::to_string(kind))},
+        json j = {{"kind", label},
                   {"rows", rows.size()},
                   {"skipped_rows", report.skipped_rows},
                   {"first_skipped", report.first_skipped},
@@ -375,16 +398,17 @@ void add_column_subcommands(CLI::App& app) {
         ->required();
 
     auto* g = app.add_subcommand("groups",
-                                 "m-of-n group verdicts of a multisig or threshold table, and per-block pass/fail "
+                                 "Group verdicts (multisig m-of-n, threshold, single signatures) and per-block pass/fail "
                                  "(docs/columns.md)");
     s.groups_cmd = g;
-    g->add_option("--table", s.groups.table, "Table of --in: multisig or threshold")
-        ->check(CLI::IsMember({"multisig", "threshold"}));
-    g->add_option("--in", s.groups.in, "Row file with the canonical tail (mn || group || block_fk)")
+    g->add_option("--table", s.groups.table,
+                  "Table of --in: multisig, threshold, or ecdsa/schnorr (each single signature its own group)")
+        ->check(table_check);
+    g->add_option("--in", s.groups.in, "Row file with the canonical tail (mn || group || block_fk, or block_fk)")
         ->check(CLI::ExistingFile);
     g->add_option("--columns", s.groups.columns,
-                  "Column directory instead of --in: ECDSA with the libbitcoin correlate (multisig), or a "
-                  "multisig/threshold table with the row tail as correlate")
+                  "Column directory instead of --in: ECDSA with the libbitcoin correlate, an ecdsa/schnorr table "
+                  "with the libbitcoin correlate, or a table with the row tail as correlate")
         ->check(CLI::ExistingDirectory);
     g->add_option("--sig-format", s.groups.sig_format, "ECDSA signature encoding of --in: opaque or compact")
         ->check(sig_check)

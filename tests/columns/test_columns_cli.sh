@@ -108,9 +108,9 @@ def multisig(lst):
         hits = [ok for mn, ok in lst if mn == (s << 4 | k)]
         return bool(hits) and all(hits)
     return any(all(usable(i, ks[i]) for i in range(m)) for ks in itertools.combinations(range(16), m))
-def threshold(lst):
+def threshold(lst):  # BIP-342: every row is a non-empty signature; one failed row fails
     m = lst[0][0]
-    return all(mn == m for mn, _ in lst) and m >= 1 and sum(ok for _, ok in lst) >= m
+    return all(mn == m for mn, _ in lst) and m >= 1 and all(ok for _, ok in lst) and len(lst) >= m
 want = {k: (multisig if table == 'multisig' else threshold)(v) for k, v in groups.items()}
 blocks = {}
 for (fk, g), p in want.items():
@@ -162,6 +162,64 @@ f=$dir/g-multisig.rows
 "$SV" columns --from-rows "$f" --table multisig --correlate libbitcoin --out "$f.lb" >/dev/null
 expect_status 0 "groups libbitcoin columns" "$SV" groups --columns "$f.lb" --all
 cmp -s "$dir/out" "$f.txt" && ok || fail "groups from libbitcoin correlate differ"
+# Single signatures: each its own group, so a block fails iff one of its rows is invalid.
+cat >"$dir/singles.py" <<'PY'
+import json, sys
+rows_path, res_path, table, report_path = sys.argv[1:5]
+rows, res = open(rows_path, 'rb').read(), open(res_path, 'rb').read()
+rec = 129 if table == 'ecdsa' else 128
+st = rec + 3
+blocks = {}
+for i in range(len(res)):
+    fk = int.from_bytes(rows[i*st+rec:(i+1)*st], 'little')
+    blocks[fk] = blocks.get(fk, True) and res[i] != 0
+rep = json.load(open(report_path))
+assert rep['kind'] == 'single', rep['kind']
+assert len(rep['groups']) == len(res), len(rep['groups'])
+assert all(g['rows'] == 1 and g['required'] == 1 and 'duplicate-rows' not in g['flags'] for g in rep['groups'])
+assert rep['failed_groups'] == sum(1 for x in res if x == 0)
+assert {b['block_fk']: b['pass'] for b in rep['blocks']} == blocks
+assert 0 < rep['failed_blocks'] < len(blocks), (rep['failed_blocks'], len(blocks))
+print(len(blocks), 'blocks', rep['failed_blocks'], 'failed')
+PY
+for table in ecdsa schnorr; do
+  f=$dir/s-$table.rows
+  "$SV" gen --table $table --count 10000 --invalid-rate 0.0003 --seed 29 --out "$f" >/dev/null
+  "$SV" verify --local --table $table --in "$f" --out "$f.res" >/dev/null
+  expect_status 0 "groups single $table" "$SV" groups --table $table --in "$f" --all --json "$f.json"
+  cp "$dir/out" "$f.txt"
+  grep -q '^groups (single): rows=10000 ' "$f.txt" && ok || fail "$table single summary: $(head -1 "$f.txt")"
+  python3 "$dir/singles.py" "$f" "$f.res" $table "$f.json" && ok || fail "$table single-signature groups"
+  # libbitcoin columns: the same report.
+  "$SV" columns --from-rows "$f" --table $table --correlate libbitcoin --out "$f.lb" >/dev/null
+  expect_status 0 "groups single $table libbitcoin columns" "$SV" groups --columns "$f.lb" --all
+  cmp -s "$dir/out" "$f.txt" && ok || fail "$table: single groups from libbitcoin columns differ"
+done
+# The ECDSA libbitcoin correlate itself gives each single its own group: without
+# the manifest's table, groups reads the correlate's groups (as for a mixed
+# table) and still judges each single alone (no duplicate-rows, no shared group).
+f=$dir/s-ecdsa.rows
+cp -r "$f.lb" "$f.notable"
+python3 -c "import json,sys; m=json.load(open(sys.argv[1])); m.pop('table',None); json.dump(m,open(sys.argv[1],'w'))" "$f.notable/columns.json"
+expect_status 0 "groups ecdsa libbitcoin columns without table" "$SV" groups --columns "$f.notable" --json "$f.notable.json"
+python3 - "$f.json" "$f.notable.json" <<'PY' && ok || fail "ecdsa correlate groups: singles not judged alone"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert b['kind'] == 'multisig'
+assert len(b['groups']) == len(a['groups']), (len(b['groups']), len(a['groups']))
+assert all(g['rows'] == 1 and 'duplicate-rows' not in g['flags'] for g in b['groups'])
+assert [(x['block_fk'], x['pass']) for x in a['blocks']] == [(x['block_fk'], x['pass']) for x in b['blocks']]
+PY
+# Columns written before each single got its own group (all group 0) are still
+# judged per row when the manifest names the table.
+cp -r "$f.lb" "$f.old"
+python3 -c "
+import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read())
+for i in range(0, len(b), 6): b[i+4:i+6] = b'\0\0'
+open(p,'wb').write(b)" "$f.old/correlate"
+expect_status 0 "groups single old libbitcoin columns" "$SV" groups --columns "$f.old" --all
+cmp -s "$dir/out" "$f.txt" && ok || fail "single groups from group-0 columns differ"
+
 # A clean table: every group passes but perhaps the last, cut short by --count.
 "$SV" gen --table threshold --count 3000 --seed 4 --out "$dir/clean" >/dev/null
 "$SV" groups --table threshold --in "$dir/clean" --json "$dir/clean.json" >/dev/null
@@ -200,7 +258,7 @@ expect_status 3 "columns: libbitcoin needs the canonical tail" "$SV" columns --f
 expect_status 0 "columns: any tail verbatim" "$SV" columns --from-rows "$dir/k9" --table ecdsa --key-size 9 --out "$dir/k9.cols"
 grep -q '"tail_size": 9' "$dir/k9.cols/columns.json" && ! grep -q '"table"' "$dir/k9.cols/columns.json" && ok || fail "key_size 9 manifest"
 expect_status 3 "columns: bad row file size" "$SV" columns --from-rows "$dir/ecdsa-opaque.rows" --table multisig --out "$dir/y"
-expect_status 2 "groups: single-signature table" "$SV" groups --table ecdsa --in "$dir/ecdsa-opaque.rows"
+expect_status 2 "groups: --in without --table" "$SV" groups --in "$dir/ecdsa-opaque.rows"
 expect_status 2 "groups: no input" "$SV" groups --table multisig
 expect_status 2 "groups: both inputs" "$SV" groups --table multisig --in "$f" --columns "$f.lb"
 expect_status 3 "groups: results of the wrong size" "$SV" groups --table multisig --in "$f" --results "$dir/bare.res"

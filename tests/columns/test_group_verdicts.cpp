@@ -67,14 +67,13 @@ bool brute_multisig(const std::vector<std::pair<std::uint8_t, bool>>& rows) {
     return false;
 }
 
+// BIP-342: every row is a non-empty signature, and one that fails fails the
+// script; at least m of them must be present.
 bool brute_threshold(const std::vector<std::pair<std::uint8_t, bool>>& rows) {
     const std::uint8_t m = rows.front().first;
-    std::size_t valid = 0;
-    for (auto [mn, ok] : rows) {
-        if (mn != m) return false;
-        valid += ok;
-    }
-    return m >= 1 && valid >= m;
+    for (auto [mn, ok] : rows)
+        if (mn != m || !ok) return false;
+    return m >= 1 && rows.size() >= m;
 }
 
 struct RefReport {
@@ -279,13 +278,29 @@ TEST_CASE("rows of a block still being written are skipped and reported", "[grou
 TEST_CASE("threshold groups: m = n, m = 1, counts, inconsistent m", "[groups]") {
     CHECK(Hand{}.th(3, true).th(3, true).th(3, true).pass(TH));                 // m = n
     CHECK_FALSE(Hand{}.th(3, true).th(3, false).th(3, true).pass(TH));
-    CHECK(Hand{}.th(1, false).th(1, false).th(1, true).pass(TH));               // m = 1
+    CHECK(Hand{}.th(1, true).th(1, true).th(1, true).pass(TH));                 // m = 1, more rows than m
     CHECK_FALSE(Hand{}.th(1, false).th(1, false).pass(TH));
-    CHECK(Hand{}.th(2, true).th(2, false).th(2, true).th(2, false).pass(TH));  // exactly m
-    // A missing row leaves fewer than m.
-    auto r = Hand{}.th(3, true).th(3, true).run(TH);
+    CHECK(Hand{}.th(2, true).th(2, true).pass(TH));                             // exactly m rows
+    // BIP-342: a failed non-empty signature fails the script, even when m
+    // other rows verified (the old "at least m verified" rule passed these).
+    auto r = Hand{}.th(1, false).th(1, false).th(1, true).run(TH);
     CHECK_FALSE(r.groups[0].pass);
-    CHECK((r.groups[0].flags & reference::kGroupShort) != 0);
+    CHECK(r.groups[0].flags == reference::kGroupFailedRow);
+    CHECK(r.groups[0].valid_rows == 1);
+    CHECK_FALSE(Hand{}.th(2, true).th(2, false).th(2, true).th(2, false).pass(TH));
+    CHECK_FALSE(Hand{}.th(2, true).th(2, true).th(2, true).th(2, false).pass(TH));  // failed row last
+    CHECK_FALSE(Hand{}.th(2, false).th(2, true).th(2, true).th(2, true).pass(TH));  // failed row first
+    r = Hand{}.th(1, true, 1, 500).th(1, false, 2, 500).th(1, true, 3, 500).run(TH);
+    CHECK(r.blocks.size() == 1);
+    CHECK_FALSE(r.blocks[0].all_groups_pass);  // one failed row fails its block
+    CHECK(r.blocks[0].failed_groups == 1);
+    // A missing row leaves fewer than m.
+    r = Hand{}.th(3, true).th(3, true).run(TH);
+    CHECK_FALSE(r.groups[0].pass);
+    CHECK(r.groups[0].flags == reference::kGroupShort);
+    // Both: too few rows and one of them failed.
+    r = Hand{}.th(3, true).th(3, false).run(TH);
+    CHECK(r.groups[0].flags == (reference::kGroupShort | reference::kGroupFailedRow));
     // Duplicate rows count as given.
     CHECK(Hand{}.th(2, true).th(2, true).pass(TH));
     // Inconsistent m fails however many rows verified, and is reported.
@@ -447,7 +462,7 @@ TEST_CASE("clean generated tables pass; one bad signature flips exactly its grou
             std::map<std::pair<std::uint32_t, std::uint16_t>, std::vector<std::size_t>> members;
             for (std::size_t i = 0; i < rows.size(); ++i) members[{rows[i].block_fk, rows[i].group}].push_back(i);
 
-            std::size_t flipped = 0, survived = 0;
+            std::size_t flipped = 0, survived = 0, flipped_with_spare_rows = 0;
             reference::RowVerifier rv;
             for (std::size_t gi = 0; gi + 1 < clean.groups.size() && gi < 120; ++gi) {
                 const GroupVerdict& target = clean.groups[gi];
@@ -456,9 +471,10 @@ TEST_CASE("clean generated tables pass; one bad signature flips exactly its grou
                 for (std::size_t i : idx)
                     if (verdicts[i]) valid_rows.push_back(i);
                 // Corrupt the hash of `spoil` verified rows: multisig has
-                // exactly m verified rows (one signer per signature), so one
-                // spoilt row fails the group; threshold survives n - m spoilt rows.
-                const std::size_t slack = t == Table::multisig ? 0 : valid_rows.size() - target.required;
+                // exactly m verified rows (one signer per signature), and
+                // threshold rows are all non-empty signatures (BIP-342), so one
+                // spoilt row fails the group either way.
+                const std::size_t slack = 0;
                 for (std::size_t spoil : {slack, slack + 1}) {
                     if (spoil == 0 || spoil > valid_rows.size()) continue;
                     std::vector<std::uint8_t> bytes = g.bytes;
@@ -474,6 +490,9 @@ TEST_CASE("clean generated tables pass; one bad signature flips exactly its grou
                     const bool should_pass = spoil <= slack;
                     REQUIRE(r.groups[gi].pass == should_pass);
                     (should_pass ? survived : flipped) += 1;
+                    // Threshold groups with more rows than m used to survive a
+                    // failed row; under BIP-342 they fail.
+                    if (!should_pass && valid_rows.size() > target.required) ++flipped_with_spare_rows;
                     // Every other group keeps its verdict; the block follows.
                     for (std::size_t k = 0; k < r.groups.size(); ++k)
                         if (k != gi) REQUIRE(r.groups[k].pass == clean.groups[k].pass);
@@ -482,7 +501,8 @@ TEST_CASE("clean generated tables pass; one bad signature flips exactly its grou
                 }
             }
             CHECK(flipped > 50);
-            if (t == Table::threshold) CHECK(survived > 10);
+            CHECK(survived == 0);
+            if (t == Table::threshold) CHECK(flipped_with_spare_rows > 10);
         }
     }
 }
@@ -507,4 +527,80 @@ TEST_CASE("generated multisig groups follow libbitcoin's expansion", "[groups][g
         ++checked;
     }
     CHECK(checked > 100);
+}
+
+// ---------------------------------------------------------------------------
+// Single signatures: each its own group
+// ---------------------------------------------------------------------------
+TEST_CASE("single signatures: each row its own group, numbered per block from 65535 down", "[groups][single]") {
+    const std::vector<std::uint32_t> fks = {7, 7, 9, 7, 0xFFFFFF, 9, 7};
+    const auto rows = reference::single_signature_group_rows(fks);
+    REQUIRE(rows.size() == fks.size());
+    const std::uint16_t want[] = {65535, 65534, 65535, 65533, 0, 65534, 65532};
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        CHECK(rows[i].block_fk == fks[i]);
+        CHECK(rows[i].mn == 0);
+        CHECK(rows[i].group == want[i]);
+    }
+    // Each single passes iff its row verified; a block fails iff one of its rows failed.
+    const std::vector<std::uint8_t> verdicts = {1, 0, 1, 1, 0, 1, 1};
+    const auto r = reference::compute_group_verdicts(MS, rows, verdicts);
+    require_matches_brute_force(MS, rows, verdicts, r);
+    CHECK(r.skipped_rows == 1);
+    REQUIRE(r.groups.size() == 6);
+    for (const auto& g : r.groups) {
+        CHECK(g.rows == 1);
+        CHECK(g.required == 1);
+        CHECK(g.flags == (g.pass ? 0 : reference::kGroupUnmatched));  // never duplicate-rows
+    }
+    CHECK(r.failed_groups == 1);
+    REQUIRE(r.blocks.size() == 2);
+    CHECK(r.blocks[0] == reference::BlockVerdict{7, false, 4, 1});
+    CHECK(r.blocks[1] == reference::BlockVerdict{9, true, 2, 0});
+
+    // More than 65536 singles in one block would repeat a group number.
+    std::vector<std::uint32_t> many(65536, 3);
+    CHECK(reference::single_signature_group_rows(many).back().group == 0);
+    many.push_back(3);
+    CHECK_THROWS_AS(reference::single_signature_group_rows(many), std::invalid_argument);
+}
+
+TEST_CASE("ecdsa rows to libbitcoin columns: each single signature its own group", "[groups][single][generated]") {
+    Table_ g = generated(Table::ecdsa, 3'000, 0.01, 77);
+    g.span.tail_size = 3;
+    const auto verdicts = verify_all(g.span);
+    reference::ColumnTable cols = reference::rows_to_columns(g.span, reference::CorrelateLayout::libbitcoin, Table::ecdsa);
+    const auto from_corr = reference::group_rows_from_correlate(cols.view());
+    std::vector<std::uint32_t> fks(g.span.count);
+    for (std::size_t i = 0; i < fks.size(); ++i) fks[i] = wire::read_u24le(g.span.row(i) + 129);
+    const auto singles = reference::single_signature_group_rows(fks);
+    std::set<std::pair<std::uint32_t, std::uint16_t>> seen;
+    for (std::size_t i = 0; i < from_corr.size(); ++i) {
+        REQUIRE(from_corr[i].block_fk == fks[i]);
+        REQUIRE(from_corr[i].mn == 0);
+        REQUIRE(from_corr[i].group == singles[i].group);
+        REQUIRE(seen.insert({from_corr[i].block_fk, from_corr[i].group}).second);  // distinct per block
+    }
+    const auto r = reference::compute_group_verdicts(MS, from_corr, verdicts);
+    REQUIRE(r.groups.size() == g.span.count);
+    std::size_t invalid = 0;
+    for (auto v : verdicts) invalid += v == 0;
+    CHECK(invalid > 5);
+    CHECK(r.failed_groups == invalid);
+    std::map<std::uint32_t, bool> block_ok;
+    for (std::size_t i = 0; i < fks.size(); ++i) {
+        auto [it, fresh] = block_ok.emplace(fks[i], true);
+        it->second = it->second && verdicts[i] != 0;
+    }
+    REQUIRE(r.blocks.size() == block_ok.size());
+    std::size_t i = 0;
+    for (const auto& [fk, ok] : block_ok) {
+        CHECK(r.blocks[i].block_fk == fk);
+        CHECK(r.blocks[i].all_groups_pass == ok);
+        ++i;
+    }
+    for (const auto& gv : r.groups) CHECK((gv.flags & reference::kGroupDuplicates) == 0);
+    // Columns back to rows keep block_fk.
+    const auto back = reference::columns_to_rows(cols.view(), reference::CorrelateLayout::libbitcoin, Table::ecdsa);
+    CHECK(std::equal(back.begin(), back.end(), g.bytes.begin()));
 }
