@@ -123,7 +123,7 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     std::uint64_t col[3];
     std::memcpy(col, reinterpret_cast<const std::uint8_t*>(&e) + 40, sizeof col);
     const bool is_nop = e.opcode == 2, is_verify = e.opcode == 1, is_columns = e.opcode == 3;
-    bool fields_ok = e.flags == 0;
+    bool fields_ok = (e.flags & ~std::uint16_t(1)) == 0;  // bit 0: kSubmitStrictConfirm (ABI 1.2)
     if (!is_columns) fields_ok = fields_ok && (col[0] | col[1] | col[2]) == 0;
     fields_ok = fields_ok && (is_nop || is_verify || is_columns);
     if (is_nop) fields_ok = fields_ok && e.row_count == 0 && e.rows_offset == 0 && e.results_offset == 0;
@@ -164,6 +164,7 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
         FUZZ_CHECK(c.stride == stride);
         FUZZ_CHECK(c.rows_bytes == rows1 - rows0);
         FUZZ_CHECK(c.row_count == e.row_count && c.rows_offset == e.rows_offset);
+        FUZZ_CHECK(c.strict_confirm == ((e.flags & 1) != 0));
         FUZZ_CHECK(static_cast<std::uint8_t>(c.mode) == e.mode);
         FUZZ_CHECK(c.mode != wire::Mode::results || c.results_offset == e.results_offset);
     } else {
