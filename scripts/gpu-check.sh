@@ -29,7 +29,9 @@
 #            with no invalid rows; ecdsa and multisig at BENCH_BIG rows under the
 #            groups confirmation rule and with --strict-confirm (CONFIRM_CHECK=
 #            to skip), rows confirmed per rule from `sigverify stats backends`;
-#            `sigverify stats` after it;
+#            `sigverify stats` after it; the batch-size curve (CURVE_SIZES, default
+#            1..65536; CURVE_SIZES= to skip) with the batch split, GPU only and
+#            CPU only;
 #            then the last figure again with DAEMON_ALT's flags (default
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
@@ -227,11 +229,11 @@ if [[ $PREBUILT -eq 1 ]] && { [[ $DAEMON_BACKEND != gpu ]] || ! grep -q "no GPU"
     SV="$BIN/sigverify"
     RT="$WORK/run"
     mkdir -p "$RT"
-    start_daemon() {  # log file, extra flags...
+    start_daemon() {  # log file, extra flags... (BACKEND= overrides DAEMON_BACKEND)
         local log=$1
         shift
-        "$BIN/sigverifyd" --runtime-dir "$RT" --foreground --backend "$DAEMON_BACKEND" --arena-size 1G --log-level info \
-            "$@" >"$log" 2>&1 &
+        "$BIN/sigverifyd" --runtime-dir "$RT" --foreground --backend "${BACKEND:-$DAEMON_BACKEND}" --arena-size 1G \
+            --log-level info "$@" >"$log" 2>&1 &
         DAEMON_PID=$!
         for _ in $(seq 1 300); do
             "$SV" ping --runtime-dir "$RT" >/dev/null 2>&1 && break
@@ -329,6 +331,28 @@ if [[ $PREBUILT -eq 1 ]] && { [[ $DAEMON_BACKEND != gpu ]] || ! grep -q "no GPU"
         say "bench exit $?"
         grep -E " $BENCH_BIG .*sigverifyd|differed" "$LOGS/bench_alt.txt" | sed "s/^/alt /" | tee -a "$OUT/summary.txt"
         stop_daemon
+    fi
+    # Issue 13: the batch-size curve (CURVE_SIZES) with the batch split (the
+    # default), GPU only (--gpu-split off) and CPU only, p50 of each size.
+    if [[ $rc_daemon -eq 0 && -n "${CURVE_SIZES-x}" ]]; then
+        sizes=${CURVE_SIZES:-1,64,1024,4096,16384,65536}
+        for mode in split gpu-only cpu-only; do
+            [[ $SECONDS -lt $((DEADLINE - 45)) ]] || break
+            backend=""
+            case $mode in
+                split) flags="" ;;
+                gpu-only) flags="--gpu-split off --gpu-min-rows 1" ;;
+                cpu-only) flags="" backend=cpu ;;
+            esac
+            say "phase 2c: batch-size curve, $mode"
+            BACKEND=$backend start_daemon "$LOGS/sigverifyd_curve_$mode.log" $flags
+            timeout 60 "$SV" bench --runtime-dir "$RT" --tables ecdsa --sizes "$sizes" --skip-single-thread --repeat 3 \
+                --budget 1 --clients 0 --latency-iterations 200 --json "$LOGS/curve_$mode.json" \
+                --plot "$LOGS/curve_$mode.svg" >"$LOGS/curve_$mode.txt" 2>&1
+            say "bench exit $?"
+            grep -E "^ecdsa .*sigverifyd|^[0-9]+ +sigverifyd" "$LOGS/curve_$mode.txt" | sed "s/^/curve $mode /" | tee -a "$OUT/summary.txt"
+            stop_daemon
+        done
     fi
 fi
 
