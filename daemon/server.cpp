@@ -180,22 +180,25 @@ void Server::accept_one() {
     ucred cred{};
     socklen_t len = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-        ctx_.log->warn("SO_PEERCRED: {}", std::strerror(errno));
+        if (ctx_.log_limit.allow(*ctx_.log, "SO_PEERCRED"))
+            ctx_.log->warn("SO_PEERCRED: {}", std::strerror(errno));
         close(fd);
         return;
     }
     std::string why;
     if (!peer_allowed(fd, cred, why)) {
         ++ctx_.refused;
-        ctx_.log->warn("refused connection from pid {}: {}", cred.pid, why);
+        if (ctx_.log_limit.allow(*ctx_.log, "refused: permission denied"))
+            ctx_.log->warn("refused connection from pid {}: {}", cred.pid, why);
         send_refusal(fd, shm::Status::permission_denied, ctx_.epoch, "permission denied: " + why);
         linger_refused(fd);
         return;
     }
     if (ctx_.active_sessions.load() >= ctx_.config.max_clients) {
         ++ctx_.refused;
-        ctx_.log->warn("refused connection from pid {} uid {}: --max-clients {} reached", cred.pid, cred.uid,
-                       ctx_.config.max_clients);
+        if (ctx_.log_limit.allow(*ctx_.log, "refused: busy"))
+            ctx_.log->warn("refused connection from pid {} uid {}: --max-clients {} reached", cred.pid, cred.uid,
+                           ctx_.config.max_clients);
         send_refusal(fd, shm::Status::busy, ctx_.epoch,
                      "sigverifyd is serving its maximum of " + std::to_string(ctx_.config.max_clients) + " clients");
         linger_refused(fd);
@@ -416,6 +419,7 @@ int Server::run() {
     stats_ = std::make_unique<StatsServer>(
         ctx_.metrics, [this](int fd, const ucred& cred, std::string& why) { return peer_allowed(fd, cred, why); },
         [this] { return snapshot(); }, ctx_.log);
+    stats_->set_log_limit(&ctx_.log_limit);
     if (std::string err; !stats_->open(cfg.runtime_dir + "/stats.sock", have_group_ ? 0660 : 0600,
                                        have_group_ ? static_cast<gid_t>(group_gid_) : static_cast<gid_t>(-1), err)) {
         log.critical("stats socket: {}", err);
@@ -570,6 +574,7 @@ void Server::periodic(std::chrono::steady_clock::time_point now) {
                             queued, notify_.watchdog_period().count() / 1000);
         }
     }
+    ctx_.log_limit.flush(*ctx_.log);  // summaries of rate-limited lines
     if (now < next_periodic_) return;
     next_periodic_ = now + std::chrono::seconds(ctx_.config.metrics_interval);
     if (std::string st = status_line(); st != last_status_) {

@@ -149,12 +149,15 @@ void StatsServer::accept_some() {
         }
         std::string why;
         if (!access_(fd, cred, why)) {
-            log_->warn("refused stats connection from pid {}: {}", cred.pid, why);
+            if (log_limit_ == nullptr || log_limit_->allow(*log_, "refused stats: permission denied"))
+                log_->warn("refused stats connection from pid {}: {}", cred.pid, why);
             reject(fd, "error: permission denied: " + why + "\n");
             continue;
         }
         if (conns_.size() >= limits_.max_connections) {
-            log_->warn("refused stats connection from pid {}: {} stats connections open", cred.pid, conns_.size());
+            if (log_limit_ == nullptr || log_limit_->allow(*log_, "refused stats: too many"))
+                log_->warn("refused stats connection from pid {}: {} stats connections open", cred.pid,
+                           conns_.size());
             reject(fd, "error: too many stats connections (" + std::to_string(conns_.size()) + ")\n");
             continue;
         }
