@@ -25,6 +25,7 @@
 
 #include <spdlog/logger.h>
 
+#include "daemon/accept_backoff.hpp"
 #include "daemon/log_limit.hpp"
 #include "daemon/metrics.hpp"
 
@@ -98,6 +99,7 @@ private:
     int listen_fd_ = -1;
     std::vector<Conn> conns_;
     LogLimit* log_limit_ = nullptr;
+    AcceptBackoff backoff_;  // accept() out of descriptors: stop polling listen_fd_ for a while
 };
 
 }  // namespace sigverify::daemon

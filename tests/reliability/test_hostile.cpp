@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -178,4 +179,118 @@ TEST_CASE("packets after the handshake (oversized, carrying descriptors) are dra
     CHECK(logged >= 1);
     CHECK(logged <= 10);
     CHECK(kill(d.pid(), 0) == 0);
+}
+
+namespace {
+
+// utime + stime of a process, in seconds.
+double cpu_seconds(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+        if (i == 14) utime = std::stoull(field);
+        if (i == 15) stime = std::stoull(field);
+    }
+    return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+}
+
+bool connect_only(const std::string& path, int& fd) {
+    const sockaddr_un addr = unix_addr(path);
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    return fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("out of descriptors (EMFILE): accept backs off instead of spinning, connected clients are served",
+          "[reliability][hostile]") {
+    DaemonProcess d({"--cpu-threads", "1", "--arena-size", "64K", "--ring-entries", "8", "--max-clients", "8"});
+    RawSession s;
+    REQUIRE(s.handshake(d.socket_path()));
+    REQUIRE(s.verify_one(1));
+    REQUIRE(eventually([&] { return d.log().find("'hostile' connected") != std::string::npos; },
+                       std::chrono::seconds(3)));
+    REQUIRE(counter(d, "accept_errors") == 0);
+
+    // Leave the daemon two descriptors: the connections below fill them (they
+    // never say hello, so each holds its socket for the 2 s handshake timeout)
+    // and the next accept() fails with EMFILE.
+    rlimit old{};
+    REQUIRE(prlimit(d.pid(), RLIMIT_NOFILE, nullptr, &old) == 0);
+    rlimit low = old;
+    low.rlim_cur = daemon_fds(d) + 2;
+    REQUIRE(prlimit(d.pid(), RLIMIT_NOFILE, &low, nullptr) == 0);
+    std::vector<int> conns(8, -1);
+    for (int& fd : conns) REQUIRE(connect_only(d.socket_path(), fd));
+    REQUIRE(eventually([&] { return d.log().find("Too many open files") != std::string::npos; },
+                       std::chrono::seconds(3)));
+
+    // A second of EMFILE: little CPU, few log lines, the connected client served.
+    const std::size_t lines0 = log_lines(d);
+    const double cpu0 = cpu_seconds(d.pid());
+    const auto t0 = Clock::now();
+    std::uint64_t tag = 10;
+    while (Clock::now() - t0 < std::chrono::seconds(1)) {
+        CHECK(s.verify_one(tag++));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const double cpu = cpu_seconds(d.pid()) - cpu0;
+    const std::size_t lines = log_lines(d) - lines0;
+    INFO("daemon CPU over 1 s of EMFILE: " << cpu << " s; log lines: " << lines);
+    std::printf("daemon CPU over 1 s of EMFILE: %.3f s; log lines: %zu\n", cpu, lines);
+    CHECK(cpu < 0.25);  // a spinning accept loop burns the whole second
+    CHECK(lines <= 12);
+    CHECK(kill(d.pid(), 0) == 0);
+
+    // Descriptors back: the pending connections are accepted, the count is exact-ish and rendered.
+    REQUIRE(prlimit(d.pid(), RLIMIT_NOFILE, &old, nullptr) == 0);
+    for (int fd : conns) close(fd);
+    std::uint64_t errors = 0;
+    REQUIRE(eventually([&] { return (errors = counter(d, "accept_errors")) > 0; }, std::chrono::seconds(5)));
+    CHECK(errors < 40);  // 10 ms doubling to 1 s: a handful per second, not thousands
+    CHECK(stats_command(d.dir(), "stats").find("sigverifyd_accept_errors_total " + std::to_string(errors)) !=
+          std::string::npos);
+    CHECK(s.verify_one(99));
+}
+
+TEST_CASE("a --max-clients the descriptor limit cannot serve is refused at start-up", "[reliability][hostile]") {
+    const std::string dir = make_temp_dir();
+    auto start = [&](const char* max_clients) {
+        const pid_t pid = fork();
+        if (pid == 0) {
+            rlimit lim{128, 128};
+            if (setrlimit(RLIMIT_NOFILE, &lim) != 0) _exit(99);
+            const std::string log = dir + "/daemon.log";
+            execl(SIGVERIFYD_BIN, SIGVERIFYD_BIN, "--foreground", "--runtime-dir", dir.c_str(), "--log-file",
+                  log.c_str(), "--cpu-threads", "1", "--max-clients", max_clients, static_cast<char*>(nullptr));
+            _exit(98);
+        }
+        return pid;
+    };
+    // Reaps pid within limit; SIGKILLs it (status -1) when it is still running.
+    auto reap = [](pid_t pid, std::chrono::milliseconds limit) {
+        int st = 0;
+        const bool exited = eventually([&] { return waitpid(pid, &st, WNOHANG) == pid; }, limit);
+        if (exited) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        return -1;
+    };
+    const pid_t pid = start("100");  // needs 64 + 16 + 3 x 100 = 380 > 128
+    const int status = reap(pid, std::chrono::seconds(5));
+    CHECK(status == 1);
+    std::ifstream f(dir + "/daemon.log");
+    const std::string log((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    CHECK(log.find("RLIMIT_NOFILE") != std::string::npos);
+    CHECK(log.find("listening on") == std::string::npos);
+    // 8 clients fit (64 + 16 + 24 = 104 <= 128): it starts.
+    const pid_t ok = start("8");
+    CHECK(eventually([&] { return ::access((dir + "/sigverifyd.sock").c_str(), F_OK) == 0; },
+                     std::chrono::seconds(10)));
+    kill(ok, SIGTERM);
+    CHECK(reap(ok, std::chrono::seconds(10)) == 0);
+    remove_tree(dir);
 }
