@@ -294,3 +294,39 @@ TEST_CASE("a --max-clients the descriptor limit cannot serve is refused at start
     CHECK(reap(ok, std::chrono::seconds(10)) == 0);
     remove_tree(dir);
 }
+
+TEST_CASE("a connect loop of refused and malformed connections cannot flood the log; the counters stay exact",
+          "[reliability][hostile]") {
+    DaemonProcess d({"--cpu-threads", "1", "--arena-size", "64K", "--ring-entries", "8", "--max-clients", "2"});
+    const std::size_t lines0 = log_lines(d);
+    constexpr int kEach = 1000;
+    auto one = [&](const void* payload, std::size_t size) {
+        RawSession c;
+        if (!c.open(d.socket_path())) return false;
+        if (size != 0) (void)send(c.sock, payload, size, MSG_NOSIGNAL);
+        shm::HelloReply reply{};
+        return recv(c.sock, &reply, sizeof reply, 0) == static_cast<ssize_t>(sizeof reply) && reply.status != 0;
+    };
+    // Malformed handshakes (a 5-byte hello), one after the other.
+    const char junk[5] = {1, 2, 3, 4, 5};
+    int answered = 0;
+    for (int i = 0; i < kEach; ++i) answered += one(junk, sizeof junk);
+    CHECK(answered == kEach);
+    // Busy refusals: two sessions hold both slots.
+    RawSession a, b;
+    REQUIRE(a.handshake(d.socket_path()));
+    REQUIRE(b.handshake(d.socket_path()));
+    answered = 0;
+    for (int i = 0; i < kEach; ++i) answered += one(nullptr, 0);
+    CHECK(answered == kEach);
+
+    REQUIRE(eventually([&] { return counter(d, "protocol_errors") == kEach; }, std::chrono::seconds(5)));
+    CHECK(counter(d, "connections_refused") == kEach);
+    CHECK(counter(d, "protocol_errors") == kEach);
+    const std::size_t lines = log_lines(d) - lines0;
+    INFO("log lines for " << 2 * kEach << " hostile connections: " << lines);
+    CHECK(lines < 100);
+    CHECK(DaemonProcess::count(d.log(), "malformed handshake") >= 1);
+    CHECK(DaemonProcess::count(d.log(), "--max-clients 2 reached") >= 1);
+    CHECK(a.verify_one(1));
+}
