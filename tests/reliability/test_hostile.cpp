@@ -242,7 +242,7 @@ TEST_CASE("out of descriptors (EMFILE): accept backs off instead of spinning, co
     INFO("daemon CPU over 1 s of EMFILE: " << cpu << " s; log lines: " << lines);
     std::printf("daemon CPU over 1 s of EMFILE: %.3f s; log lines: %zu\n", cpu, lines);
     CHECK(cpu < 0.25);  // a spinning accept loop burns the whole second
-    CHECK(lines <= 12);
+    CHECK(lines <= 20);  // two rate-limited keys (accept, malformed handshake) of 10 each
     CHECK(kill(d.pid(), 0) == 0);
 
     // Descriptors back: the pending connections are accepted, the count is exact-ish and rendered.
