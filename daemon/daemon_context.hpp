@@ -10,6 +10,7 @@
 #include <spdlog/logger.h>
 
 #include "daemon/config.hpp"
+#include "daemon/log_limit.hpp"
 #include "daemon/metrics.hpp"
 
 namespace sigverify::daemon {
@@ -27,6 +28,7 @@ struct DaemonContext {
     std::atomic<std::uint64_t> protocol_errors{0};
     std::atomic<std::uint64_t> refused{0};
     Metrics metrics;                          // the stats socket's counters (daemon/metrics.hpp)
+    LogLimit log_limit;                       // for every log line a client can trigger repeatedly
 };
 
 }  // namespace sigverify::daemon

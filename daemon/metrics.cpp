@@ -176,6 +176,10 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
     w.counter("sigverifyd_connections_accepted_total", "Client connections accepted.", load(m.connections_accepted));
     w.counter("sigverifyd_connections_refused_total",
               "Client connections refused (permission denied, --max-clients reached).", s.refused);
+    w.counter("sigverifyd_accept_errors_total",
+              "accept() failures for lack of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM); each pauses "
+              "accepting on that socket for 10 ms, doubling up to 1 s.",
+              load(m.accept_errors));
     w.counter("sigverifyd_protocol_errors_total",
               "Protocol errors: malformed handshakes, invalid submissions, ring index violations.", s.protocol_errors);
     w.counter("sigverifyd_chunks_total", "Chunks verified by the backends.", load(m.chunks));
@@ -275,6 +279,7 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
     j["counters"] = {{"connections_accepted", load(m.connections_accepted)},
                      {"connections_refused", s.refused},
                      {"protocol_errors", s.protocol_errors},
+                     {"accept_errors", load(m.accept_errors)},
                      {"chunks", load(m.chunks)},
                      {"cpu_fallback_chunks", load(m.cpu_fallback_chunks)},
                      {"cpu_fallback_rows", load(m.cpu_fallback_rows)},

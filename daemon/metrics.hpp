@@ -42,6 +42,9 @@ struct Metrics {
     Counter latency_count{0};
 
     Counter connections_accepted{0};
+    // accept() failures for lack of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM) on the
+    // control or stats socket; each one pauses that socket's accepts (daemon/accept_backoff.hpp).
+    Counter accept_errors{0};
     Counter chunks{0};
     Counter cpu_fallback_chunks{0};
     Counter cpu_fallback_rows{0};

@@ -7,6 +7,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -170,36 +171,80 @@ bool Server::peer_allowed(int fd, const ucred& cred, std::string& why) {
     return false;
 }
 
-void Server::accept_one() {
+// Descriptors the daemon needs with every client connected: a base for the
+// process itself (stdio, log file, both listening sockets, signalfd, notify
+// socket, metrics textfile, GPU driver files), the stats connections, and per
+// client its control socket plus, during its handshake, the two descriptors
+// of its new segment. Refused connections kept open until the peer read the
+// reply use what is left (at most 256). Raises the soft RLIMIT_NOFILE up to
+// the hard one when needed; false when even the hard limit is too low.
+bool Server::check_descriptor_limit() {
+    constexpr rlim_t kBase = 64, kStats = 16, kPerClient = 3, kLinger = 256;
+    const rlim_t need = kBase + kStats + kPerClient * rlim_t(ctx_.config.max_clients);
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return true;  // cannot tell: go on
+    if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need + kLinger) {
+        rlimit raised = lim;
+        raised.rlim_cur = lim.rlim_max == RLIM_INFINITY ? need + kLinger : std::min(lim.rlim_max, need + kLinger);
+        if (raised.rlim_cur > lim.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+    }
+    if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
+        ctx_.log->critical("--max-clients {} needs about {} descriptors ({} + {} per client), but RLIMIT_NOFILE "
+                           "is {} (hard limit {}): lower --max-clients or raise the limit (LimitNOFILE=)",
+                           ctx_.config.max_clients, need, kBase + kStats, kPerClient, lim.rlim_cur,
+                           lim.rlim_max == RLIM_INFINITY ? std::string("unlimited") : std::to_string(lim.rlim_max));
+        return false;
+    }
+    max_lingering_ = lim.rlim_cur == RLIM_INFINITY ? kLinger : std::size_t(std::min(kLinger, lim.rlim_cur - need));
+    return true;
+}
+
+bool Server::accept_one() {
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            ctx_.log->warn("accept: {}", std::strerror(errno));
-        return;
+        const int e = errno;
+        if (e == EAGAIN || e == EWOULDBLOCK) return false;
+        if (e == EINTR || e == ECONNABORTED) return true;
+        if (AcceptBackoff::resource_error(e)) {
+            // The connection stays in the backlog: polling the socket again at
+            // once would spin. Pause, serve the connected clients meanwhile.
+            ctx_.metrics.accept_errors.fetch_add(1, std::memory_order_relaxed);
+            accept_backoff_.failed(std::chrono::steady_clock::now());
+            if (ctx_.log_limit.allow(*ctx_.log, "accept"))
+                ctx_.log->warn("accept: {}; not accepting connections for {} ms ({} clients connected)",
+                               std::strerror(e), accept_backoff_.pause.count(), ctx_.active_sessions.load());
+            return false;
+        }
+        if (ctx_.log_limit.allow(*ctx_.log, "accept")) ctx_.log->warn("accept: {}", std::strerror(e));
+        return false;
     }
+    accept_backoff_.succeeded();
     ucred cred{};
     socklen_t len = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-        ctx_.log->warn("SO_PEERCRED: {}", std::strerror(errno));
+        if (ctx_.log_limit.allow(*ctx_.log, "SO_PEERCRED"))
+            ctx_.log->warn("SO_PEERCRED: {}", std::strerror(errno));
         close(fd);
-        return;
+        return true;
     }
     std::string why;
     if (!peer_allowed(fd, cred, why)) {
         ++ctx_.refused;
-        ctx_.log->warn("refused connection from pid {}: {}", cred.pid, why);
+        if (ctx_.log_limit.allow(*ctx_.log, "refused: permission denied"))
+            ctx_.log->warn("refused connection from pid {}: {}", cred.pid, why);
         send_refusal(fd, shm::Status::permission_denied, ctx_.epoch, "permission denied: " + why);
         linger_refused(fd);
-        return;
+        return true;
     }
     if (ctx_.active_sessions.load() >= ctx_.config.max_clients) {
         ++ctx_.refused;
-        ctx_.log->warn("refused connection from pid {} uid {}: --max-clients {} reached", cred.pid, cred.uid,
-                       ctx_.config.max_clients);
+        if (ctx_.log_limit.allow(*ctx_.log, "refused: busy"))
+            ctx_.log->warn("refused connection from pid {} uid {}: --max-clients {} reached", cred.pid, cred.uid,
+                           ctx_.config.max_clients);
         send_refusal(fd, shm::Status::busy, ctx_.epoch,
                      "sigverifyd is serving its maximum of " + std::to_string(ctx_.config.max_clients) + " clients");
         linger_refused(fd);
-        return;
+        return true;
     }
     ctx_.active_sessions.fetch_add(1);
     ctx_.metrics.connections_accepted.fetch_add(1, std::memory_order_relaxed);
@@ -211,12 +256,12 @@ void Server::accept_one() {
         ctx_.log->error("cannot start a session thread: {}", e.what());
         ctx_.active_sessions.fetch_sub(1);
     }
+    return true;
 }
 
 void Server::linger_refused(int fd) {
-    constexpr std::size_t kMaxLingering = 256;
     shutdown(fd, SHUT_WR);
-    if (refused_.size() >= kMaxLingering) {
+    if (refused_.size() >= max_lingering_) {
         close(fd);
         return;
     }
@@ -385,6 +430,7 @@ int Server::run() {
         have_group_ = true;
         group_gid_ = g.gr_gid;
     }
+    if (!check_descriptor_limit()) return 1;
     if (!select_backend()) return 1;
     if (!backend_self_test(*backend_, self_test_)) {
         log.critical("backend {} failed its self-test: {}", backend_->name(), self_test_);
@@ -416,6 +462,7 @@ int Server::run() {
     stats_ = std::make_unique<StatsServer>(
         ctx_.metrics, [this](int fd, const ucred& cred, std::string& why) { return peer_allowed(fd, cred, why); },
         [this] { return snapshot(); }, ctx_.log);
+    stats_->set_log_limit(&ctx_.log_limit);
     if (std::string err; !stats_->open(cfg.runtime_dir + "/stats.sock", have_group_ ? 0660 : 0600,
                                        have_group_ ? static_cast<gid_t>(group_gid_) : static_cast<gid_t>(-1), err)) {
         log.critical("stats socket: {}", err);
@@ -435,13 +482,15 @@ int Server::run() {
     periodic(std::chrono::steady_clock::now());
 
     for (;;) {
-        std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+        const auto now = std::chrono::steady_clock::now();
+        std::vector<pollfd> fds = {{accept_backoff_.poll_fd(listen_fd_, now), POLLIN, 0}, {signal_fd_, POLLIN, 0}};
         const std::size_t stats_at = fds.size();
         stats_->add_pollfds(fds);
         const std::size_t refused_at = fds.size();
         for (const auto& [fd, deadline] : refused_) fds.push_back({fd, POLLIN | POLLRDHUP, 0});
         int timeout = refused_.empty() ? 200 : 50;
         if (const int t = stats_->next_timeout_ms(); t >= 0) timeout = std::min(timeout, t);
+        if (const int t = accept_backoff_.timeout_ms(now); t >= 0) timeout = std::min(timeout, t);
         timeout = std::min(timeout, periodic_timeout_ms(std::chrono::steady_clock::now()));
         const int r = poll(fds.data(), fds.size(), timeout);
         if (r < 0 && errno != EINTR) {
@@ -462,7 +511,8 @@ int Server::run() {
             if (stop) break;
         }
         if (r > 0 && (fds[0].revents & POLLIN)) {
-            for (int i = 0; i < 16; ++i) accept_one();
+            for (int i = 0; i < 16 && accept_one(); ++i) {
+            }
         }
         if (!refused_.empty()) drain_refused(fds.data() + refused_at, fds.size() - refused_at);
         stats_->handle(fds.data() + stats_at, refused_at - stats_at);
@@ -570,6 +620,7 @@ void Server::periodic(std::chrono::steady_clock::time_point now) {
                             queued, notify_.watchdog_period().count() / 1000);
         }
     }
+    ctx_.log_limit.flush(*ctx_.log);  // summaries of rate-limited lines
     if (now < next_periodic_) return;
     next_periodic_ = now + std::chrono::seconds(ctx_.config.metrics_interval);
     if (std::string st = status_line(); st != last_status_) {

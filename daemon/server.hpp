@@ -15,6 +15,7 @@
 
 #include <spdlog/sinks/dist_sink.h>
 
+#include "daemon/accept_backoff.hpp"
 #include "daemon/backend.hpp"
 #include "daemon/striped_backend.hpp"
 #include "daemon/gpu_backend.hpp"
@@ -43,7 +44,8 @@ private:
     bool select_backend();
     void use_gpus(std::vector<std::unique_ptr<Backend>> devices, unsigned cpu_threads);
     bool setup_socket();
-    void accept_one();
+    bool accept_one();  // false: stop accepting in this round (backlog empty, or paused)
+    bool check_descriptor_limit();
     void reap_sessions(bool all);
     void shutdown_gracefully();
     void reopen_logs();
@@ -68,6 +70,8 @@ private:
     // when the peer has read it (hang-up) or after a second, so the peer never
     // sees a reset instead of the reason. Bounded.
     std::vector<std::pair<int, std::chrono::steady_clock::time_point>> refused_;
+    std::size_t max_lingering_ = 256;  // lowered at start-up to what RLIMIT_NOFILE leaves
+    AcceptBackoff accept_backoff_;     // accept() out of descriptors: stop polling listen_fd_ for a while
     void linger_refused(int fd);
     void drain_refused(const ::pollfd* fds, std::size_t n);
 

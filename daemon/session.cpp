@@ -167,19 +167,22 @@ bool Session::handshake() {
     alignas(8) std::uint8_t buf[512];
     const ssize_t n = recv_packet(fd_, buf, sizeof buf);
     if (n == 0) {
-        ctx_.log->info("client {} ({}) closed before the handshake", id_, peer_);
+        if (ctx_.log_limit.allow(*ctx_.log, "closed before the handshake"))
+            ctx_.log->info("client {} ({}) closed before the handshake", id_, peer_);
         return false;
     }
     if (n != static_cast<ssize_t>(sizeof hello)) {
         ++ctx_.protocol_errors;
-        ctx_.log->warn("client {} ({}): malformed handshake ({} bytes)", id_, peer_, n);
+        if (ctx_.log_limit.allow(*ctx_.log, "malformed handshake"))
+            ctx_.log->warn("client {} ({}): malformed handshake ({} bytes)", id_, peer_, n);
         refuse(shm::Status::handshake, "malformed handshake message");
         return false;
     }
     std::memcpy(&hello, buf, sizeof hello);
     if (hello.magic != shm::kHelloMagic || hello.flags != 0) {
         ++ctx_.protocol_errors;
-        ctx_.log->warn("client {} ({}): malformed handshake (bad magic or flags)", id_, peer_);
+        if (ctx_.log_limit.allow(*ctx_.log, "malformed handshake"))
+            ctx_.log->warn("client {} ({}): malformed handshake (bad magic or flags)", id_, peer_);
         refuse(shm::Status::handshake, "malformed handshake message (bad magic or flags)");
         return false;
     }
@@ -189,7 +192,8 @@ bool Session::handshake() {
         const std::string text = "protocol version mismatch: client speaks " +
                                  std::to_string(hello.protocol_version) + ", sigverifyd speaks " +
                                  std::to_string(shm::kProtocolVersion);
-        ctx_.log->warn("client {} '{}' ({}): {}", id_, name_, peer_, text);
+        if (ctx_.log_limit.allow(*ctx_.log, "protocol version mismatch"))
+            ctx_.log->warn("client {} '{}' ({}): {}", id_, name_, peer_, text);
         refuse(shm::Status::protocol_version, text);
         return false;
     }
@@ -205,6 +209,9 @@ bool Session::handshake() {
     if (hello.requested_ring_entries != 0) {
         if (!shm::is_pow2(hello.requested_ring_entries)) {
             ++ctx_.protocol_errors;
+            if (ctx_.log_limit.allow(*ctx_.log, "malformed handshake"))
+                ctx_.log->warn("client {} '{}' ({}): malformed handshake (ring entries {} not a power of two)", id_,
+                               name_, peer_, hello.requested_ring_entries);
             refuse(shm::Status::handshake, "requested ring entries must be a power of two");
             return false;
         }
@@ -225,19 +232,23 @@ bool Session::handshake() {
     const bool sent = send_reply(fd_, reply, seg_fd);
     close(seg_fd);
     if (!sent) {
-        ctx_.log->warn("client {} '{}' ({}): could not send the segment", id_, name_, peer_);
+        if (ctx_.log_limit.allow(*ctx_.log, "handshake aborted"))
+            ctx_.log->warn("client {} '{}' ({}): could not send the segment", id_, name_, peer_);
         return false;
     }
     shm::MappedAck ack{};
     const ssize_t an = recv_packet(fd_, buf, sizeof buf);
     if (an != static_cast<ssize_t>(sizeof ack)) {
-        ctx_.log->warn("client {} '{}' ({}): no mapping confirmation", id_, name_, peer_);
+        if (ctx_.log_limit.allow(*ctx_.log, "handshake aborted"))
+            ctx_.log->warn("client {} '{}' ({}): no mapping confirmation", id_, name_, peer_);
         return false;
     }
     std::memcpy(&ack, buf, sizeof ack);
     if (ack.magic != shm::kAckMagic || ack.status != static_cast<std::uint32_t>(shm::Status::ok)) {
         ++ctx_.protocol_errors;
-        ctx_.log->warn("client {} '{}' ({}): client rejected the segment (status {})", id_, name_, peer_, ack.status);
+        if (ctx_.log_limit.allow(*ctx_.log, "handshake aborted"))
+            ctx_.log->warn("client {} '{}' ({}): client rejected the segment (status {})", id_, name_, peer_,
+                           ack.status);
         return false;
     }
     ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
@@ -280,18 +291,27 @@ void Session::request_stop() {
 }
 
 bool Session::socket_alive() {
-    pollfd p{fd_, POLLIN | POLLRDHUP, 0};
-    const int r = poll(&p, 1, 0);
-    if (r <= 0) return true;
-    if (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) return false;
-    if (p.revents & POLLIN) {
-        // Nothing is expected after the handshake: EOF ends the session, any
-        // other packet is a protocol error (drained and ignored).
+    // Nothing is expected after the handshake: EOF ends the session, any
+    // other packet (of any size, with or without descriptors) is a protocol
+    // error, drained and ignored; passed descriptors are closed at once. At
+    // most 16 packets per check (every 20 ms), so a flooder cannot hold the
+    // reader here; the rest wait in its socket buffer, which blocks it.
+    for (int i = 0; i < 16; ++i) {
+        pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+        const int r = poll(&p, 1, 0);
+        if (r <= 0) return true;
+        if ((p.revents & POLLIN) == 0) return (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) == 0;
         alignas(8) std::uint8_t buf[512];
-        const ssize_t n = recv_packet(fd_, buf, sizeof buf);
-        if (n == 0) return false;
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+        const shm::ReceivedPacket got = shm::receive_packet(fd_, buf, sizeof buf, shm::KeepDescriptor::none);
+        if (got.bytes == 0 && !got.truncated && got.fds_closed == 0) return false;  // EOF
+        if (got.bytes < 0)
+            return got.error == EAGAIN || got.error == EWOULDBLOCK || got.error == EINTR;
         ++ctx_.protocol_errors;
+        if (ctx_.log_limit.allow(*ctx_.log, "packet after the handshake"))
+            ctx_.log->warn("client {} '{}' ({}): unexpected packet after the handshake ({} bytes{}{}); ignored", id_,
+                           name_, peer_, got.bytes, got.truncated ? ", truncated to 512" : "",
+                           got.fds_closed != 0 ? ", " + std::to_string(got.fds_closed) + " descriptor(s) closed"
+                                               : std::string());
     }
     return true;
 }
@@ -402,8 +422,10 @@ int Session::pump() {
     if (guard::poisoned(guard_slot_)) return -1;
     const std::uint32_t tail = shm::word(header_->sq_tail).load(std::memory_order_acquire);
     if (!shm::ring_count_ok(sq_head_, tail, sq_entries_)) {
-        ctx_.log->warn("client {} '{}': submission ring tail {} is out of bounds (head {}, {} entries); ending session",
-                       id_, name_, tail, sq_head_, sq_entries_);
+        if (ctx_.log_limit.allow(*ctx_.log, "ring index out of bounds"))
+            ctx_.log->warn(
+                "client {} '{}': submission ring tail {} is out of bounds (head {}, {} entries); ending session", id_,
+                name_, tail, sq_head_, sq_entries_);
         ++ctx_.protocol_errors;
         return -1;
     }
@@ -413,8 +435,9 @@ int Session::pump() {
             std::lock_guard lock(cq_mutex_);
             const std::uint32_t cq_head = shm::word(header_->cq_head).load(std::memory_order_acquire);
             if (!shm::ring_count_ok(cq_head, cq_tail_, cq_entries_)) {
-                ctx_.log->warn("client {} '{}': completion ring head {} is out of bounds (tail {}); ending session",
-                               id_, name_, cq_head, cq_tail_);
+                if (ctx_.log_limit.allow(*ctx_.log, "ring index out of bounds"))
+                    ctx_.log->warn("client {} '{}': completion ring head {} is out of bounds (tail {}); ending session",
+                                   id_, name_, cq_head, cq_tail_);
                 ++ctx_.protocol_errors;
                 return -1;
             }
@@ -475,7 +498,7 @@ void Session::end_session() {
                                         std::memory_order_release);
         shm::ring_force(header_->client_bell);
     }
-    if (violated_.load())
+    if (violated_.load() && ctx_.log_limit.allow(*ctx_.log, "protocol violation"))
         ctx_.log->warn("client {} '{}' ({}) disconnected for a protocol violation", id_, name_, peer_);
     ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_.load(),
                    rows_.load());

@@ -113,16 +113,18 @@ void StatsServer::close_all() {
 }
 
 void StatsServer::add_pollfds(std::vector<pollfd>& fds) const {
-    fds.push_back({listen_fd_, POLLIN, 0});
+    fds.push_back({backoff_.poll_fd(listen_fd_, Clock::now()), POLLIN, 0});
     for (const auto& c : conns_) fds.push_back({c.fd, short(c.writing ? POLLOUT : POLLIN), 0});
 }
 
 int StatsServer::next_timeout_ms() const {
-    if (conns_.empty()) return -1;
+    const int paused = backoff_.timeout_ms(Clock::now());
+    if (conns_.empty()) return paused;
     auto nearest = conns_.front().deadline;
     for (const auto& c : conns_) nearest = std::min(nearest, c.deadline);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(nearest - Clock::now()).count();
-    return left < 0 ? 0 : static_cast<int>(std::min<long long>(left + 1, 1000));
+    const int t = left < 0 ? 0 : static_cast<int>(std::min<long long>(left + 1, 1000));
+    return paused >= 0 ? std::min(t, paused) : t;
 }
 
 void StatsServer::reject(int fd, const std::string& line) {
@@ -137,10 +139,20 @@ void StatsServer::accept_some() {
     for (int i = 0; i < 16; ++i) {
         const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-                log_->warn("stats accept: {}", std::strerror(errno));
+            const int e = errno;
+            if (AcceptBackoff::resource_error(e)) {
+                metrics_.accept_errors.fetch_add(1, std::memory_order_relaxed);
+                backoff_.failed(Clock::now());
+            }
+            if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR && e != ECONNABORTED &&
+                (log_limit_ == nullptr || log_limit_->allow(*log_, "stats accept")))
+                log_->warn("stats accept: {}{}", std::strerror(e),
+                           AcceptBackoff::resource_error(e)
+                               ? "; not accepting stats connections for " + std::to_string(backoff_.pause.count()) + " ms"
+                               : std::string());
             return;
         }
+        backoff_.succeeded();
         ucred cred{};
         socklen_t len = sizeof cred;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
@@ -149,12 +161,15 @@ void StatsServer::accept_some() {
         }
         std::string why;
         if (!access_(fd, cred, why)) {
-            log_->warn("refused stats connection from pid {}: {}", cred.pid, why);
+            if (log_limit_ == nullptr || log_limit_->allow(*log_, "refused stats: permission denied"))
+                log_->warn("refused stats connection from pid {}: {}", cred.pid, why);
             reject(fd, "error: permission denied: " + why + "\n");
             continue;
         }
         if (conns_.size() >= limits_.max_connections) {
-            log_->warn("refused stats connection from pid {}: {} stats connections open", cred.pid, conns_.size());
+            if (log_limit_ == nullptr || log_limit_->allow(*log_, "refused stats: too many"))
+                log_->warn("refused stats connection from pid {}: {} stats connections open", cred.pid,
+                           conns_.size());
             reject(fd, "error: too many stats connections (" + std::to_string(conns_.size()) + ")\n");
             continue;
         }

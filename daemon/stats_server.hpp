@@ -25,6 +25,8 @@
 
 #include <spdlog/logger.h>
 
+#include "daemon/accept_backoff.hpp"
+#include "daemon/log_limit.hpp"
 #include "daemon/metrics.hpp"
 
 namespace sigverify::daemon {
@@ -54,6 +56,8 @@ public:
     bool open(const std::string& path, mode_t mode, gid_t gid, std::string& error);
     // Closes every connection and the listening socket and unlinks the path.
     void close_all();
+    // Rate-limits the refusal lines (nullptr: none); the limit outlives this server.
+    void set_log_limit(LogLimit* limit) { log_limit_ = limit; }
 
     // The poll loop: append this server's descriptors, poll, then hand the
     // same range back to handle() (it also enforces the deadlines, so call it
@@ -94,6 +98,8 @@ private:
     std::string path_;
     int listen_fd_ = -1;
     std::vector<Conn> conns_;
+    LogLimit* log_limit_ = nullptr;
+    AcceptBackoff backoff_;  // accept() out of descriptors: stop polling listen_fd_ for a while
 };
 
 }  // namespace sigverify::daemon

@@ -1,0 +1,332 @@
+// Hostile clients against a real sigverifyd (issue 17): packets after the
+// handshake, descriptor exhaustion (EMFILE), log amplification. Each case
+// speaks the protocol by hand and asserts a bound: the session keeps working,
+// no descriptor leaks, the daemon's CPU time and log stay small, the
+// counters keep the exact numbers.
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "batch_check.hpp"
+#include "daemon_fixture.hpp"
+#include "ops/ops_helpers.hpp"
+#include "shm_protocol/doorbell.hpp"
+#include "shm_protocol/fd_passing.hpp"
+#include "shm_protocol/segment_access.hpp"
+#include "shm_protocol/segment_layout.hpp"
+
+using namespace sigverify;
+using namespace sigverify::test;
+using shm::Status;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A client that speaks the protocol by hand (as in test_daemon_ring.cpp).
+struct RawSession {
+    int sock = -1;
+    int seg_fd = -1;
+    std::uint8_t* base = nullptr;
+    std::size_t size = 0;
+    shm::SegmentHeader* h = nullptr;
+    shm::HelloReply reply{};
+    std::uint32_t sq_tail = 0, cq_head = 0;
+
+    ~RawSession() {
+        if (base != nullptr) munmap(base, size);
+        if (seg_fd >= 0) close(seg_fd);
+        if (sock >= 0) close(sock);
+    }
+
+    bool open(const std::string& path) {
+        const sockaddr_un addr = unix_addr(path);
+        sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        timeval tv{3, 0};
+        setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        return ::connect(sock, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+    }
+
+    bool handshake(const std::string& path) {
+        if (!open(path)) return false;
+        shm::HelloRequest hello{};
+        hello.magic = shm::kHelloMagic;
+        hello.protocol_version = shm::kProtocolVersion;
+        shm::copy_text(hello.client_name, "hostile");
+        (void)send(sock, &hello, sizeof hello, MSG_NOSIGNAL);
+        const shm::ReceivedPacket r = shm::receive_packet(sock, &reply, sizeof reply, shm::KeepDescriptor::first);
+        seg_fd = r.fd;
+        if (r.bytes != static_cast<ssize_t>(sizeof reply) || reply.status != 0 || seg_fd < 0) return false;
+        size = reply.segment_size;
+        void* m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, seg_fd, 0);
+        if (m == MAP_FAILED) return false;
+        base = static_cast<std::uint8_t*>(m);
+        h = reinterpret_cast<shm::SegmentHeader*>(base);
+        shm::MappedAck ack{shm::kAckMagic, 0};
+        return send(sock, &ack, sizeof ack, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof ack);
+    }
+
+    // One ECDSA row of known verdict, verified in results mode: true when
+    // its completion arrives ok with the right verdict.
+    bool verify_one(std::uint64_t tag) {
+        const KnownRows known = make_known_rows(wire::Table::ecdsa, 1, wire::SigEncoding::opaque, tag);
+        std::memcpy(base + h->arena_offset, known.rows.data(), known.rows.size());
+        std::memset(base + h->arena_offset + 4096, 0xAA, 1);
+        shm::SubmissionEntry e{};
+        e.user_tag = tag;
+        e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify);
+        e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::ecdsa);
+        e.key_size = 3;
+        e.mode = static_cast<std::uint8_t>(wire::Mode::results);
+        e.table = shm::kTableUnspecified;
+        e.rows_offset = 0;
+        e.results_offset = 4096;
+        e.row_count = 1;
+        auto* sqes = reinterpret_cast<shm::SubmissionEntry*>(base + h->sq_entries_offset);
+        std::memcpy(&sqes[sq_tail & h->sq_mask], &e, sizeof e);
+        ++sq_tail;
+        shm::word(h->sq_tail).store(sq_tail, std::memory_order_release);
+        shm::ring(h->daemon_bell);
+        const auto deadline = Clock::now() + std::chrono::seconds(5);
+        auto* cqes = reinterpret_cast<shm::CompletionEntry*>(base + h->cq_entries_offset);
+        while (Clock::now() < deadline) {
+            if (shm::word(h->cq_tail).load(std::memory_order_acquire) != cq_head) {
+                shm::CompletionEntry c;
+                std::memcpy(&c, &cqes[cq_head & h->cq_mask], sizeof c);
+                ++cq_head;
+                shm::word(h->cq_head).store(cq_head, std::memory_order_release);
+                return c.user_tag == tag && c.status == 0 && c.valid + c.invalid == 1 &&
+                       base[h->arena_offset + 4096] == known.expected[0];
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        return false;
+    }
+};
+
+std::size_t count_entries(const std::string& dir) {
+    std::size_t n = 0;
+    if (DIR* d = opendir(dir.c_str())) {
+        while (dirent* e = readdir(d))
+            if (e->d_name[0] != '.') ++n;
+        closedir(d);
+    }
+    return n;
+}
+
+std::size_t daemon_fds(const DaemonProcess& d) { return count_entries("/proc/" + std::to_string(d.pid()) + "/fd"); }
+
+std::size_t log_lines(const DaemonProcess& d) { return DaemonProcess::count(d.log(), "\n"); }
+
+std::uint64_t counter(const DaemonProcess& d, const std::string& name) {
+    return json::parse(stats_command(d.dir(), "stats json"))["counters"][name].get<std::uint64_t>();
+}
+
+template <class F>
+bool eventually(F&& f, std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (!f()) {
+        if (Clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE("packets after the handshake (oversized, carrying descriptors) are drained, counted and ignored",
+          "[reliability][hostile]") {
+    DaemonProcess d({"--cpu-threads", "1", "--arena-size", "64K", "--ring-entries", "8"});
+    RawSession s;
+    REQUIRE(s.handshake(d.socket_path()));
+    REQUIRE(s.verify_one(1));
+    REQUIRE(eventually([&] { return d.log().find("'hostile' connected") != std::string::npos; },
+                       std::chrono::seconds(3)));
+    const std::size_t fds0 = daemon_fds(d);
+    REQUIRE(counter(d, "protocol_errors") == 0);
+
+    constexpr int kPackets = 60;  // 20 oversized, 20 with a descriptor, 20 both
+    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    REQUIRE(devnull >= 0);
+    std::vector<std::uint8_t> big(4096, 0x5A);
+    for (int i = 0; i < kPackets; ++i) {
+        const bool oversized = i % 3 != 1, with_fd = i % 3 != 0;
+        REQUIRE(shm::send_packet(s.sock, big.data(), oversized ? big.size() : 16, with_fd ? devnull : -1));
+    }
+    close(devnull);
+    REQUIRE(eventually([&] { return counter(d, "protocol_errors") == kPackets; }, std::chrono::seconds(5)));
+    // The session still works, and no descriptor was kept.
+    CHECK(s.verify_one(2));
+    CHECK(s.verify_one(3));
+    CHECK(eventually([&] { return daemon_fds(d) == fds0; }, std::chrono::seconds(2)));
+    CHECK(daemon_fds(d) == fds0);
+    CHECK(counter(d, "protocol_errors") == kPackets);
+    // Logged, rate-limited: at most the burst, not a line per packet.
+    const std::size_t logged = DaemonProcess::count(d.log(), "unexpected packet after the handshake");
+    CHECK(logged >= 1);
+    CHECK(logged <= 10);
+    CHECK(kill(d.pid(), 0) == 0);
+}
+
+namespace {
+
+// utime + stime of a process, in seconds.
+double cpu_seconds(pid_t pid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+        if (i == 14) utime = std::stoull(field);
+        if (i == 15) stime = std::stoull(field);
+    }
+    return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
+}
+
+bool connect_only(const std::string& path, int& fd) {
+    const sockaddr_un addr = unix_addr(path);
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    return fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("out of descriptors (EMFILE): accept backs off instead of spinning, connected clients are served",
+          "[reliability][hostile]") {
+    DaemonProcess d({"--cpu-threads", "1", "--arena-size", "64K", "--ring-entries", "8", "--max-clients", "8"});
+    RawSession s;
+    REQUIRE(s.handshake(d.socket_path()));
+    REQUIRE(s.verify_one(1));
+    REQUIRE(eventually([&] { return d.log().find("'hostile' connected") != std::string::npos; },
+                       std::chrono::seconds(3)));
+    REQUIRE(counter(d, "accept_errors") == 0);
+
+    // Leave the daemon two descriptors: the connections below fill them (they
+    // never say hello, so each holds its socket for the 2 s handshake timeout)
+    // and the next accept() fails with EMFILE.
+    rlimit old{};
+    REQUIRE(prlimit(d.pid(), RLIMIT_NOFILE, nullptr, &old) == 0);
+    rlimit low = old;
+    low.rlim_cur = daemon_fds(d) + 2;
+    REQUIRE(prlimit(d.pid(), RLIMIT_NOFILE, &low, nullptr) == 0);
+    std::vector<int> conns(8, -1);
+    for (int& fd : conns) REQUIRE(connect_only(d.socket_path(), fd));
+    REQUIRE(eventually([&] { return d.log().find("Too many open files") != std::string::npos; },
+                       std::chrono::seconds(3)));
+
+    // A second of EMFILE: little CPU, few log lines, the connected client served.
+    const std::size_t lines0 = log_lines(d);
+    const double cpu0 = cpu_seconds(d.pid());
+    const auto t0 = Clock::now();
+    std::uint64_t tag = 10;
+    while (Clock::now() - t0 < std::chrono::seconds(1)) {
+        CHECK(s.verify_one(tag++));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const double cpu = cpu_seconds(d.pid()) - cpu0;
+    const std::size_t lines = log_lines(d) - lines0;
+    INFO("daemon CPU over 1 s of EMFILE: " << cpu << " s; log lines: " << lines);
+    std::printf("daemon CPU over 1 s of EMFILE: %.3f s; log lines: %zu\n", cpu, lines);
+    CHECK(cpu < 0.25);  // a spinning accept loop burns the whole second
+    CHECK(lines <= 20);  // two rate-limited keys (accept, malformed handshake) of 10 each
+    CHECK(kill(d.pid(), 0) == 0);
+
+    // Descriptors back: the pending connections are accepted, the count is exact-ish and rendered.
+    REQUIRE(prlimit(d.pid(), RLIMIT_NOFILE, &old, nullptr) == 0);
+    for (int fd : conns) close(fd);
+    std::uint64_t errors = 0;
+    REQUIRE(eventually([&] { return (errors = counter(d, "accept_errors")) > 0; }, std::chrono::seconds(5)));
+    CHECK(errors < 40);  // 10 ms doubling to 1 s: a handful per second, not thousands
+    CHECK(stats_command(d.dir(), "stats").find("sigverifyd_accept_errors_total " + std::to_string(errors)) !=
+          std::string::npos);
+    CHECK(s.verify_one(99));
+}
+
+TEST_CASE("a --max-clients the descriptor limit cannot serve is refused at start-up", "[reliability][hostile]") {
+    const std::string dir = make_temp_dir();
+    auto start = [&](const char* max_clients) {
+        const pid_t pid = fork();
+        if (pid == 0) {
+            rlimit lim{128, 128};
+            if (setrlimit(RLIMIT_NOFILE, &lim) != 0) _exit(99);
+            const std::string log = dir + "/daemon.log";
+            execl(SIGVERIFYD_BIN, SIGVERIFYD_BIN, "--foreground", "--runtime-dir", dir.c_str(), "--log-file",
+                  log.c_str(), "--cpu-threads", "1", "--max-clients", max_clients, static_cast<char*>(nullptr));
+            _exit(98);
+        }
+        return pid;
+    };
+    // Reaps pid within limit; SIGKILLs it (status -1) when it is still running.
+    auto reap = [](pid_t pid, std::chrono::milliseconds limit) {
+        int st = 0;
+        const bool exited = eventually([&] { return waitpid(pid, &st, WNOHANG) == pid; }, limit);
+        if (exited) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        return -1;
+    };
+    const pid_t pid = start("100");  // needs 64 + 16 + 3 x 100 = 380 > 128
+    const int status = reap(pid, std::chrono::seconds(5));
+    CHECK(status == 1);
+    std::ifstream f(dir + "/daemon.log");
+    const std::string log((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    CHECK(log.find("RLIMIT_NOFILE") != std::string::npos);
+    CHECK(log.find("listening on") == std::string::npos);
+    // 8 clients fit (64 + 16 + 24 = 104 <= 128): it starts.
+    const pid_t ok = start("8");
+    CHECK(eventually([&] { return ::access((dir + "/sigverifyd.sock").c_str(), F_OK) == 0; },
+                     std::chrono::seconds(10)));
+    kill(ok, SIGTERM);
+    CHECK(reap(ok, std::chrono::seconds(10)) == 0);
+    remove_tree(dir);
+}
+
+TEST_CASE("a connect loop of refused and malformed connections cannot flood the log; the counters stay exact",
+          "[reliability][hostile]") {
+    DaemonProcess d({"--cpu-threads", "1", "--arena-size", "64K", "--ring-entries", "8", "--max-clients", "2"});
+    const std::size_t lines0 = log_lines(d);
+    constexpr int kEach = 1000;
+    auto one = [&](const void* payload, std::size_t size) {
+        RawSession c;
+        if (!c.open(d.socket_path())) return false;
+        if (size != 0) (void)send(c.sock, payload, size, MSG_NOSIGNAL);
+        shm::HelloReply reply{};
+        return recv(c.sock, &reply, sizeof reply, 0) == static_cast<ssize_t>(sizeof reply) && reply.status != 0;
+    };
+    // Malformed handshakes (a 5-byte hello), one after the other.
+    const char junk[5] = {1, 2, 3, 4, 5};
+    int answered = 0;
+    for (int i = 0; i < kEach; ++i) answered += one(junk, sizeof junk);
+    CHECK(answered == kEach);
+    // Busy refusals: two sessions hold both slots.
+    RawSession a, b;
+    REQUIRE(a.handshake(d.socket_path()));
+    REQUIRE(b.handshake(d.socket_path()));
+    answered = 0;
+    for (int i = 0; i < kEach; ++i) answered += one(nullptr, 0);
+    CHECK(answered == kEach);
+
+    REQUIRE(eventually([&] { return counter(d, "protocol_errors") == kEach; }, std::chrono::seconds(5)));
+    CHECK(counter(d, "connections_refused") == kEach);
+    CHECK(counter(d, "protocol_errors") == kEach);
+    const std::size_t lines = log_lines(d) - lines0;
+    INFO("log lines for " << 2 * kEach << " hostile connections: " << lines);
+    CHECK(lines < 100);
+    CHECK(DaemonProcess::count(d.log(), "malformed handshake") >= 1);
+    CHECK(DaemonProcess::count(d.log(), "--max-clients 2 reached") >= 1);
+    CHECK(a.verify_one(1));
+}
