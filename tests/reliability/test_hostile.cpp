@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -312,10 +313,23 @@ TEST_CASE("a connect loop of refused and malformed connections cannot flood the 
     int answered = 0;
     for (int i = 0; i < kEach; ++i) answered += one(junk, sizeof junk);
     CHECK(answered == kEach);
-    // Busy refusals: two sessions hold both slots.
-    RawSession a, b;
-    REQUIRE(a.handshake(d.socket_path()));
-    REQUIRE(b.handshake(d.socket_path()));
+    // Busy refusals: two sessions hold both slots. (Just after the loop above
+    // the slots of the ended sessions may not be free yet on a loaded machine:
+    // retry, and count the refusals that costs.)
+    int refused_handshakes = 0;
+    const auto hold = [&](std::unique_ptr<RawSession>& s) {
+        return eventually(
+            [&] {
+                s = std::make_unique<RawSession>();
+                if (s->handshake(d.socket_path())) return true;
+                ++refused_handshakes;
+                return false;
+            },
+            std::chrono::seconds(10));
+    };
+    std::unique_ptr<RawSession> a, b;
+    REQUIRE(hold(a));
+    REQUIRE(hold(b));
     answered = 0;
     for (int i = 0; i < kEach; ++i) answered += one(nullptr, 0);
     CHECK(answered == kEach);
@@ -324,8 +338,9 @@ TEST_CASE("a connect loop of refused and malformed connections cannot flood the 
     // as a refusal when the slots of sessions that just ended were not yet free
     // (on a loaded machine some malformed hellos are refused as busy first).
     const auto counted = [&] { return counter(d, "protocol_errors") + counter(d, "connections_refused"); };
-    CHECK(eventually([&] { return counted() == 2 * kEach; }, std::chrono::seconds(5)));
-    CHECK(counted() == 2 * kEach);
+    const std::uint64_t expected = 2 * kEach + std::uint64_t(refused_handshakes);
+    CHECK(eventually([&] { return counted() == expected; }, std::chrono::seconds(5)));
+    CHECK(counted() == expected);
     CHECK(counter(d, "protocol_errors") >= 1);
     CHECK(counter(d, "connections_refused") >= kEach / 2);
     const std::size_t lines = log_lines(d) - lines0;
@@ -333,5 +348,5 @@ TEST_CASE("a connect loop of refused and malformed connections cannot flood the 
     CHECK(lines < 100);
     CHECK(DaemonProcess::count(d.log(), "malformed handshake") >= 1);
     CHECK(DaemonProcess::count(d.log(), "--max-clients 2 reached") >= 1);
-    CHECK(a.verify_one(1));
+    CHECK(a->verify_one(1));
 }
