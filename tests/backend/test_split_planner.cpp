@@ -4,9 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <mutex>
 #include <vector>
 
@@ -14,6 +12,7 @@
 #include "daemon/scheduler.hpp"
 #include "daemon/split_planner.hpp"
 #include "reference/row_generator.hpp"
+#include "scheduler_harness.hpp"
 
 using namespace sigverify;
 using daemon::SplitEstimates;
@@ -48,35 +47,8 @@ private:
     reference::RowVerifier cpu_[kWorkers];
 };
 
-struct Sink final : daemon::JobSink {
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool done = false;
-    void finish_job(std::uint32_t, shm::Status s, const reference::Tally&) override {
-        std::lock_guard lock(mutex);
-        CHECK(s == shm::Status::ok);
-        done = true;
-        cv.notify_all();
-    }
-};
-
-struct Data {
-    std::vector<std::uint8_t> rows;
-    wire::RowSpan span;
-    std::vector<std::uint8_t> truth;
-};
-
-Data make(std::size_t n) {
-    reference::GenOptions o;
-    o.table = wire::Table::schnorr;
-    o.count = n;
-    o.invalid_rate = 0.2;
-    o.seed = 41;
-    Data d{reference::generate_rows(o), {}, std::vector<std::uint8_t>(n)};
-    d.span = wire::RowSpan{wire::RecordKind::schnorr, 3, wire::SigEncoding::opaque, d.rows.data(), n};
-    reference::Verifier(2).verify(d.span, d.truth.data());
-    return d;
-}
+using Data = test::SignedRows;
+Data make(std::size_t n) { return test::signed_rows(wire::Table::schnorr, n, 0.2, 41); }
 
 // One job through a scheduler over gpu with a CPU fallback and the planner.
 std::vector<std::uint8_t> run(CountingGpu& gpu, SplitPlanner& planner, Data& d, daemon::Metrics& metrics) {
@@ -85,17 +57,7 @@ std::vector<std::uint8_t> run(CountingGpu& gpu, SplitPlanner& planner, Data& d, 
     scheduler.set_metrics(&metrics);
     scheduler.set_planner(&planner);
     scheduler.start();
-    Sink sink;
-    std::shared_ptr<daemon::JobQueue> q = scheduler.make_queue(sink, 1);
-    std::vector<std::uint8_t> results(d.span.count);
-    q->job(0).rows = d.span;
-    q->job(0).mode = Mode::results;
-    q->job(0).results = results.data();
-    scheduler.submit(q, 0);
-    std::unique_lock lock(sink.mutex);
-    REQUIRE(sink.cv.wait_for(lock, std::chrono::seconds(60), [&] { return sink.done; }));
-    lock.unlock();
-    scheduler.stop();
+    std::vector<std::uint8_t> results = test::run_results_job_and_stop(scheduler, d.span);
     return results;
 }
 

@@ -7,8 +7,6 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <vector>
 
@@ -16,6 +14,7 @@
 #include "daemon/scheduler.hpp"
 #include "daemon/striped_backend.hpp"
 #include "reference/row_generator.hpp"
+#include "scheduler_harness.hpp"
 
 using namespace sigverify;
 using daemon::ChunkResult;
@@ -47,35 +46,8 @@ private:
     std::mutex mutex_[kWorkers];  // a worker index is never used by two threads at once; the lock would show it
 };
 
-struct Sink final : daemon::JobSink {
-    std::mutex mutex;
-    std::condition_variable cv;
-    int done = 0;
-    void finish_job(std::uint32_t, shm::Status s, const reference::Tally&) override {
-        std::lock_guard lock(mutex);
-        CHECK(s == shm::Status::ok);
-        ++done;
-        cv.notify_all();
-    }
-};
-
-struct Data {
-    std::vector<std::uint8_t> rows;
-    wire::RowSpan span;
-    std::vector<std::uint8_t> truth;
-};
-
-Data make(std::size_t n) {
-    reference::GenOptions o;
-    o.table = wire::Table::ecdsa;
-    o.count = n;
-    o.invalid_rate = 0.3;
-    o.seed = 31;
-    Data d{reference::generate_rows(o), {}, std::vector<std::uint8_t>(n)};
-    d.span = wire::RowSpan{wire::RecordKind::ecdsa, 3, wire::SigEncoding::opaque, d.rows.data(), n};
-    reference::Verifier(2).verify(d.span, d.truth.data());
-    return d;
-}
+using Data = test::SignedRows;
+Data make(std::size_t n) { return test::signed_rows(wire::Table::ecdsa, n, 0.3, 31); }
 
 struct Rig {
     FakeGpu* gpu[2];
@@ -97,17 +69,7 @@ struct Rig {
         daemon::Metrics metrics;
         scheduler.set_metrics(&metrics);
         scheduler.start();
-        Sink sink;
-        std::shared_ptr<daemon::JobQueue> q = scheduler.make_queue(sink, 1);
-        std::vector<std::uint8_t> results(d.span.count);
-        q->job(0).rows = d.span;
-        q->job(0).mode = Mode::results;
-        q->job(0).results = results.data();
-        scheduler.submit(q, 0);
-        std::unique_lock lock(sink.mutex);
-        REQUIRE(sink.cv.wait_for(lock, std::chrono::seconds(60), [&] { return sink.done == 1; }));
-        lock.unlock();
-        scheduler.stop();
+        std::vector<std::uint8_t> results = test::run_results_job_and_stop(scheduler, d.span);
         return results;
     }
 };
