@@ -23,6 +23,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "daemon/exit_codes.hpp"
 #include "daemon/host_kernel_backend.hpp"
 #include "daemon/mapping_guard.hpp"
 #include "daemon/self_test.hpp"
@@ -425,17 +426,17 @@ int Server::run() {
         std::vector<char> buf(1 << 16);
         if (getgrnam_r(cfg.group.c_str(), &g, buf.data(), buf.size(), &result) != 0 || result == nullptr) {
             log.critical("--group {}: no such group", cfg.group);
-            return 1;
+            return exit_status::config_error;
         }
         have_group_ = true;
         group_gid_ = g.gr_gid;
     }
-    if (!check_descriptor_limit()) return 1;
-    if (!select_backend()) return 1;
+    if (!check_descriptor_limit()) return exit_status::config_error;
+    if (!select_backend()) return exit_status::runtime_failure;
     if (!backend_self_test(*backend_, self_test_)) {
         log.critical("backend {} failed its self-test: {}", backend_->name(), self_test_);
         notify_.status("backend " + backend_->name() + " failed its self-test: " + self_test_);
-        return 1;
+        return exit_status::runtime_failure;
     }
     log.info("backend {} self-test {}", backend_->name(), self_test_);
     scheduler_ = std::make_unique<Scheduler>(*backend_, cpu_fallback_.get(), cfg.chunk_rows);
@@ -455,10 +456,10 @@ int Server::run() {
     signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (signal_fd_ < 0) {
         log.critical("signalfd: {}", std::strerror(errno));
-        return 1;
+        return exit_status::runtime_failure;
     }
     guard::install();
-    if (!setup_socket()) return 1;
+    if (!setup_socket()) return exit_status::runtime_failure;
     stats_ = std::make_unique<StatsServer>(
         ctx_.metrics, [this](int fd, const ucred& cred, std::string& why) { return peer_allowed(fd, cred, why); },
         [this] { return snapshot(); }, ctx_.log);
@@ -466,7 +467,7 @@ int Server::run() {
     if (std::string err; !stats_->open(cfg.runtime_dir + "/stats.sock", have_group_ ? 0660 : 0600,
                                        have_group_ ? static_cast<gid_t>(group_gid_) : static_cast<gid_t>(-1), err)) {
         log.critical("stats socket: {}", err);
-        return 1;
+        return exit_status::runtime_failure;
     }
     scheduler_->start();
     log.info("sigverifyd {} listening on {} (backend {}, {} threads, chunk {} rows, arena {} bytes, {} ring entries, "
@@ -522,7 +523,7 @@ int Server::run() {
     for (const auto& [fd, deadline] : refused_) close(fd);
     refused_.clear();
     shutdown_gracefully();
-    return 0;
+    return exit_status::clean_stop;
 }
 
 StatsSnapshot Server::snapshot() {

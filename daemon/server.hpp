@@ -37,7 +37,7 @@ class Server {
 public:
     explicit Server(Config cfg);
     ~Server();
-    // Runs until SIGTERM/SIGINT; returns the process exit code.
+    // Runs until SIGTERM/SIGINT; returns the process exit code (daemon/exit_codes.hpp).
     int run();
 
 private:
