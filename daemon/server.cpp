@@ -19,12 +19,11 @@
 #include <cstring>
 #include <ctime>
 
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "daemon/exit_codes.hpp"
 #include "daemon/host_kernel_backend.hpp"
+#include "daemon/logging.hpp"
 #include "daemon/mapping_guard.hpp"
 #include "daemon/self_test.hpp"
 #include "shm_protocol/segment_access.hpp"
@@ -57,18 +56,6 @@ bool mkdir_p(const std::string& path) {
 
 }  // namespace
 
-std::shared_ptr<spdlog::logger> make_logger(const Config& cfg, std::shared_ptr<spdlog::sinks::dist_sink_mt>& dist) {
-    dist = std::make_shared<spdlog::sinks::dist_sink_mt>();
-    if (cfg.log_file.empty())
-        dist->add_sink(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-    else
-        dist->add_sink(std::make_shared<spdlog::sinks::basic_file_sink_mt>(cfg.log_file));
-    auto log = std::make_shared<spdlog::logger>("sigverifyd", dist);
-    log->set_level(spdlog::level::from_str(cfg.log_level));
-    log->flush_on(spdlog::level::info);
-    return log;
-}
-
 Server::Server(Config cfg) {
     ctx_.config = std::move(cfg);
     ctx_.log = make_logger(ctx_.config, dist_);
@@ -94,7 +81,7 @@ void Server::reopen_logs() {
         return;
     }
     try {
-        dist_->set_sinks({std::make_shared<spdlog::sinks::basic_file_sink_mt>(ctx_.config.log_file)});
+        dist_->set_sinks({make_log_sink(ctx_.config)});
         ctx_.log->info("SIGHUP: reopened log file {}", ctx_.config.log_file);
     } catch (const std::exception& e) {
         ctx_.log->error("SIGHUP: cannot reopen log file {}: {}", ctx_.config.log_file, e.what());

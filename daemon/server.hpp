@@ -20,6 +20,7 @@
 #include "daemon/striped_backend.hpp"
 #include "daemon/gpu_backend.hpp"
 #include "daemon/config.hpp"
+#include "daemon/logging.hpp"
 #include "daemon/daemon_context.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/notify.hpp"
@@ -28,10 +29,6 @@
 #include "daemon/stats_server.hpp"
 
 namespace sigverify::daemon {
-
-// Builds the daemon logger (stderr, or --log-file behind a dist sink so that
-// reopen_logs() can swap the file on SIGHUP).
-std::shared_ptr<spdlog::logger> make_logger(const Config& cfg, std::shared_ptr<spdlog::sinks::dist_sink_mt>& dist);
 
 class Server {
 public:
