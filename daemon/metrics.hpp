@@ -60,8 +60,10 @@ struct Metrics {
     Counter stats_requests{0};
     Counter stats_refused{0};              // stats connections refused (permission, too many)
     Counter stats_dropped{0};              // stats readers dropped (slow, idle, oversized request)
-    Counter textfile_writes{0};
-    Counter textfile_errors{0};
+    Counter textfile_writes{0};            // --metrics-textfile written
+    Counter textfile_errors{0};            // --metrics-textfile writes that failed (the first one is logged)
+    Counter config_reloads{0};             // SIGHUPs that re-read the configuration
+    Counter config_reload_errors{0};       // SIGHUPs whose configuration did not parse (nothing changed)
 
     // One completed batch (called by the session that posts the completion).
     void observe_batch(std::uint8_t table, bool ok, std::uint64_t valid, std::uint64_t invalid,
@@ -96,6 +98,16 @@ struct BackendInfo {
     std::uint64_t invalid_unconfirmed = 0;  // groups rule: INVALID verdicts of passing groups left unconfirmed
 };
 
+// The settings SIGHUP can change, as they are now (docs/operations.md, "Reload").
+struct RunningSettings {
+    std::string log_level;
+    std::string log_format;  // auto, text, json
+    std::uint32_t cross_check_sample = 0;
+    std::uint32_t cross_check_invalid_sample = 0;
+    std::string metrics_textfile;
+    unsigned metrics_interval = 0;
+};
+
 struct StatsSnapshot {
     std::string version;
     unsigned protocol_version = 0;
@@ -111,6 +123,7 @@ struct StatsSnapshot {
     std::uint64_t stats_connections = 0;
     std::vector<ClientInfo> clients;
     std::vector<BackendInfo> backends;
+    RunningSettings settings;
     bool has_split = false;  // a GPU daemon's batch split model (daemon/split_planner.hpp)
     SplitEstimates split;
 };

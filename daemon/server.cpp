@@ -25,6 +25,7 @@
 #include "daemon/host_kernel_backend.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/mapping_guard.hpp"
+#include "daemon/reload.hpp"
 #include "daemon/self_test.hpp"
 #include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/segment_layout.hpp"
@@ -75,14 +76,39 @@ Server::~Server() {
     if (signal_fd_ >= 0) close(signal_fd_);
 }
 
-void Server::reopen_logs() {
-    if (ctx_.config.log_file.empty()) {
-        ctx_.log->info("SIGHUP: logging to stderr, nothing to reopen");
+// SIGHUP: the log destination is opened again (logrotate moved the file),
+// and the --config file and command line are read again; the keys that can
+// change at run time are applied (daemon/reload.hpp), one line says which
+// and which changed keys wait for a restart. A file that no longer parses
+// changes nothing.
+void Server::reload() {
+    ParseResult reread = parse_command_line(ctx_.config.command_line);
+    if (!reread.config) {
+        std::string why = reread.error;
+        while (!why.empty() && why.back() == '\n') why.pop_back();
+        ctx_.metrics.config_reload_errors.fetch_add(1, std::memory_order_relaxed);
+        ctx_.log->error("SIGHUP: configuration not reloaded, keeping the running one: {}", why);
+        reopen_logs();
         return;
     }
+    const ReloadPlan plan = plan_reload(ctx_.config, *reread.config);
+    apply_runtime_keys(ctx_.config, *reread.config);
+    reopen_logs();
+    ctx_.log->set_level(spdlog::level::from_str(ctx_.config.log_level));
+    if (gpus_ != nullptr)
+        for (std::size_t i = 0; i < gpus_->devices(); ++i)
+            gpus_->device(i).set_sampling(ctx_.config.cross_check_sample, ctx_.config.cross_check_invalid_sample);
+    next_periodic_ = std::min(next_periodic_, std::chrono::steady_clock::now() +
+                                                  std::chrono::seconds(ctx_.config.metrics_interval));
+    ctx_.metrics.config_reloads.fetch_add(1, std::memory_order_relaxed);
+    // warn: visible at every log level but error/critical/off.
+    ctx_.log->warn("SIGHUP: {}", describe_reload(ctx_.config.config_file, plan));
+}
+
+void Server::reopen_logs() {
     try {
         dist_->set_sinks({make_log_sink(ctx_.config)});
-        ctx_.log->info("SIGHUP: reopened log file {}", ctx_.config.log_file);
+        if (!ctx_.config.log_file.empty()) ctx_.log->info("SIGHUP: reopened log file {}", ctx_.config.log_file);
     } catch (const std::exception& e) {
         ctx_.log->error("SIGHUP: cannot reopen log file {}: {}", ctx_.config.log_file, e.what());
     }
@@ -490,7 +516,7 @@ int Server::run() {
             bool stop = false;
             while (read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
                 if (si.ssi_signo == SIGHUP) {
-                    reopen_logs();
+                    reload();
                 } else {
                     log.info("received signal {}: shutting down", si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
                     stop = true;
@@ -532,6 +558,12 @@ StatsSnapshot Server::snapshot() {
     s.refused = ctx_.refused.load();
     s.protocol_errors = ctx_.protocol_errors.load();
     s.stats_connections = stats_ ? stats_->connections() : 0;
+    s.settings.log_level = ctx_.config.log_level;
+    s.settings.log_format = std::string(to_string(ctx_.config.log_format));
+    s.settings.cross_check_sample = ctx_.config.cross_check_sample;
+    s.settings.cross_check_invalid_sample = ctx_.config.cross_check_invalid_sample;
+    s.settings.metrics_textfile = ctx_.config.metrics_textfile;
+    s.settings.metrics_interval = ctx_.config.metrics_interval;
     if (gpus_ != nullptr) {
         std::size_t next = 0;  // the usable reports are the striped devices, in order
         for (const auto& r : gpu_reports_) {

@@ -45,6 +45,7 @@ private:
     bool check_descriptor_limit();
     void reap_sessions(bool all);
     void shutdown_gracefully();
+    void reload();       // SIGHUP
     void reopen_logs();
     bool peer_allowed(int fd, const ucred& cred, std::string& why);
 
