@@ -1,6 +1,7 @@
 #include "daemon/config.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
@@ -178,6 +179,23 @@ bool run_cli(CLI::App& app, const std::vector<std::string>& args, ParseResult& r
     }
 }
 
+std::string absolute(const std::string& path) {
+    if (path.empty() || path.front() == '/') return path;
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+    return std::string(cwd) + "/" + path;
+}
+
+// args with the value of --config (either spelling) replaced by `path`.
+std::vector<std::string> with_config_path(std::vector<std::string> args, const std::string& path) {
+    if (path.empty()) return args;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        if (args[i] == "--config" && i + 1 < args.size()) args[++i] = path;
+        else if (args[i].rfind("--config=", 0) == 0) args[i] = "--config=" + path;
+    }
+    return args;
+}
+
 }  // namespace
 
 std::string_view to_string(LogFormat format) {
@@ -239,9 +257,11 @@ ParseResult parse_command_line(const std::vector<std::string>& args) {
             result.exit_code = exit_status::config_error;
             return result;
         }
-        cfg.config_file = path;
+        cfg.config_file = absolute(path);
     }
-    cfg.command_line = args;
+    // SIGHUP parses this again after daemonize() changed to "/": a relative
+    // --config path must still name the same file then.
+    cfg.command_line = with_config_path(args, cfg.config_file);
     result.config = std::move(cfg);
     result.exit_code = exit_status::clean_stop;
     return result;
