@@ -66,6 +66,9 @@ std::string version_text() {
 // declare differently.
 void add_options(CLI::App& app, Config& cfg, RawOptions& raw) {
     app.set_version_flag("--version", version_text());
+    app.footer("SIGHUP re-reads the --config file and applies log-*, cross-check-*-sample and metrics-* at once.\n"
+               "Exit status: 0 stopped cleanly, 1 runtime failure, 64 usage error (command line), "
+               "78 configuration error (--config file, or options this host cannot serve).");
     app.add_option("--runtime-dir", cfg.runtime_dir,
                    "Directory of the control socket (default $SIGVERIFY_RUNTIME_DIR or /run/sigverifyd)");
     app.add_option("--backend", raw.backend,
