@@ -193,6 +193,10 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
              "Batches verified on a GPU, by the rule that chose which verdicts libsecp256k1 confirmed.");
     w.sample("sigverifyd_confirm_batches_total", "rule=\"strict\"", load(m.confirm_batches_strict));
     w.sample("sigverifyd_confirm_batches_total", "rule=\"groups\"", load(m.confirm_batches_groups));
+    w.counter("sigverifyd_rows_in_place_total",
+              "Rows a GPU read straight from the client's segment (no staging copy).", load(m.rows_in_place));
+    w.counter("sigverifyd_rows_staged_total", "Rows copied into a worker's private memory before verification.",
+              load(m.rows_staged));
     w.counter("sigverifyd_split_cpu_rows_total",
               "Rows of batches on a GPU daemon that the split planner gave to the CPU workers.",
               load(m.split_cpu_rows));
@@ -223,6 +227,11 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
     for (const auto& b : s.backends)
         w.sample("sigverifyd_backend_invalid_unconfirmed_total", "backend=\"" + label_escape(b.name) + "\"",
                  b.invalid_unconfirmed);
+    w.header("sigverifyd_backend_rows_rewritten_total", "counter",
+             "Disagreements on rows read in place that a private copy settled: the client rewrote them.");
+    for (const auto& b : s.backends)
+        w.sample("sigverifyd_backend_rows_rewritten_total", "backend=\"" + label_escape(b.name) + "\"",
+                 b.rows_rewritten);
     w.header("sigverifyd_backend_errors_total", "counter", "Failed chunks of each backend.");
     for (const auto& b : s.backends)
         w.sample("sigverifyd_backend_errors_total", "backend=\"" + label_escape(b.name) + "\"", b.errors);
@@ -289,6 +298,8 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                      {"confirm_batches_groups", load(m.confirm_batches_groups)},
                      {"confirm_repaired_rows", load(m.confirm_repaired_rows)},
                      {"split_cpu_rows", load(m.split_cpu_rows)},
+                     {"rows_in_place", load(m.rows_in_place)},
+                     {"rows_staged", load(m.rows_staged)},
                      {"stats_requests", load(m.stats_requests)},
                      {"stats_refused", load(m.stats_refused)},
                      {"stats_dropped", load(m.stats_dropped)}};
@@ -316,7 +327,8 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                             {"crosscheck_mismatches", b.crosscheck_mismatches},
                             {"errors", b.errors},
                             {"rows_confirmed", b.rows_confirmed},
-                            {"invalid_unconfirmed", b.invalid_unconfirmed}});
+                            {"invalid_unconfirmed", b.invalid_unconfirmed},
+                            {"rows_rewritten", b.rows_rewritten}});
     j["backends"] = backends;
     // Client names are sanitized to printable ASCII; replace anything else anyway.
     return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";

@@ -561,6 +561,7 @@ StatsSnapshot Server::snapshot() {
                 b.errors = c.primary_errors.load();
                 b.rows_confirmed = c.rows_rechecked.load();
                 b.invalid_unconfirmed = c.invalid_unconfirmed.load();
+                b.rows_rewritten = c.rows_rewritten.load();
             } else {
                 b.self_test = "failed: " + r.self_test;
             }
