@@ -603,7 +603,7 @@ TEST_CASE("a client rewriting rows a GPU reads in place cannot switch the GPU of
                      "--arena-size", "1M", "--ring-entries", "8"});
     RawSession s;
     REQUIRE(s.handshake(d.socket_path()));
-    const std::uint64_t n = 3000, stride = wire::kEcdsaRecordSize + 3, results = n * stride;
+    const std::uint64_t n = 2000, stride = wire::kEcdsaRecordSize + 3, results = n * stride;
     REQUIRE(results + n <= s.h->arena_size);
     const auto rows = make_rows(wire::Table::ecdsa, n, wire::SigEncoding::opaque, 29);
     std::uint64_t x = 0x13198A2E03707344ull;
