@@ -14,11 +14,13 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# The interpreter itself, once: a version manager's shim costs a second a call on a busy machine.
+PYTHON=$(python3 -c 'import sys; print(sys.executable)')
 
 # check_json FILE PYTHON_ASSERTIONS...: FILE holds exactly one line, a JSON object `j`.
 check_json() {
   local file=$1; shift
-  python3 - "$file" "$@" <<'PY' || fail "$(basename "$file"): $(cat "$file")"
+  "$PYTHON" - "$file" "$@" <<'PY' || fail "$(basename "$file"): $(cat "$file")"
 import json, sys
 text = open(sys.argv[1]).read()
 assert text.count("\n") == 1 and text.endswith("\n"), "not exactly one line"
