@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# contrib/monitoring/ against the real daemon: the Grafana dashboard parses and
-# is importable (datasource input, instance variable), the alert rules pass
-# `promtool check rules` and their unit tests (tests/ops/sigverifyd-alerts.test.yml),
-# the live exposition of a daemon that verified rows passes `promtool check
-# metrics` (stats socket and --metrics-textfile), and every metric name the
-# dashboard and the rules use is in that exposition.
+# contrib/monitoring/ against the real daemon: the Grafana dashboard parses, is
+# importable (datasource input, instance variable) and its queries are PromQL;
+# the alert rules pass `promtool check rules` and their unit tests
+# (tests/ops/sigverifyd-alerts.test.yml); the live exposition of daemons that
+# verified rows passes `promtool check metrics` (stats socket and
+# --metrics-textfile); and every metric name the dashboard and the rules use is
+# in that exposition.
 # usage: test_monitoring.sh SIGVERIFY_BIN SIGVERIFYD_BIN SOURCE_DIR
 set -euo pipefail
 CLI=$1 DAEMON=$2 SRC=$3
@@ -26,6 +27,7 @@ PYTHON=$(python3 -c 'import sys; print(sys.executable)')
 command -v promtool >/dev/null || fail "promtool not found: apt-get install prometheus (scripts/lib.sh installs it)"
 
 # --- The dashboard: valid JSON that Grafana can import with its own datasource.
+export PYTHONDONTWRITEBYTECODE=1  # importing monitoring_names.py leaves no __pycache__ in the source tree
 "$PYTHON" -m json.tool "$DASHBOARD" >/dev/null || fail "$DASHBOARD is not valid JSON"
 "$PYTHON" - "$DASHBOARD" <<'PY' || fail "dashboard structure"
 import json, sys
@@ -51,6 +53,18 @@ for p in graphs:
         assert t["datasource"]["uid"] == "${DS_PROMETHEUS}", p["title"]
         assert '$instance' in t["expr"], (p["title"], "does not follow the instance variable")
 PY
+
+# Every dashboard query is valid PromQL: promtool parses them as recording rules
+# (Grafana's $__rate_interval and $instance replaced by what Grafana would put there).
+"$PYTHON" - "$DASHBOARD" "$T/dashboard-rules.yml" "$SRC/tests/ops" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[3])
+from monitoring_names import dashboard_exprs
+rules = [{"record": f"dashboard:query_{i}", "expr": expr.replace("$__rate_interval", "1m").replace("$instance", ".*")}
+         for i, (_, expr) in enumerate(dashboard_exprs(sys.argv[1]))]
+json.dump({"groups": [{"name": "dashboard", "rules": rules}]}, open(sys.argv[2], "w"), indent=1)
+PY
+out=$(promtool check rules "$T/dashboard-rules.yml" 2>&1) || fail "dashboard queries that are not PromQL: $out"
 
 # --- The alert rules: promtool's check, then its unit tests on a copy without annotations.
 out=$(promtool check rules "$ALERTS") || fail "promtool check rules: $out"
