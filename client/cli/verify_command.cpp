@@ -127,7 +127,7 @@ int verify_rows_local(const VerifyArgs& a) {
         for (std::size_t i = 0; i < original.count; ++i) valid += plain.verify_row(original, i);
         summary.baseline = BaselineSummary{original.count, valid, seconds_since(t0)};
         if (valid != tally.valid) {
-            std::fputs(summary_text(summary).c_str(), stdout);  // the figures that disagree, for the record
+            std::fputs(summary_text(summary).c_str(), stderr);  // the figures that disagree, for the record
             throw std::runtime_error("baseline disagrees with the verifier");
         }
     }
