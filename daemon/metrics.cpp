@@ -212,6 +212,14 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
     w.header("sigverifyd_backend_workers", "gauge", "Worker threads of each backend.");
     for (const auto& b : s.backends)
         w.sample("sigverifyd_backend_workers", "backend=\"" + label_escape(b.name) + "\"", std::uint64_t{b.workers});
+    // The switched-off state as a gauge, so an alert needs no counter arithmetic.
+    w.header("sigverifyd_backend_enabled", "gauge",
+             "1 while a backend verifies; 0 for a GPU that failed its self-test or was switched off after an error "
+             "or a cross-check mismatch.");
+    for (const auto& b : s.backends)
+        w.sample("sigverifyd_backend_enabled",
+                 "backend=\"" + label_escape(b.name) + "\",kind=\"" + label_escape(b.kind) + "\"",
+                 std::uint64_t{b.enabled ? 1u : 0u});
     w.header("sigverifyd_backend_crosscheck_mismatches_total", "counter",
              "Verdicts of each backend that differed from the libsecp256k1 cross-check.");
     for (const auto& b : s.backends)
@@ -324,6 +332,7 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                             {"workers", b.workers},
                             {"memory_bytes", b.memory_bytes},
                             {"self_test", b.self_test},
+                            {"enabled", b.enabled},
                             {"crosscheck_mismatches", b.crosscheck_mismatches},
                             {"errors", b.errors},
                             {"rows_confirmed", b.rows_confirmed},

@@ -94,6 +94,7 @@ struct BackendInfo {
     unsigned workers = 0;    // worker threads / streams
     std::uint64_t memory_bytes = 0;  // GPU memory (0 for the CPU)
     std::string self_test;   // "passed" / "failed: ..."
+    bool enabled = true;     // false: a GPU that failed its self-test or was switched off (checked_backend.hpp)
     std::uint64_t crosscheck_mismatches = 0;
     std::uint64_t errors = 0;
     std::uint64_t rows_confirmed = 0;       // rows libsecp256k1 re-verified (confirmed or sampled)

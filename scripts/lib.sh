@@ -7,7 +7,8 @@ BUILD_DIR=${SIGVERIFY_BUILD_DIR:-$ROOT/build}
 
 # Debian 12 packages the build and tests need (CUDA is optional and not from apt).
 PACKAGES=(build-essential cmake pkg-config libsecp256k1-dev libboost-dev libspdlog-dev libcli11-dev
-          nlohmann-json3-dev catch2 libssl-dev libsystemd-dev libbenchmark-dev systemd python3)
+          nlohmann-json3-dev catch2 libssl-dev libsystemd-dev libbenchmark-dev systemd python3
+          prometheus)  # promtool: tests/ops/test_monitoring.sh
 
 install_packages() {
   local missing=()
