@@ -7,7 +7,11 @@ BUILD_DIR=${SIGVERIFY_BUILD_DIR:-$ROOT/build}
 
 # Debian 12 packages the build and tests need (CUDA is optional and not from apt).
 PACKAGES=(build-essential cmake pkg-config libsecp256k1-dev libboost-dev libspdlog-dev libcli11-dev
-          nlohmann-json3-dev catch2 libssl-dev libsystemd-dev libbenchmark-dev systemd python3)
+          nlohmann-json3-dev catch2 libssl-dev libsystemd-dev libbenchmark-dev systemd python3
+          ccache dpkg-dev lintian groff-base man-db init-system-helpers)
+# ccache: scripts/package.sh's /usr build reuses the test build's objects.
+# dpkg-dev (dpkg-shlibdeps), lintian: the Debian packages and their test.
+# groff-base, man-db: the manual pages' test. init-system-helpers: deb-systemd-helper.
 
 install_packages() {
   local missing=()
@@ -24,7 +28,12 @@ install_packages() {
 
 build() {
   echo "==> configuring $BUILD_DIR (Release)"
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  local launcher=()
+  if command -v ccache >/dev/null; then
+    export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
+  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >/dev/null
   echo "==> building with $(nproc) jobs"
   cmake --build "$BUILD_DIR" -j "$(nproc)"
 }
