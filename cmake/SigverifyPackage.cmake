@@ -23,7 +23,6 @@ set(CPACK_COMPONENTS_ALL sigverifyd libsigverify0 libsigverify-dev)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # NAME_VERSION_ARCH.deb, as apt expects
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${SIGVERIFY_PACKAGE_MAINTAINER}")
-set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/sigverify/sigverifyd")
 # Depends on the shared libraries the binaries use, found by dpkg-shlibdeps.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # A shlibs file for the package with libsigverify.so.0 (only libsigverify0 has one),
