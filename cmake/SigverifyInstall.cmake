@@ -11,13 +11,22 @@ set(SIGVERIFY_TMPFILESDIR "lib/tmpfiles.d" CACHE STRING "tmpfiles.d directory (r
 
 # --- systemd ------------------------------------------------------------------
 configure_file(${PROJECT_SOURCE_DIR}/systemd/sigverifyd.service.in ${PROJECT_BINARY_DIR}/systemd/sigverifyd.service @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/systemd/sigverifyd.service DESTINATION ${SIGVERIFY_SYSTEMD_UNITDIR})
+install(FILES ${PROJECT_BINARY_DIR}/systemd/sigverifyd.service DESTINATION ${SIGVERIFY_SYSTEMD_UNITDIR} COMPONENT sigverifyd)
 install(FILES ${PROJECT_SOURCE_DIR}/systemd/sigverifyd.sysusers DESTINATION ${SIGVERIFY_SYSUSERSDIR}
-  RENAME sigverifyd.conf)
+  RENAME sigverifyd.conf COMPONENT sigverifyd)
 install(FILES ${PROJECT_SOURCE_DIR}/systemd/sigverifyd.tmpfiles DESTINATION ${SIGVERIFY_TMPFILESDIR}
-  RENAME sigverifyd.conf)
-install(FILES ${PROJECT_SOURCE_DIR}/systemd/sigverifyd.conf DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/sigverifyd)
-install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+  RENAME sigverifyd.conf COMPONENT sigverifyd)
+# The config goes where the unit's ExecStart reads it: CMAKE_INSTALL_FULL_SYSCONFDIR,
+# which GNUInstallDirs maps to /etc for the prefix /usr (and /etc/opt/... for /opt/...),
+# not to <prefix>/etc. For every other prefix the full path is <prefix>/etc and the
+# relative destination is used, so `cmake --install --prefix DIR` still relocates it.
+if(CMAKE_INSTALL_FULL_SYSCONFDIR STREQUAL "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SYSCONFDIR}")
+  set(SIGVERIFY_CONFIG_DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/sigverifyd)
+else()
+  set(SIGVERIFY_CONFIG_DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/sigverifyd)
+endif()
+install(FILES ${PROJECT_SOURCE_DIR}/systemd/sigverifyd.conf DESTINATION ${SIGVERIFY_CONFIG_DESTINATION} COMPONENT sigverifyd)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT sigverifyd)
 
 # --- headers ------------------------------------------------------------------
 # client.hpp includes the ring ABI (segment_layout.hpp), what both sides compute over it
@@ -26,7 +35,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md DESTINATION ${CMAKE_INSTA
 # The daemon's submission validator (daemon/submission_checks.hpp) and fd_passing.hpp are not installed.
 install(FILES ${PROJECT_SOURCE_DIR}/shm_protocol/segment_layout.hpp ${PROJECT_SOURCE_DIR}/shm_protocol/segment_access.hpp
   ${PROJECT_SOURCE_DIR}/shm_protocol/wire_format.hpp
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sigverify/shm_protocol)
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sigverify/shm_protocol COMPONENT libsigverify-dev)
 
 # --- CMake package ------------------------------------------------------------
 target_compile_features(sigverify_wire INTERFACE cxx_std_20)  # std::span in the public headers
@@ -36,15 +45,15 @@ set_target_properties(sigverify_client PROPERTIES EXPORT_NAME client)
 set_target_properties(sigverify_client_static PROPERTIES EXPORT_NAME client_static)
 # The static client's link-only dependency (the local fallback verifier) ships with it.
 install(TARGETS sigverify_wire sigverify_reference EXPORT sigverifyTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT libsigverify-dev)
 set(SIGVERIFY_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/sigverify)
-install(EXPORT sigverifyTargets NAMESPACE sigverify:: DESTINATION ${SIGVERIFY_CMAKEDIR})
+install(EXPORT sigverifyTargets NAMESPACE sigverify:: DESTINATION ${SIGVERIFY_CMAKEDIR} COMPONENT libsigverify-dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/sigverifyConfig.cmake.in
   ${PROJECT_BINARY_DIR}/cmake/sigverifyConfig.cmake INSTALL_DESTINATION ${SIGVERIFY_CMAKEDIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/sigverifyConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/cmake/sigverifyConfig.cmake ${PROJECT_BINARY_DIR}/cmake/sigverifyConfigVersion.cmake
-  DESTINATION ${SIGVERIFY_CMAKEDIR})
+  DESTINATION ${SIGVERIFY_CMAKEDIR} COMPONENT libsigverify-dev)
 
 # --- pkg-config ---------------------------------------------------------------
 # Relocatable: prefix is found from the .pc file's own place (${pcfiledir}),
@@ -71,4 +80,22 @@ else()
   set(SIGVERIFY_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/sigverify.pc.in ${PROJECT_BINARY_DIR}/cmake/sigverify.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/cmake/sigverify.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/sigverify.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT libsigverify-dev)
+
+# --- manual pages and bash completion -----------------------------------------
+# Installed gzipped (-n: no name or time stamp, so the bytes do not depend on
+# when they were built), as Debian wants them.
+set(SIGVERIFY_MAN_PAGES sigverifyd.8 sigverify.1 sigverifyd.conf.5)
+set(_sv_man_outputs)
+foreach(page IN LISTS SIGVERIFY_MAN_PAGES)
+  set(src ${PROJECT_SOURCE_DIR}/packaging/man/${page})
+  set(out ${PROJECT_BINARY_DIR}/man/${page}.gz)
+  add_custom_command(OUTPUT ${out} COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+    COMMAND gzip -9 -n -c ${src} > ${out} DEPENDS ${src} VERBATIM)
+  string(REGEX MATCH "[0-9]$" section ${page})
+  install(FILES ${out} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT sigverifyd)
+  list(APPEND _sv_man_outputs ${out})
+endforeach()
+add_custom_target(sigverify_man_pages ALL DEPENDS ${_sv_man_outputs})
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/bash-completion/sigverify
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT sigverifyd)

@@ -2,14 +2,17 @@
 //
 // A backend turns records into verdict bytes, nothing else: it never sees the
 // batch's mode and never writes client memory. The scheduler stages a chunk's
-// records into a worker's private memory, calls verify() on that copy with a
-// private verdict buffer, and only then publishes the verdicts to the client
-// (shm_protocol/verdict_publish.hpp). So whatever a backend does, the client's
-// memory changes only through the one publish rule, and only with verdicts of
-// a chunk that succeeded.
+// records into a worker's private memory (or, for a GPU that verifies in
+// place, hands it the client's rows behind a CheckedBackend), calls verify()
+// with a private verdict buffer, and only then publishes the verdicts to the
+// client (shm_protocol/verdict_publish.hpp). So whatever a backend does, the
+// client's memory changes only through the one publish rule, and only with
+// verdicts of a chunk that succeeded.
 //
 // Contract of verify(worker, records, verdicts):
-//   * records: rows [0, records.count), normally tail-less (tail_size 0);
+//   * records: rows [0, records.count), tail-less (tail_size 0) staged
+//     copies, or for a backend that verifies_in_place() possibly the client's
+//     own rows with their tails;
 //   * on success, verdicts[i] is 1 (valid) or 0 (invalid) for each record;
 //     on failure (status != ok) the verdict bytes are unspecified and the
 //     caller must not publish them;
@@ -33,6 +36,10 @@ namespace sigverify::daemon {
 struct ChunkResult {
     shm::Status status = shm::Status::ok;
     reference::Tally tally;
+    // Rows verified in place changed while they were verified (a client
+    // rewriting a submitted batch): their verdicts come from a private copy,
+    // and the submitter's later batches should be staged (Job::stage_rows).
+    bool rows_rewritten = false;
 };
 
 // Rows [begin, end) of rows as a span of their own (row 0 = rows.row(begin)).
@@ -62,6 +69,23 @@ public:
     // (a CPU, unlike a GPU launch): the scheduler then cuts a small batch into
     // chunks for every worker.
     virtual bool cheap_small_chunks() const { return false; }
+    // True when verify() may be handed packed rows that still live in the
+    // client's shared memory (records.tail_size may be non-zero) instead of a
+    // staged private copy: a GPU then copies them to the device straight from
+    // the client's pinned segment. Such verdicts are only used behind a
+    // CheckedBackend, which re-checks any disagreement on a private copy
+    // before it blames the backend (a client may rewrite its rows meanwhile).
+    virtual bool verifies_in_place() const { return false; }
+    // The client memory verify() may read in place: [base, base + bytes), from
+    // map_client_memory until unmap_client_memory, which is called only once
+    // no chunk of it is in flight (a GPU pins it with the driver meanwhile).
+    // Returns false when rows in it must not be handed in place (then stage).
+    virtual bool map_client_memory(const void* base, std::size_t bytes) noexcept {
+        (void)base;
+        (void)bytes;
+        return true;
+    }
+    virtual void unmap_client_memory(const void* base) noexcept { (void)base; }
     // verdicts[i] = verdict of records row i (see the contract above).
     virtual ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept = 0;
 

@@ -19,12 +19,18 @@
 // and fails the chunk with backend_error; the scheduler then re-runs the chunk
 // on its CPU fallback, so the client still gets libsecp256k1's verdicts.
 //
-// Invariant relied on: the records are PRIVATE memory that nobody else writes
-// while verify() runs (the scheduler's staging rows, never the client's
-// arena). The primary and the libsecp256k1 re-check therefore read the same
-// bytes, so a client that rewrites its rows while they are verified can change
-// only its own verdicts and can never make the primary look faulty (which
-// would switch the GPU off for everyone).
+// Rows verified in place. A primary that verifies_in_place() reads the
+// client's own rows (no staging copy), which the client could rewrite while
+// they are verified, so the primary and the libsecp256k1 re-check may see
+// different bytes. A disagreement on such rows is therefore re-checked on a
+// private copy of the row, by the primary and by libsecp256k1: if they agree
+// there, the row changed underneath (counted in rows_rewritten; the verdict is
+// libsecp256k1's on the copy, the chunk reports rows_rewritten so the
+// scheduler stages that session's later batches) and the primary is not
+// blamed; if they disagree, the primary is wrong and is switched off. Staged
+// (private) records cannot change, so any disagreement on them switches the
+// primary off at once. Either way a client that rewrites its rows changes only
+// its own verdicts and can never make the primary look faulty for everyone.
 #pragma once
 
 #include <atomic>
@@ -32,10 +38,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "daemon/backend.hpp"
+#include "kernels/host_ranges.hpp"
 
 namespace sigverify::daemon {
 
@@ -60,6 +68,7 @@ struct CrossCheckCounters {
     std::atomic<std::uint64_t> invalid_unconfirmed{0};  // groups rule: INVALID verdicts of passing groups not re-verified
     std::atomic<std::uint64_t> chunks_strict{0};    // chunks checked under each rule
     std::atomic<std::uint64_t> chunks_groups{0};
+    std::atomic<std::uint64_t> rows_rewritten{0};   // in-place disagreements explained by a rewrite
 };
 
 class CheckedBackend final : public Backend {
@@ -76,6 +85,9 @@ public:
     std::string name() const override;
     unsigned concurrency() const override;
     std::size_t preferred_chunk_rows() const override;
+    bool verifies_in_place() const override { return primary_->verifies_in_place(); }
+    bool map_client_memory(const void* base, std::size_t bytes) noexcept override;
+    void unmap_client_memory(const void* base) noexcept override;
     // The strict rule: every INVALID verdict confirmed.
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
     // The groups rule (daemon/confirmation.hpp) for a multisig chunk.
@@ -99,9 +111,14 @@ private:
                       std::uint8_t* verdicts) noexcept;
     // The primary's verdicts of the chunk, in pieces, into w.verdicts.
     ChunkResult run_primary(Worker& w, unsigned worker, const wire::RowSpan& records);
+    // Row i of in-place records, re-verified on a private copy by both sides:
+    // libsecp256k1's verdict when they agree there (the row was rewritten), or
+    // nullopt (the primary is wrong).
+    std::optional<bool> recheck_private(Worker& w, unsigned worker, const wire::RowSpan& records, std::size_t i);
     void disable(const std::string& reason);
 
     std::unique_ptr<Backend> primary_;
+    gpu::HostRanges client_memory_;  // where in-place records may lie (announced segments)
     std::size_t max_chunk_rows_;
     CrossCheckPolicy policy_;  // cpu_below_rows; the two rates below replace its sample fields
     std::atomic<std::uint32_t> valid_sample_every_;

@@ -79,6 +79,20 @@ std::vector<std::unique_ptr<GpuBackend>> GpuBackend::open_all(const std::string&
 
 GpuBackend::~GpuBackend() = default;
 
+bool GpuBackend::map_client_memory(const void* base, std::size_t bytes) noexcept {
+    // Unpinned memory still works in place: its rows take one host copy into
+    // the slot's pinned staging instead of none.
+    try {
+        if (gpu::pin_host_memory(base, bytes).ok()) pinned_.add(base, bytes);
+    } catch (...) {
+    }
+    return true;
+}
+
+void GpuBackend::unmap_client_memory(const void* base) noexcept {
+    if (pinned_.remove(base)) gpu::unpin_host_memory(base);
+}
+
 ChunkResult GpuBackend::verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept {
     ChunkResult r;
     if (!chunk_args_ok(worker, workers_, records, verdicts)) {

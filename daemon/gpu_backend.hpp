@@ -6,8 +6,10 @@
 // is wrapped in its own CheckedBackend (its verdicts are never trusted
 // unchecked, and a GPU that lies is switched off alone), and the daemon
 // stripes chunks over them with a StripedBackend (daemon/striped_backend.hpp).
-// Like every backend it only turns (private, staged) records into verdict
-// bytes; it never writes client memory.
+// Like every backend it only turns records into verdict bytes; it never
+// writes client memory. It reads packed rows in place from the client's
+// segment (pinned with the driver: no host copy, one DMA); its CheckedBackend
+// judges any disagreement on a private copy, since the client may rewrite them.
 // A device has `chunks_in_flight` slots: a DeviceVerifier with its own
 // stream and buffers. Workers map onto slots round-robin (worker w: slot
 // w % slots), so that many chunks run on one GPU at once — one 100k-row chunk
@@ -25,6 +27,7 @@
 #include "daemon/backend.hpp"
 #include "daemon/launch_coalescer.hpp"
 #include "kernels/gpu_verifier.hpp"
+#include "kernels/host_ranges.hpp"
 
 namespace sigverify::daemon {
 
@@ -51,6 +54,11 @@ public:
     unsigned concurrency() const override { return workers_; }
     std::size_t preferred_chunk_rows() const override { return chunk_rows_; }
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
+    // Rows straight from the client's segment, pinned with the driver while
+    // the session lasts, so a chunk's only copy is the DMA to the device.
+    bool verifies_in_place() const override { return true; }
+    bool map_client_memory(const void* base, std::size_t bytes) noexcept override;
+    void unmap_client_memory(const void* base) noexcept override;
 
 private:
     struct Slot {
@@ -65,6 +73,7 @@ private:
     int device_ = 0;  // CUDA device index
     unsigned workers_ = 1;
     std::size_t chunk_rows_ = 0;
+    gpu::HostRanges pinned_;  // the client segments this backend pinned
 };
 
 }  // namespace sigverify::daemon

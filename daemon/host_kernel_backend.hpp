@@ -24,6 +24,8 @@ public:
     unsigned concurrency() const override { return workers_; }
     std::size_t preferred_chunk_rows() const override { return 4096; }
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
+    // Like a GPU: it reads packed rows in place from the client's segment.
+    bool verifies_in_place() const override { return true; }
 
 private:
     int index_;

@@ -36,12 +36,16 @@ struct Job {
     // (daemon/confirmation.hpp); strict: the client wants every INVALID confirmed.
     ConfirmRule confirm = ConfirmRule::groups;
     std::chrono::steady_clock::time_point submitted{};  // batch latency metric
+    // Stage every chunk even for a backend that verifies in place: set for the
+    // batches of a session that rewrote rows while they were verified.
+    bool stage_rows = false;
 
     // --- scheduling state: the scheduler's, guarded by its mutex --------------
     std::uint64_t next_row = 0;   // first row not yet handed to a worker
     std::uint32_t running = 0;    // chunks being verified
     reference::Tally tally;
     shm::Status status = shm::Status::ok;
+    bool rows_rewritten = false;  // a chunk's rows changed while verified in place (ChunkResult)
     // Set when the first chunk is handed out if the job runs under the groups
     // rule (null: strict); the groups its chunks have met.
     std::shared_ptr<GroupLedger> ledger;

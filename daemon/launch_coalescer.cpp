@@ -12,7 +12,7 @@ LaunchCoalescer::LaunchCoalescer(std::size_t max_rows, Launch launch)
       staging_verdicts_(max_rows_) {}
 
 bool LaunchCoalescer::mergeable(const Piece& p) const {
-    return p.rows.tail_size == 0 && p.rows.count <= max_rows_;
+    return p.rows.count <= max_rows_;  // run() packs the records, leaving tails behind
 }
 
 bool LaunchCoalescer::verify(const wire::RowSpan& rows, std::uint8_t* verdicts) {

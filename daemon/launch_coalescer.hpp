@@ -3,14 +3,14 @@
 //
 // Workers call verify() with a piece of rows. If no launch is running, the
 // caller becomes the leader: it takes the pending pieces in arrival order that
-// can share a launch with the first one (same record kind, encoding and
-// tail_size 0, at most max_rows rows in all), copies them back to back into the
-// staging rows, runs ONE launch, and hands every piece its verdicts. Callers
+// can share a launch with the first one (same record kind and encoding, at
+// most max_rows rows in all), copies their records (without tails) back to
+// back into the staging rows, runs ONE launch, and hands every piece its
+// verdicts. A piece that runs alone is launched as it is, without a copy. Callers
 // that arrive while a launch runs wait and are taken by the next leader, so
 // under load many small chunks (several clients' batches, or the tail chunks of
 // big ones) become few large launches, and an idle GPU sees a piece at once:
-// nothing waits for a timer. A piece that cannot be merged (rows with tails,
-// or more than max_rows) runs alone.
+// nothing waits for a timer. A piece of more than max_rows rows runs alone.
 //
 // Invariants: at most one launch at a time per coalescer; a piece's verdicts
 // are written only into its own buffer, only by the launch that took it; every

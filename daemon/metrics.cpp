@@ -193,6 +193,10 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
              "Batches verified on a GPU, by the rule that chose which verdicts libsecp256k1 confirmed.");
     w.sample("sigverifyd_confirm_batches_total", "rule=\"strict\"", load(m.confirm_batches_strict));
     w.sample("sigverifyd_confirm_batches_total", "rule=\"groups\"", load(m.confirm_batches_groups));
+    w.counter("sigverifyd_rows_in_place_total",
+              "Rows a GPU read straight from the client's segment (no staging copy).", load(m.rows_in_place));
+    w.counter("sigverifyd_rows_staged_total", "Rows copied into a worker's private memory before verification.",
+              load(m.rows_staged));
     w.counter("sigverifyd_split_cpu_rows_total",
               "Rows of batches on a GPU daemon that the split planner gave to the CPU workers.",
               load(m.split_cpu_rows));
@@ -208,6 +212,14 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
     w.header("sigverifyd_backend_workers", "gauge", "Worker threads of each backend.");
     for (const auto& b : s.backends)
         w.sample("sigverifyd_backend_workers", "backend=\"" + label_escape(b.name) + "\"", std::uint64_t{b.workers});
+    // The switched-off state as a gauge, so an alert needs no counter arithmetic.
+    w.header("sigverifyd_backend_enabled", "gauge",
+             "1 while a backend verifies; 0 for a GPU that failed its self-test or was switched off after an error "
+             "or a cross-check mismatch.");
+    for (const auto& b : s.backends)
+        w.sample("sigverifyd_backend_enabled",
+                 "backend=\"" + label_escape(b.name) + "\",kind=\"" + label_escape(b.kind) + "\"",
+                 std::uint64_t{b.enabled ? 1u : 0u});
     w.header("sigverifyd_backend_crosscheck_mismatches_total", "counter",
              "Verdicts of each backend that differed from the libsecp256k1 cross-check.");
     for (const auto& b : s.backends)
@@ -223,6 +235,11 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
     for (const auto& b : s.backends)
         w.sample("sigverifyd_backend_invalid_unconfirmed_total", "backend=\"" + label_escape(b.name) + "\"",
                  b.invalid_unconfirmed);
+    w.header("sigverifyd_backend_rows_rewritten_total", "counter",
+             "Disagreements on rows read in place that a private copy settled: the client rewrote them.");
+    for (const auto& b : s.backends)
+        w.sample("sigverifyd_backend_rows_rewritten_total", "backend=\"" + label_escape(b.name) + "\"",
+                 b.rows_rewritten);
     w.header("sigverifyd_backend_errors_total", "counter", "Failed chunks of each backend.");
     for (const auto& b : s.backends)
         w.sample("sigverifyd_backend_errors_total", "backend=\"" + label_escape(b.name) + "\"", b.errors);
@@ -303,6 +320,8 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                      {"confirm_batches_groups", load(m.confirm_batches_groups)},
                      {"confirm_repaired_rows", load(m.confirm_repaired_rows)},
                      {"split_cpu_rows", load(m.split_cpu_rows)},
+                     {"rows_in_place", load(m.rows_in_place)},
+                     {"rows_staged", load(m.rows_staged)},
                      {"stats_requests", load(m.stats_requests)},
                      {"stats_refused", load(m.stats_refused)},
                      {"stats_dropped", load(m.stats_dropped)},
@@ -337,10 +356,12 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                             {"workers", b.workers},
                             {"memory_bytes", b.memory_bytes},
                             {"self_test", b.self_test},
+                            {"enabled", b.enabled},
                             {"crosscheck_mismatches", b.crosscheck_mismatches},
                             {"errors", b.errors},
                             {"rows_confirmed", b.rows_confirmed},
-                            {"invalid_unconfirmed", b.invalid_unconfirmed}});
+                            {"invalid_unconfirmed", b.invalid_unconfirmed},
+                            {"rows_rewritten", b.rows_rewritten}});
     j["backends"] = backends;
     // Client names are sanitized to printable ASCII; replace anything else anyway.
     return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";

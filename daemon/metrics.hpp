@@ -56,6 +56,10 @@ struct Metrics {
     Counter confirm_batches_strict{0};
     Counter confirm_batches_groups{0};
     Counter confirm_repaired_rows{0};
+    // Rows a backend got in place from the client's segment (no staging copy:
+    // Backend::verifies_in_place) and rows copied to a worker's private memory first.
+    Counter rows_in_place{0};
+    Counter rows_staged{0};
     Counter split_cpu_rows{0};  // rows of GPU-daemon batches the split planner gave to the CPU workers
     Counter stats_requests{0};
     Counter stats_refused{0};              // stats connections refused (permission, too many)
@@ -92,10 +96,12 @@ struct BackendInfo {
     unsigned workers = 0;    // worker threads / streams
     std::uint64_t memory_bytes = 0;  // GPU memory (0 for the CPU)
     std::string self_test;   // "passed" / "failed: ..."
+    bool enabled = true;     // false: a GPU that failed its self-test or was switched off (checked_backend.hpp)
     std::uint64_t crosscheck_mismatches = 0;
     std::uint64_t errors = 0;
     std::uint64_t rows_confirmed = 0;       // rows libsecp256k1 re-verified (confirmed or sampled)
     std::uint64_t invalid_unconfirmed = 0;  // groups rule: INVALID verdicts of passing groups left unconfirmed
+    std::uint64_t rows_rewritten = 0;       // in-place disagreements settled on a private copy (client rewrites)
 };
 
 // The settings SIGHUP can change, as they are now (docs/operations.md, "Reload").

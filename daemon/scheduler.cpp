@@ -163,9 +163,17 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
     // Out of memory: the job fails with backend_error, the daemon lives on.
     if (!st.reserve(n, wire::record_size(kind))) return failed;
 
-    // 1. Stage: from here on the client cannot change what gets verified.
-    const wire::RowSpan staged = j.is_columns ? stage_columns(j.columns, begin, end, st.records.data())
-                                              : stage_rows(j.rows, begin, end, st.records.data());
+    const bool on_cpu = begin >= j.gpu_rows && cpu_fallback_ != nullptr;
+    // 1. Stage: from here on the client cannot change what gets verified. A
+    //    backend that verifies in place (a GPU copying from the client's pinned
+    //    segment) gets packed rows where they are instead; it sits behind a
+    //    CheckedBackend that judges any disagreement on a private copy.
+    const bool in_place = !on_cpu && !j.is_columns && !j.stage_rows && backend_.verifies_in_place();
+    const wire::RowSpan staged = in_place      ? subspan(j.rows, begin, end)
+                                 : j.is_columns ? stage_columns(j.columns, begin, end, st.records.data())
+                                                : stage_rows(j.rows, begin, end, st.records.data());
+    if (metrics_ != nullptr)
+        (in_place ? metrics_->rows_in_place : metrics_->rows_staged).fetch_add(n, std::memory_order_relaxed);
     const ChunkGroups* groups = nullptr;
     if (j.ledger != nullptr) {
         // Groups rule: the grouping fields too, then which groups other chunks hold.
@@ -175,8 +183,7 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
         j.ledger->register_chunk(begin, end, st.groups);
         groups = &st.groups;
     }
-    // 2. Verify the private copy into private verdicts.
-    const bool on_cpu = begin >= j.gpu_rows && cpu_fallback_ != nullptr;
+    // 2. Verify into private verdicts.
     const auto t0 = std::chrono::steady_clock::now();
     const ChunkResult r = verify_staged(worker, staged, groups, on_cpu, st.verdicts.data());
     if (on_cpu && planner_ != nullptr && r.status == shm::Status::ok)
@@ -277,6 +284,7 @@ void Scheduler::worker_loop(unsigned worker) {
         lock.lock();
         ++chunks_run_;
         j.tally += r.tally;
+        j.rows_rewritten = j.rows_rewritten || r.rows_rewritten;
         if (r.status != shm::Status::ok && j.status == shm::Status::ok) j.status = r.status;
         --j.running;
         if (j.running == 0 && j.next_row >= j.rows.count) {

@@ -113,6 +113,14 @@ public:
     // Stops the workers (after their current chunk) and joins them.
     void stop();
 
+    // A session's segment, which the backend may read rows from in place
+    // (Backend::map_client_memory); false: stage that session's rows.
+    bool map_client_memory(const void* base, std::size_t bytes) noexcept {
+        return backend_.map_client_memory(base, bytes);
+    }
+    // Called when no chunk of it can be in flight (the session is being destroyed).
+    void unmap_client_memory(const void* base) noexcept { backend_.unmap_client_memory(base); }
+
     std::size_t chunk_rows() const { return chunk_rows_; }
     std::uint64_t chunks_run() const { return chunks_run_; }
     // Counters the workers bump (chunks, CPU fallbacks); set before start().
@@ -124,7 +132,7 @@ public:
 
 private:
     void worker_loop(unsigned worker);
-    // Stage, verify, publish rows [begin, end) of job j (see above).
+    // Stage (or hand in place), verify, publish rows [begin, end) of job j (see above).
     ChunkResult run_chunk(unsigned worker, const Job& j, std::size_t begin, std::size_t end);
     // Verifies staged records on the backend, re-running a failed chunk on the
     // CPU fallback when there is one.

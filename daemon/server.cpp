@@ -577,12 +577,15 @@ StatsSnapshot Server::snapshot() {
                 const CrossCheckCounters& c = d.counters();
                 b.workers = d.concurrency();
                 b.self_test = d.primary_enabled() ? "passed" : "passed; switched off: " + d.disable_reason();
+                b.enabled = d.primary_enabled();
                 b.crosscheck_mismatches = c.mismatches.load();
                 b.errors = c.primary_errors.load();
                 b.rows_confirmed = c.rows_rechecked.load();
                 b.invalid_unconfirmed = c.invalid_unconfirmed.load();
+                b.rows_rewritten = c.rows_rewritten.load();
             } else {
                 b.self_test = "failed: " + r.self_test;
+                b.enabled = false;
             }
             s.backends.push_back(std::move(b));
         }

@@ -71,6 +71,8 @@ Session::Session(DaemonContext& ctx, int fd, const ucred& cred, std::uint64_t id
 }
 
 Session::~Session() {
+    // Every job holds this session, so no chunk reads the segment any more.
+    if (mapped_in_backend_) ctx_.scheduler->unmap_client_memory(base_);
     if (guard_slot_ >= 0) guard::unregister_mapping(guard_slot_);
     region_.reset();  // munmap
     if (fd_ >= 0) close(fd_);
@@ -251,6 +253,8 @@ bool Session::handshake() {
                            ack.status);
         return false;
     }
+    mapped_in_backend_ = true;
+    stage_rows_.store(!ctx_.scheduler->map_client_memory(base_, region_->get_size()), std::memory_order_relaxed);
     ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
                    arena_size_, sq_entries_);
     established_.store(true, std::memory_order_release);
@@ -334,6 +338,10 @@ void Session::post_completion(std::uint64_t tag, shm::Status status, std::uint64
 
 void Session::finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) {
     const Job& j = queue_->job(index);
+    if (j.rows_rewritten && !stage_rows_.exchange(true, std::memory_order_relaxed) &&
+        ctx_.log_limit.allow(*ctx_.log, "rows rewritten"))
+        ctx_.log->warn("client {} '{}' ({}) rewrote rows while they were verified; its batches are staged from now on",
+                       id_, name_, peer_);
     ctx_.metrics.observe_batch(j.table, status == shm::Status::ok, tally.valid, tally.invalid,
                                std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                  std::chrono::steady_clock::now() - j.submitted)
@@ -409,6 +417,8 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     j.running = 0;
     j.tally = {};
     j.status = shm::Status::ok;
+    j.stage_rows = stage_rows_.load(std::memory_order_relaxed);
+    j.rows_rewritten = false;
     if (j.results != nullptr) std::memset(j.results, 0, c.row_count);  // fail closed
     ++batches_;
     rows_ += c.row_count;

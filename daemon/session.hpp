@@ -88,6 +88,12 @@ private:
 
     std::unique_ptr<boost::interprocess::mapped_region> region_;
     int guard_slot_ = -1;   // SIGBUS guard registration of the mapping
+    // The segment is announced to the backend (Scheduler::map_client_memory)
+    // until the destructor, when no chunk of it can be in flight.
+    bool mapped_in_backend_ = false;
+    // Stage this session's rows: the backend cannot read them in place, or
+    // the client rewrote rows while they were verified (Job::stage_rows).
+    std::atomic<bool> stage_rows_{false};
     std::uint8_t* base_ = nullptr;
     shm::SegmentHeader* header_ = nullptr;
     shm::SubmissionEntry* sqes_ = nullptr;

@@ -40,6 +40,22 @@ CheckedBackend* StripedBackend::route(unsigned worker) const {
     return nullptr;
 }
 
+bool StripedBackend::verifies_in_place() const {
+    for (const auto& d : devices_)
+        if (!d->verifies_in_place()) return false;
+    return true;
+}
+
+bool StripedBackend::map_client_memory(const void* base, std::size_t bytes) noexcept {
+    bool all = true;
+    for (auto& d : devices_) all = d->map_client_memory(base, bytes) && all;
+    return all;
+}
+
+void StripedBackend::unmap_client_memory(const void* base) noexcept {
+    for (auto& d : devices_) d->unmap_client_memory(base);
+}
+
 ChunkResult StripedBackend::verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept {
     CheckedBackend* d = route(worker);
     return d != nullptr ? d->verify(worker, records, verdicts) : ChunkResult{shm::Status::backend_error, {}};

@@ -30,6 +30,10 @@ public:
     bool available() const override { return any_enabled(); }
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
     bool confirms_by_group() const override { return true; }
+    // In place only when every device is (a chunk may go to any of them).
+    bool verifies_in_place() const override;
+    bool map_client_memory(const void* base, std::size_t bytes) noexcept override;
+    void unmap_client_memory(const void* base) noexcept override;
     ChunkResult verify_grouped(unsigned worker, const wire::RowSpan& records, const ChunkGroups& groups,
                                std::uint8_t* verdicts) noexcept override;
 

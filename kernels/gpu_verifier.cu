@@ -6,8 +6,9 @@
 // verdict buffer, a pinned verdict buffer and CUDA events. verify() splits a
 // span into chunks of Options::chunk_bytes and rotates them over the streams:
 // while one chunk's copy-in / kernel / copy-out runs on its stream, the host
-// stages the next chunk into another stream's buffer and publishes the
-// verdicts of finished chunks (the one publish rule, verdict_publish.hpp).
+// stages the next chunk into another stream's buffer (or, for rows in pinned
+// client memory, pin_host_memory, copies nothing on the host) and publishes
+// the verdicts of finished chunks (the one publish rule, verdict_publish.hpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "kernels/gpu_verifier.hpp"
+#include "kernels/host_ranges.hpp"
 #include "kernels/kernel_math.hpp"
 #include "kernels/selftest_vectors.hpp"
 #include "kernels/verify.hpp"
@@ -163,6 +165,40 @@ Discovery discover() {
     return out;
 }
 
+namespace {
+// The host ranges pinned for every device (pin_host_memory).
+HostRanges& pinned_ranges() {
+    static HostRanges ranges;
+    return ranges;
+}
+}  // namespace
+
+Status pin_host_memory(const void* base, std::size_t bytes) {
+    if (base == nullptr || bytes == 0) return Status{Code::bad_input, "nothing to pin"};
+    if (!pinned_ranges().add(base, bytes)) return Status::success();  // already pinned: nested
+    // The verifiers only read from it: read-only where the driver supports
+    // that for this memory, else a plain portable registration.
+    void* p = const_cast<void*>(base);
+    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterReadOnly);
+    if (e != cudaSuccess) {
+        cudaGetLastError();  // clear it; try without the read-only hint
+        e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
+    }
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        pinned_ranges().remove(base);
+        return Status{Code::cuda_error, std::string("cudaHostRegister: ") + cudaGetErrorString(e)};
+    }
+    return Status::success();
+}
+
+void unpin_host_memory(const void* base) {
+    if (pinned_ranges().remove(base)) {
+        cudaHostUnregister(const_cast<void*>(base));
+        cudaGetLastError();  // a range the SIGBUS guard replaced may not unregister cleanly
+    }
+}
+
 struct DeviceVerifier::Impl {
     DeviceInfo info;
     Options options;
@@ -273,8 +309,15 @@ struct DeviceVerifier::Impl {
             l.first = ch * per_chunk;
             l.count = std::min(per_chunk, rows.count - l.first);
             const std::size_t bytes = l.count * stride;
-            std::memcpy(l.h_rows, rows.row(l.first), bytes);
-            SV_CUDA(cudaMemcpyAsync(l.d_rows, l.h_rows, bytes, cudaMemcpyHostToDevice, l.stream));
+            const std::uint8_t* from = rows.row(l.first);
+            if (pinned_ranges().contains(from, bytes)) {
+                timing.bytes_direct += bytes;  // one DMA from the client's pinned segment
+            } else {
+                std::memcpy(l.h_rows, from, bytes);
+                from = l.h_rows;
+                timing.bytes_staged += bytes;
+            }
+            SV_CUDA(cudaMemcpyAsync(l.d_rows, from, bytes, cudaMemcpyHostToDevice, l.stream));
             SV_CUDA(cudaEventRecord(l.k_start, l.stream));
             Status st = launch(l, l.count, rows);
             if (!st.ok()) return st;

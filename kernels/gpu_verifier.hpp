@@ -99,6 +99,17 @@ constexpr int spread_threads_per_block(std::size_t n, int threads_per_block, int
     return int(rounded < 32 ? 32 : rounded > std::size_t(threads_per_block) ? std::size_t(threads_per_block) : rounded);
 }
 
+// Host memory the device verifiers copy rows from without staging them:
+// pin_host_memory registers [base, base + bytes) with the CUDA driver for
+// every device (cudaHostRegister: portable, and read-only where the driver
+// allows), so that a copy from it is one DMA. Pins of one base nest; the
+// range is unregistered when unpinned as often. verify() copies rows that lie
+// inside a pinned range straight to the device, and any others through its
+// pinned staging buffer (one host copy). The memory must stay mapped until
+// it is unpinned, and no verify() may read it after.
+Status pin_host_memory(const void* base, std::size_t bytes);
+void unpin_host_memory(const void* base);
+
 struct Counts {
     std::uint64_t valid = 0;
     std::uint64_t invalid = 0;
@@ -112,6 +123,10 @@ struct Timing {
     // rows the kernel answered kVerdictRecheck (verified on the host by the
     // exact path; none for honest rows)
     std::size_t rechecked = 0;
+    // bytes of rows copied to the device straight from pinned host memory,
+    // and through the staging buffer (a host copy first)
+    std::size_t bytes_direct = 0;
+    std::size_t bytes_staged = 0;
 };
 
 class DeviceVerifier {

@@ -316,7 +316,7 @@ if [[ $PREBUILT -eq 1 ]] && { [[ $DAEMON_BACKEND != gpu ]] || ! grep -q "no GPU"
         fi
         "$SV" stats --runtime-dir "$RT" >"$LOGS/stats.txt" 2>&1
         "$SV" stats --runtime-dir "$RT" backends >>"$LOGS/stats.txt" 2>&1
-        grep -E "mismatch|gpu_errors|cpu_fallback|rechecked|confirm" "$LOGS/stats.txt" | grep -v "^#" | tee -a "$OUT/summary.txt"
+        grep -E "mismatch|gpu_errors|cpu_fallback|rechecked|confirm|rows_in_place|rows_staged|rewritten" "$LOGS/stats.txt" | grep -v "^#" | tee -a "$OUT/summary.txt"
     fi
     stop_daemon
     echo "== full log" >>"$OUT/daemon.txt"

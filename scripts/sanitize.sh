@@ -86,7 +86,7 @@ run_tsan() {
   local start=$SECONDS
   configure "$TSAN_DIR" "-fsanitize=thread -O1 -g"
   build_targets "$TSAN_DIR" sigverifyd test_daemon_ring test_daemon_e2e test_checked_backend test_launch_coalescer \
-    test_scheduler test_confirmation test_striped_backend test_split_planner test_reference_differential test_columns
+    test_scheduler test_confirmation test_striped_backend test_split_planner test_in_place test_reference_differential test_columns
   echo "==> TSan: ring, scheduler, GPU-path and pool tests"
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$ROOT/scripts/tsan-suppressions.txt
   local b=$TSAN_DIR/tests
@@ -103,6 +103,7 @@ run_tsan() {
   run1 "$b/backend/test_confirmation"
   run1 "$b/backend/test_striped_backend"
   run1 "$b/backend/test_split_planner"
+  run1 "$b/backend/test_in_place"
   run1 "$b/test_reference_differential" "thread count does not change verdicts; results are zeroed first"
   run1 "$b/columns/test_columns" "[pool]"
   [ $rc -eq 0 ] || { echo "==> TSan: FAILED" >&2; return 1; }

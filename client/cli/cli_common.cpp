@@ -56,12 +56,4 @@ void write_file_atomically(const std::string& path, const std::uint8_t* data, st
     }
 }
 
-void print_summary(const char* how, unsigned threads, bool collect, std::uint64_t valid, std::uint64_t invalid,
-                   double seconds) {
-    const std::uint64_t rows = valid + invalid;
-    std::printf("%s (%s, %u threads): rows=%llu valid=%llu invalid=%llu seconds=%.3f rows/s=%.0f\n",
-                collect ? "collect" : "verify", how, threads, (unsigned long long)rows, (unsigned long long)valid,
-                (unsigned long long)invalid, seconds, seconds > 0 ? double(rows) / seconds : 0.0);
-}
-
 }  // namespace sigverify::cli

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "shm_protocol/segment_layout.hpp"
 #include "shm_protocol/wire_format.hpp"
 
 namespace sigverify {
@@ -53,14 +54,18 @@ RowFile load_row_file(const std::string& path, const std::string& table, std::op
 // Writes to PATH.tmp then renames, so a failure never leaves a partial file.
 void write_file_atomically(const std::string& path, const std::uint8_t* data, std::size_t size);
 
-// One summary line: rows, valid, invalid, seconds, rows/s.
-void print_summary(const char* how, unsigned threads, bool collect, std::uint64_t valid, std::uint64_t invalid,
-                   double seconds);
+// Why a command could not use sigverifyd (for --json output).
+struct DaemonFailure {
+    shm::Status status = shm::Status::ok;
+    std::string message;
+};
 
 // Provided by daemon_commands.cpp.
 // Connects to sigverifyd in runtime_dir (empty: the default), or prints why
-// not as "sigverify WHAT: cannot use sigverifyd: ..." and returns null.
-std::unique_ptr<Client> connect_daemon(const std::string& runtime_dir, const char* name, const char* what);
+// not as "sigverify WHAT: cannot use sigverifyd: ..." and returns null (and,
+// when failure is given, fills it in).
+std::unique_ptr<Client> connect_daemon(const std::string& runtime_dir, const char* name, const char* what,
+                                       DaemonFailure* failure = nullptr);
 void add_extra_subcommands(CLI::App& app);
 int run_extra_subcommand(CLI::App& app);
 

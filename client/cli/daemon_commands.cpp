@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "client/cli/json_output.hpp"
 #include "sigverify/client.hpp"
 
 namespace sigverify::cli {
@@ -15,6 +16,7 @@ namespace {
 struct PingArgs {
     std::string runtime_dir;
     unsigned count = 1;
+    bool json = false;
 };
 
 PingArgs g_ping;
@@ -27,29 +29,52 @@ ClientOptions client_options(const std::string& runtime_dir, const char* name) {
     return o;
 }
 
-std::unique_ptr<Client> connect_or_report(const ClientOptions& o, const char* what) {
+std::unique_ptr<Client> connect_or_report(const ClientOptions& o, const char* what, DaemonFailure* failure) {
     Status st = Status::ok;
     std::string msg;
     auto c = Client::connect(o, st, msg);
-    if (!c) std::fprintf(stderr, "sigverify %s: cannot use sigverifyd: %s\n", what, msg.c_str());
+    if (!c) {
+        std::fprintf(stderr, "sigverify %s: cannot use sigverifyd: %s\n", what, msg.c_str());
+        if (failure != nullptr) *failure = DaemonFailure{st, "cannot use sigverifyd: " + msg};
+    }
     return c;
 }
 
+// The failure of a ping: the message on stderr, and with --json the object on stdout.
+int report_ping_failure(const PingArgs& a, const DaemonFailure& f) {
+    if (a.json) print_json_line(daemon_failure_json("ping", f.status, f.message));
+    return int(ExitCode::daemon);
+}
+
 int run_ping(const PingArgs& a) {
-    auto c = connect_or_report(client_options(a.runtime_dir, "sigverify-ping"), "ping");
-    if (!c) return int(ExitCode::daemon);
+    DaemonFailure failure;
+    auto c = connect_or_report(client_options(a.runtime_dir, "sigverify-ping"), "ping", &failure);
+    if (!c) return report_ping_failure(a, failure);
     std::vector<double> us;
     for (unsigned i = 0; i < std::max(1u, a.count); ++i) {
         std::uint64_t rtt = 0;
         const Status st = c->ping(&rtt);
         if (st != Status::ok) {
-            std::fprintf(stderr, "sigverify ping: %s: %s\n", std::string(shm::to_string(st)).c_str(),
-                         c->last_error().c_str());
-            return int(ExitCode::daemon);
+            const std::string why = std::string(shm::to_string(st)) + ": " + c->last_error();
+            std::fprintf(stderr, "sigverify ping: %s\n", why.c_str());
+            return report_ping_failure(a, DaemonFailure{st, why});
         }
         us.push_back(double(rtt) / 1e3);
     }
     std::sort(us.begin(), us.end());
+    if (a.json) {
+        char epoch[17];
+        std::snprintf(epoch, sizeof epoch, "%016llx", (unsigned long long)c->epoch());
+        print_json_line({{"command", "ping"},
+                         {"status", "ok"},
+                         {"epoch", epoch},
+                         {"arena_bytes", c->arena_size()},
+                         {"pings", us.size()},
+                         {"round_trip_min_us", us.front()},
+                         {"round_trip_median_us", us[us.size() / 2]},
+                         {"round_trip_max_us", us.back()}});
+        return int(ExitCode::ok);
+    }
     std::printf("sigverifyd is up: epoch %016llx, arena %llu bytes, %zu pings, round trip min %.1f us, median %.1f us, "
                 "max %.1f us\n",
                 (unsigned long long)c->epoch(), (unsigned long long)c->arena_size(), us.size(), us.front(),
@@ -59,8 +84,9 @@ int run_ping(const PingArgs& a) {
 
 }  // namespace
 
-std::unique_ptr<Client> connect_daemon(const std::string& runtime_dir, const char* name, const char* what) {
-    return connect_or_report(client_options(runtime_dir, name), what);
+std::unique_ptr<Client> connect_daemon(const std::string& runtime_dir, const char* name, const char* what,
+                                       DaemonFailure* failure) {
+    return connect_or_report(client_options(runtime_dir, name), what, failure);
 }
 
 void add_extra_subcommands(CLI::App& app) {
@@ -69,6 +95,8 @@ void add_extra_subcommands(CLI::App& app) {
                            "sigverifyd runtime directory (default $SIGVERIFY_RUNTIME_DIR or /run/sigverifyd)");
     g_ping_cmd->add_option("--count", g_ping.count, "Number of pings")->check(CLI::Range(1u, 1000000u))
         ->capture_default_str();
+    g_ping_cmd->add_flag("--json", g_ping.json,
+                         "Print the result as one JSON object (status, epoch, arena_bytes, pings, round_trip_*_us)");
 }
 
 int run_extra_subcommand(CLI::App&) {

@@ -1,7 +1,8 @@
 // `sigverify verify` (see verify_command.hpp): checks the flags, reads the
 // input (row file or column directory), verifies it locally or through
-// sigverifyd, writes --out and prints one summary line. The four paths
-// (rows/columns x local/daemon) write the same bytes for the same input.
+// sigverifyd, writes --out and prints one summary line (text, or --json:
+// verify_summary.hpp). The four paths (rows/columns x local/daemon) write the
+// same bytes for the same input.
 #include "client/cli/verify_command.hpp"
 
 #include <chrono>
@@ -13,6 +14,8 @@
 
 #include "client/cli/cli_common.hpp"
 #include "client/cli/columns_commands.hpp"
+#include "client/cli/json_output.hpp"
+#include "client/cli/verify_summary.hpp"
 #include "reference/columns.hpp"
 #include "reference/reference_verifier.hpp"
 #include "sigverify/client.hpp"
@@ -33,6 +36,7 @@ struct VerifyArgs {
     bool strict = false;
     bool baseline = false;
     std::string runtime_dir;  // daemon mode
+    bool json = false;        // the summary as one JSON object
 };
 
 VerifyArgs g_args;
@@ -44,25 +48,53 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 wire::Mode mode_of(const VerifyArgs& a) { return a.collect ? wire::Mode::collect : wire::Mode::results; }
 
-int exit_code(const VerifyArgs& a, std::uint64_t invalid) {
-    return a.strict && invalid ? int(ExitCode::invalid_rows) : int(ExitCode::ok);
+bool strict_fails(const VerifyArgs& a, std::uint64_t invalid) { return a.strict && invalid != 0; }
+
+// Prints the summary (text or JSON) and returns the exit code.
+int report(const VerifyArgs& a, const VerifySummary& s) {
+    const bool fails = strict_fails(a, s.invalid);
+    if (a.json) print_json_line(summary_json(s, fails ? "invalid_rows" : "ok"));
+    else std::fputs(summary_text(s).c_str(), stdout);
+    return fails ? int(ExitCode::invalid_rows) : int(ExitCode::ok);
 }
 
-// The daemon's summary line ("verify (daemon[, columns], epoch E): ...").
-void print_daemon_summary(const VerifyArgs& a, const char* how, const Client& c, const BatchResult& r,
-                          double seconds) {
-    const std::uint64_t n = r.valid + r.invalid;
-    std::printf("%s (%s, epoch %016llx): rows=%llu valid=%llu invalid=%llu seconds=%.3f rows/s=%.0f\n",
-                a.collect ? "collect" : "verify", how, (unsigned long long)c.epoch(), (unsigned long long)n,
-                (unsigned long long)r.valid, (unsigned long long)r.invalid, seconds,
-                seconds > 0 ? double(n) / seconds : 0.0);
+VerifySummary local_summary(const VerifyArgs& a, bool columns, unsigned threads, std::uint64_t valid,
+                            std::uint64_t invalid, double seconds) {
+    VerifySummary s;
+    s.collect = a.collect;
+    s.columns = columns;
+    s.threads = threads;
+    s.valid = valid;
+    s.invalid = invalid;
+    s.seconds = seconds;
+    return s;
 }
 
-int report_daemon_failure(const Client& c, const char* what, const BatchResult& r) {
-    const std::string why = c.last_error();
-    std::fprintf(stderr, "sigverify verify: sigverifyd failed the %s: %s%s%s\n", what,
-                 std::string(shm::to_string(r.status)).c_str(), why.empty() ? "" : ": ", why.c_str());
+VerifySummary daemon_summary(const VerifyArgs& a, bool columns, const Client& c, const BatchResult& r,
+                             double seconds) {
+    VerifySummary s;
+    s.collect = a.collect;
+    s.daemon = true;
+    s.columns = columns;
+    s.epoch = c.epoch();
+    s.valid = r.valid;
+    s.invalid = r.invalid;
+    s.seconds = seconds;
+    return s;
+}
+
+// The daemon could not be reached (connect_daemon already said why on stderr).
+int report_unreachable(const VerifyArgs& a, const DaemonFailure& f) {
+    if (a.json) print_json_line(daemon_failure_json(a.collect ? "collect" : "verify", f.status, f.message));
     return int(ExitCode::daemon);
+}
+
+int report_daemon_failure(const VerifyArgs& a, const Client& c, const char* what, const BatchResult& r) {
+    const std::string why = c.last_error();
+    const std::string message = std::string("sigverifyd failed the ") + what + ": " +
+                                std::string(shm::to_string(r.status)) + (why.empty() ? "" : ": ") + why;
+    std::fprintf(stderr, "sigverify verify: %s\n", message.c_str());
+    return report_unreachable(a, DaemonFailure{r.status, message});
 }
 
 // ---------------------------------------------------------------------------
@@ -83,7 +115,7 @@ int verify_rows_local(const VerifyArgs& a) {
         if (a.collect) write_file_atomically(a.out, rows.data(), rows.size());
         else write_file_atomically(a.out, results.data(), results.size());
     }
-    print_summary("local", verifier.threads(), a.collect, tally.valid, tally.invalid, seconds);
+    VerifySummary summary = local_summary(a, false, verifier.threads(), tally.valid, tally.invalid, seconds);
 
     if (a.baseline) {
         // Plain libsecp256k1 calls, one thread, same rows: the figure a node
@@ -93,20 +125,20 @@ int verify_rows_local(const VerifyArgs& a) {
         const auto t0 = std::chrono::steady_clock::now();
         std::uint64_t valid = 0;
         for (std::size_t i = 0; i < original.count; ++i) valid += plain.verify_row(original, i);
-        const double s = seconds_since(t0);
-        std::printf("baseline: plain libsecp256k1 calls, 1 thread: rows=%zu valid=%llu seconds=%.3f rows/s=%.0f "
-                    "(sigverify %u threads = %.2fx)\n",
-                    original.count, (unsigned long long)valid, s, s > 0 ? double(original.count) / s : 0.0,
-                    verifier.threads(), seconds > 0 ? s / seconds : 0.0);
-        if (valid != tally.valid) throw std::runtime_error("baseline disagrees with the verifier");
+        summary.baseline = BaselineSummary{original.count, valid, seconds_since(t0)};
+        if (valid != tally.valid) {
+            std::fputs(summary_text(summary).c_str(), stderr);  // the figures that disagree, for the record
+            throw std::runtime_error("baseline disagrees with the verifier");
+        }
     }
-    return exit_code(a, tally.invalid);
+    return report(a, summary);
 }
 
 int verify_rows_daemon(const VerifyArgs& a) {
     const RowFile file = load_row_file(a.in, a.table, a.tail_size, a.sig_format);
-    auto c = connect_daemon(a.runtime_dir, "sigverify-cli", "verify");
-    if (!c) return int(ExitCode::daemon);
+    DaemonFailure failure;
+    auto c = connect_daemon(a.runtime_dir, "sigverify-cli", "verify", &failure);
+    if (!c) return report_unreachable(a, failure);
     std::vector<std::uint8_t> rows = file.bytes;
     const wire::RowSpan span = file.span(rows);
     std::vector<std::uint8_t> results(a.collect ? 0 : span.count);
@@ -115,13 +147,12 @@ int verify_rows_daemon(const VerifyArgs& a) {
     const BatchResult r =
         c->run(span, mode_of(a), results.data(), table ? static_cast<std::uint8_t>(*table) : shm::kTableUnspecified);
     const double seconds = seconds_since(start);
-    if (!r.ok()) return report_daemon_failure(*c, "batch", r);
+    if (!r.ok()) return report_daemon_failure(a, *c, "batch", r);
     if (!a.out.empty()) {
         if (a.collect) write_file_atomically(a.out, rows.data(), rows.size());
         else write_file_atomically(a.out, results.data(), results.size());
     }
-    print_daemon_summary(a, "daemon", *c, r, seconds);
-    return exit_code(a, r.invalid);
+    return report(a, daemon_summary(a, false, *c, r, seconds));
 }
 
 int verify_rows(const VerifyArgs& a) {
@@ -154,14 +185,14 @@ int verify_columns_local(const VerifyArgs& a, ColumnDir& dir) {
     const auto tally = verifier.run(batch, mode_of(a), results.data());
     const double seconds = seconds_since(start);
     write_columns_out(a, dir, results);
-    print_summary("local, columns", verifier.threads(), a.collect, tally.valid, tally.invalid, seconds);
-    return exit_code(a, tally.invalid);
+    return report(a, local_summary(a, true, verifier.threads(), tally.valid, tally.invalid, seconds));
 }
 
 // Through sigverifyd (Opcode::verify_columns).
 int verify_columns_daemon(const VerifyArgs& a, ColumnDir& dir) {
-    auto c = connect_daemon(a.runtime_dir, "sigverify-cli", "verify");
-    if (!c) return int(ExitCode::daemon);
+    DaemonFailure failure;
+    auto c = connect_daemon(a.runtime_dir, "sigverify-cli", "verify", &failure);
+    if (!c) return report_unreachable(a, failure);
     auto& t = dir.table;
     Columns cols;
     cols.kind = t.kind;
@@ -177,10 +208,9 @@ int verify_columns_daemon(const VerifyArgs& a, ColumnDir& dir) {
     const auto start = std::chrono::steady_clock::now();
     const BatchResult r = c->run_columns(cols, mode_of(a), results.data(), label);
     const double seconds = seconds_since(start);
-    if (!r.ok()) return report_daemon_failure(*c, "column batch", r);
+    if (!r.ok()) return report_daemon_failure(a, *c, "column batch", r);
     write_columns_out(a, dir, results);
-    print_daemon_summary(a, "daemon, columns", *c, r, seconds);
-    return exit_code(a, r.invalid);
+    return report(a, daemon_summary(a, true, *c, r, seconds));
 }
 
 int verify_columns(const VerifyArgs& a) {
@@ -220,6 +250,8 @@ CLI::App* add_verify_subcommand(CLI::App& app) {
     cmd->add_option("--in", a.in, "Row file to verify (or --columns DIR)")->check(CLI::ExistingFile);
     cmd->add_option("--out", a.out, "Results mode: one byte per row (1 valid, 0 invalid); collect mode: the rows");
     cmd->add_flag("--strict", a.strict, "Exit with status 1 when any row is invalid");
+    cmd->add_flag("--json", a.json,
+                  "Print the summary as one JSON object (rows, valid, invalid, seconds, rows_per_second, status, ...)");
     cmd->add_flag("--baseline", a.baseline,
                   "Also time plain single-threaded libsecp256k1 calls on the same rows (--local)");
     cmd->add_option("--runtime-dir", a.runtime_dir,

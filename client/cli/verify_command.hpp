@@ -7,6 +7,7 @@
 //   mode    (default)             results: --out gets one byte per row
 //           --collect             rows: --out gets the rows with valid tails zeroed;
 //                                 columns: --out gets the correlate column, valid entries zeroed
+//   output  (default)             one summary line;  --json: the same as one JSON object
 //
 // Exit codes: 0 ok, 1 --strict and some rows invalid, 2 usage, 3 input/output,
 // 4 the daemon could not be used (ExitCode in cli_common.hpp).

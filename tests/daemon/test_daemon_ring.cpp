@@ -11,6 +11,7 @@
 
 #include "batch_check.hpp"
 #include "daemon_fixture.hpp"
+#include "ops/ops_helpers.hpp"
 #include "reference/columns.hpp"
 #include "shm_protocol/doorbell.hpp"
 #include "shm_protocol/fd_passing.hpp"
@@ -587,6 +588,53 @@ TEST_CASE("a client rewriting its columns while they are verified cannot hurt th
         CHECK(c.valid + c.invalid == n);
     }
     CHECK(kill(d.pid(), 0) == 0);
+    CHECK(client_works(d));
+}
+
+TEST_CASE("a client rewriting rows a GPU reads in place cannot switch the GPU off", "[daemon][ring][gpu-path]") {
+    // The GPU path with the kernel math on the CPU (--backend host-kernel):
+    // packed rows are read in place from the client's segment, and every
+    // verdict is re-checked by libsecp256k1 (samples 1 in 1). The client
+    // scribbles over its rows until each answer comes, so the "GPU" and the
+    // re-check see different bytes; the daemon must settle that on private
+    // copies and leave the GPU on.
+    DaemonProcess d({"--backend", "host-kernel", "--gpus", "0", "--cpu-threads", "2", "--cross-check-sample", "1",
+                     "--cross-check-invalid-sample", "1", "--gpu-min-rows", "1", "--gpu-split", "off",
+                     "--arena-size", "1M", "--ring-entries", "8"});
+    RawSession s;
+    REQUIRE(s.handshake(d.socket_path()));
+    const std::uint64_t n = 2000, stride = wire::kEcdsaRecordSize + 3, results = n * stride;
+    REQUIRE(results + n <= s.h->arena_size);
+    const auto rows = make_rows(wire::Table::ecdsa, n, wire::SigEncoding::opaque, 29);
+    std::uint64_t x = 0x13198A2E03707344ull;
+    for (int round = 0; round < 4; ++round) {
+        std::memcpy(s.arena(), rows.data(), rows.size());
+        auto e = verify_entry(0, results, n);
+        e.user_tag = 4000 + round;
+        s.submit(e);
+        shm::CompletionEntry c{};
+        bool answered = false;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (!answered && std::chrono::steady_clock::now() < deadline) {
+            for (int i = 0; i < 64; ++i) {  // signature bytes of random rows
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                s.arena()[(x % n) * stride + 65 + (x >> 40) % 64] ^= static_cast<std::uint8_t>(1 + (x >> 56) % 255);
+            }
+            answered = s.next_completion(c, std::chrono::milliseconds(1));
+        }
+        REQUIRE(answered);
+        CHECK(c.status == static_cast<std::uint32_t>(Status::ok));
+        CHECK(c.valid + c.invalid == n);
+    }
+    const std::string backends = stats_command(d.dir(), "backends");
+    INFO(backends);
+    CHECK(backends.find("switched off") == std::string::npos);
+    CHECK(backends.find("crosscheck_mismatches=0 ") != std::string::npos);
+    const std::string metrics = stats_command(d.dir(), "stats");
+    CHECK(metrics.find("sigverifyd_rows_in_place_total 0\n") == std::string::npos);  // rows were read in place
+    CHECK(metrics.find("sigverifyd_backend_rows_rewritten_total{backend=\"gpu0\"} 0\n") == std::string::npos);
     CHECK(client_works(d));
 }
 

@@ -122,6 +122,7 @@ TEST_CASE("stats: counters are exact after known batches of every table", "[ops]
     CHECK(j["clients"][0]["in_flight"].get<std::uint64_t>() == 0);
     REQUIRE(j["backends"].size() >= 1);
     CHECK(j["backends"][0]["self_test"].get<std::string>().rfind("passed", 0) == 0);
+    CHECK(j["backends"][0]["enabled"] == true);
 
     // The Prometheus text says the same.
     const std::string prom = stats_command(d.dir(), "stats");
@@ -141,6 +142,7 @@ TEST_CASE("stats: counters are exact after known batches of every table", "[ops]
     CHECK(prom_line(prom, "sigverifyd_backend_crosscheck_mismatches_total{backend=\"cpu\"}") == "0");
     CHECK(prom_line(prom, "sigverifyd_backend_errors_total{backend=\"cpu\"}") == "0");
     CHECK(prom_line(prom, "sigverifyd_backend_workers{backend=\"cpu\"}") != "<missing>");
+    CHECK(prom_line(prom, "sigverifyd_backend_enabled{backend=\"cpu\",kind=\"cpu\"}") == "1");
 
     // Exposition format: every sample line is `name{labels} value`, every
     // family has HELP and TYPE before its samples, no series appears twice,

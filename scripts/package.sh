@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the Debian packages sigverifyd, libsigverify0 and libsigverify-dev
+# with CPack (cmake/SigverifyPackage.cmake) into BUILD_DIR/packages.
+# usage: scripts/package.sh [--no-deb] [BUILD_DIR [extra cmake arguments]]
+#   --no-deb: only configure and build the /usr tree (tests/ops/test_install_layout.sh).
+#   BUILD_DIR defaults to build-package (beside build/, so that ccache, when
+#   installed, reuses the objects of the test build: same depth, same flags).
+# The build is configured for /usr without the tests; CUDA is built when nvcc
+# is found (SIGVERIFY_CUDA=AUTO; pass -DSIGVERIFY_CUDA=OFF for a CPU-only package).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+make_debs=1
+if [ "${1:-}" = --no-deb ]; then make_debs=0; shift; fi
+PKG_BUILD=${1:-$ROOT/build-package}
+[ $# -gt 0 ] && shift
+install_packages --tests
+
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+echo "==> configuring $PKG_BUILD (Release, prefix /usr)"
+cmake -S "$ROOT" -B "$PKG_BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+  -DSIGVERIFY_BUILD_TESTS=OFF -DSIGVERIFY_CUDA=AUTO "${launcher[@]}" "$@" >/dev/null
+echo "==> building with ${SIGVERIFY_JOBS:-$(nproc)} jobs"
+cmake --build "$PKG_BUILD" -j "${SIGVERIFY_JOBS:-$(nproc)}"
+[ $make_debs = 1 ] || exit 0
+echo "==> cpack -G DEB"
+rm -f "$PKG_BUILD"/packages/*.deb
+(cd "$PKG_BUILD" && cpack -G DEB -C Release >/dev/null)
+ls "$PKG_BUILD"/packages/*.deb

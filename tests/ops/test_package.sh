@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The Debian packages as an operator gets them: scripts/package.sh builds them
+# (a /usr build beside the test build; ccache reuses its objects), lintian finds
+# no error or warning, each package holds exactly its files, the config is a
+# conffile, and dpkg installs all three into a scratch root (the maintainer
+# scripts run there through DPKG_ROOT: user, tmpfiles, unit enabled, not
+# started). The installed daemon and CLI run; a C program built against the
+# installed libsigverify-dev and run on libsigverify0 verifies rows through
+# the installed daemon. A purge removes the config and the unit's enablement.
+# usage: test_package.sh SOURCE_DIR PACKAGE_BUILD_DIR [cmake arguments for the package build]
+set -euo pipefail
+SRC=$1 PKG_BUILD=$2
+shift 2
+T=$(mktemp -d /tmp/sigverify-package-XXXXXX)
+DPID=
+cleanup() {
+  if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then kill -TERM "$DPID"; wait "$DPID" || true; fi
+  rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$T/daemon.log" ] && tail -20 "$T/daemon.log" >&2; exit 1; }
+
+SIGVERIFY_JOBS=${SIGVERIFY_JOBS:-2} "$SRC/scripts/package.sh" "$PKG_BUILD" "$@" >"$T/package.log" 2>&1 ||
+  { tail -40 "$T/package.log"; fail "scripts/package.sh"; }
+P=$PKG_BUILD/packages
+V=$(sed -n 's/^project(sigverify VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")
+ARCH=$(dpkg --print-architecture)
+MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+D=$P/sigverifyd_${V}_$ARCH.deb L=$P/libsigverify0_${V}_$ARCH.deb DEV=$P/libsigverify-dev_${V}_$ARCH.deb
+for f in "$D" "$L" "$DEV"; do [ -f "$f" ] || fail "not built: $f ($(ls "$P"))"; done
+
+# --- lintian: no error, no warning (the expected ones are overridden) --------------
+lintian --tag-display-limit 0 "$D" "$L" "$DEV" >"$T/lintian.txt" 2>&1 || true
+if grep -E '^[EW]: ' "$T/lintian.txt"; then fail "lintian reports the tags above"; fi
+echo "lintian: clean"
+
+# --- each package's file list ---------------------------------------------------------
+files() { dpkg-deb -c "$1" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\./|/|' | sort; }
+expect_files() {  # expect_files DEB FILE...: the package holds exactly these files
+  local deb=$1; shift
+  files "$deb" >"$T/got"
+  printf '%s\n' "$@" | sort >"$T/want"
+  diff -u "$T/want" "$T/got" >"$T/diff" || { cat "$T/diff" >&2; fail "file list of $(basename "$deb")"; }
+}
+doc() { echo "/usr/share/doc/$1/copyright" "/usr/share/doc/$1/changelog.gz"; }
+# shellcheck disable=SC2046
+expect_files "$D" /usr/sbin/sigverifyd /usr/bin/sigverify /etc/sigverifyd/sigverifyd.conf \
+  /usr/lib/systemd/system/sigverifyd.service /usr/lib/sysusers.d/sigverifyd.conf /usr/lib/tmpfiles.d/sigverifyd.conf \
+  /usr/share/doc/sigverify/operations.md $(doc sigverifyd) /usr/share/lintian/overrides/sigverifyd \
+  /usr/share/man/man8/sigverifyd.8.gz /usr/share/man/man1/sigverify.1.gz /usr/share/man/man5/sigverifyd.conf.5.gz \
+  /usr/share/bash-completion/completions/sigverify
+# shellcheck disable=SC2046
+expect_files "$L" "/usr/lib/$MA/libsigverify.so.0" "/usr/lib/$MA/libsigverify.so.$V" $(doc libsigverify0) \
+  /usr/share/lintian/overrides/libsigverify0
+# shellcheck disable=SC2046
+expect_files "$DEV" /usr/include/sigverify/client.hpp /usr/include/sigverify/sigverify.h \
+  /usr/include/sigverify/shm_protocol/segment_access.hpp /usr/include/sigverify/shm_protocol/segment_layout.hpp \
+  /usr/include/sigverify/shm_protocol/wire_format.hpp "/usr/lib/$MA/libsigverify.so" "/usr/lib/$MA/libsigverify.a" \
+  "/usr/lib/$MA/libsigverify_reference.a" "/usr/lib/$MA/pkgconfig/sigverify.pc" \
+  "/usr/lib/$MA/cmake/sigverify/sigverifyConfig.cmake" "/usr/lib/$MA/cmake/sigverify/sigverifyConfigVersion.cmake" \
+  "/usr/lib/$MA/cmake/sigverify/sigverifyTargets.cmake" "/usr/lib/$MA/cmake/sigverify/sigverifyTargets-release.cmake" \
+  $(doc libsigverify-dev)
+echo "file lists: ok"
+
+# --- control data ------------------------------------------------------------------
+ctrl() { dpkg-deb --ctrl-tarfile "$1" | tar -xO "./$2" 2>/dev/null; }
+[ "$(ctrl "$D" conffiles)" = /etc/sigverifyd/sigverifyd.conf ] || fail "conffiles of sigverifyd: '$(ctrl "$D" conffiles)'"
+[ "$(ctrl "$L" shlibs)" = "libsigverify 0 libsigverify0 (>= $V)" ] || fail "shlibs of libsigverify0: '$(ctrl "$L" shlibs)'"
+grep -qx 'activate-noawait ldconfig' <(ctrl "$L" triggers) || fail "libsigverify0 lacks the ldconfig trigger"
+[ "$(dpkg-deb -f "$L" Package)" = libsigverify0 ] || fail "package name of $L"
+grep -q 'libsecp256k1-1' <<<"$(dpkg-deb -f "$D" Depends)" || fail "sigverifyd Depends lacks libsecp256k1: $(dpkg-deb -f "$D" Depends)"
+grep -q 'libsecp256k1-1' <<<"$(dpkg-deb -f "$L" Depends)" || fail "libsigverify0 Depends lacks libsecp256k1"
+grep -q "libsigverify0 (= $V)" <<<"$(dpkg-deb -f "$DEV" Depends)" || fail "libsigverify-dev does not depend on libsigverify0 (= $V)"
+echo "control: ok"
+
+# --- dpkg into a scratch root --------------------------------------------------------
+# The maintainer scripts run outside the root (--force-script-chrootless) and
+# reach it through DPKG_ROOT, as in a bootstrap; no systemd runs there.
+R=$T/root
+mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates" "$R/var/lib/dpkg/triggers" "$R/etc"
+touch "$R/var/lib/dpkg/status"
+DPKG=(dpkg --root="$R" --force-script-chrootless --force-depends --force-not-root --log=/dev/null)
+"${DPKG[@]}" -i "$L" "$DEV" "$D" >"$T/dpkg.log" 2>&1 || { cat "$T/dpkg.log"; fail "dpkg -i"; }
+for p in sigverifyd libsigverify0 libsigverify-dev; do
+  [ "$(dpkg-query --root="$R" -W -f='${db:Status-Abbrev}' "$p")" = "ii " ] || fail "$p is not installed in the scratch root"
+done
+[ -f "$R/etc/sigverifyd/sigverifyd.conf" ] || fail "config not installed"
+grep -q '^sigverify:' "$R/etc/passwd" || fail "postinst created no user sigverify"
+grep -q '^sigverify:' "$R/etc/group" || fail "postinst created no group sigverify"
+[ -L "$R/etc/systemd/system/multi-user.target.wants/sigverifyd.service" ] || fail "postinst did not enable the unit"
+echo "dpkg install: ok (user, group, unit enabled)"
+
+# The installed binaries; the shared library from the root.
+export LD_LIBRARY_PATH=$R/usr/lib/$MA
+"$R/usr/sbin/sigverifyd" --version | grep -q "^sigverifyd $V " || fail "installed sigverifyd --version"
+[ "$("$R/usr/bin/sigverify" --version)" = "sigverify $V" ] || fail "installed sigverify --version"
+
+# A node built against the installed dev package (pkg-config from the root's
+# relocatable .pc) runs on libsigverify0 and verifies through the installed daemon.
+PKG_CONFIG_PATH=$R/usr/lib/$MA/pkgconfig
+export PKG_CONFIG_PATH
+# shellcheck disable=SC2046
+${CC:-cc} -O1 "$SRC/tests/ops/consumer/consumer_c.c" -o "$T/node" $(pkg-config --cflags --libs sigverify) ||
+  fail "building against the installed libsigverify-dev"
+ldd "$T/node" >"$T/ldd.txt"
+grep -q "$R/usr/lib/$MA/libsigverify.so.0" "$T/ldd.txt" || fail "the node does not load libsigverify.so.0 from the root"
+RUN=$T/run
+"$R/usr/sbin/sigverifyd" --foreground --backend cpu --cpu-threads 2 --runtime-dir "$RUN" --log-file "$T/daemon.log" &
+DPID=$!
+for _ in $(seq 200); do [ -S "$RUN/stats.sock" ] && break; sleep 0.05; done
+[ -S "$RUN/stats.sock" ] || fail "installed sigverifyd did not come up"
+"$R/usr/bin/sigverify" gen --table ecdsa --count 300 --invalid-rate 0.2 --seed 5 --threads 2 --out "$T/e.rows" >/dev/null
+want=$("$R/usr/bin/sigverify" verify --local --threads 2 --table ecdsa --in "$T/e.rows" |
+  sed -n 's/.* \(valid=[0-9]*\) \(invalid=[0-9]*\) .*/\1 \2/p')
+got=$("$T/node" "$RUN" "$T/e.rows") || fail "the node failed against the installed daemon"
+if [ -z "$want" ] || [ "$got" != "$want" ]; then fail "node: '$got', expected '$want'"; fi
+kill -TERM "$DPID"; wait "$DPID" || fail "installed sigverifyd exited with $?"
+DPID=
+echo "installed binaries: ok (node on libsigverify0: $got)"
+
+# --- purge ---------------------------------------------------------------------------
+"${DPKG[@]}" --purge sigverifyd libsigverify-dev libsigverify0 >"$T/purge.log" 2>&1 || { cat "$T/purge.log"; fail "dpkg --purge"; }
+[ ! -e "$R/etc/sigverifyd" ] || fail "purge left /etc/sigverifyd: $(ls -A "$R/etc/sigverifyd")"
+[ ! -e "$R/etc/systemd/system/multi-user.target.wants/sigverifyd.service" ] || fail "purge left the unit enabled"
+if [ -e "$R/usr/sbin/sigverifyd" ] || [ -e "$R/usr/lib/$MA/libsigverify.so.0" ]; then fail "purge left files"; fi
+echo "PASS: 3 packages built, lint-clean, installed, run and purged"
