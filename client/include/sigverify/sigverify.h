@@ -56,6 +56,7 @@ extern "C" {
 #define SIGVERIFY_E_BAD_SEGMENT 17
 #define SIGVERIFY_E_SYSTEM 18
 #define SIGVERIFY_E_PENDING 19
+#define SIGVERIFY_E_NOT_FOUND 20 /* a cancel named no batch in flight */
 
 /* Signature encodings of ECDSA records. */
 #define SIGVERIFY_ENCODING_OPAQUE 0  /* r LE || s LE (libsecp256k1's in-memory form) */
@@ -119,6 +120,22 @@ SIGVERIFY_API int sigverify_collect_ecdsa_columns(sigverify_client* client, cons
 SIGVERIFY_API int sigverify_collect_schnorr_columns(sigverify_client* client, const uint8_t* message,
                                                     const uint8_t* key, const uint8_t* signature, uint8_t* correlate,
                                                     size_t n, size_t tail_size);
+
+/* Cancel tokens (libbitcoin's batch hook takes one). A token is cancelled
+ * once, from any thread. The verify/collect calls of a thread that bound a
+ * token with sigverify_set_cancel_token return SIGVERIFY_E_CANCELLED soon
+ * after it is cancelled (the daemon drops the rows no worker has taken; the
+ * chunks running finish): every row is then either verified or untouched
+ * (results 0; tails / correlate entries unchanged), never half-written, and
+ * sigverify_last_counts gives the counts of the verified rows. A token may
+ * be freed while bound (the binding keeps what it needs). */
+typedef struct sigverify_cancel_token sigverify_cancel_token;
+SIGVERIFY_API sigverify_cancel_token* sigverify_cancel_token_new(void); /* NULL: out of memory */
+SIGVERIFY_API void sigverify_cancel_token_cancel(sigverify_cancel_token* token);
+SIGVERIFY_API int sigverify_cancel_token_cancelled(const sigverify_cancel_token* token);
+SIGVERIFY_API void sigverify_cancel_token_free(sigverify_cancel_token* token);
+/* Binds token to the calling thread's later verify/collect calls (NULL: none). */
+SIGVERIFY_API void sigverify_set_cancel_token(sigverify_cancel_token* token);
 
 /* Valid/invalid row counts of this thread's last verify/collect call. */
 SIGVERIFY_API void sigverify_last_counts(uint64_t* valid, uint64_t* invalid);
