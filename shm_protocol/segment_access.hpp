@@ -14,7 +14,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "shm_protocol/segment_layout.hpp"
+#include "segment_layout.hpp"  // sibling: the same in-tree and installed
 
 namespace sigverify::shm {
 

@@ -36,7 +36,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "shm_protocol/wire_format.hpp"
+#include "wire_format.hpp"  // sibling: the same in-tree and installed
 
 namespace sigverify::shm {
 

@@ -76,7 +76,8 @@ inline bool is_daemon_failure(Status s) {
 
 }  // namespace detail
 
-struct Client::Impl {
+// Hidden: Client is exported (SIGVERIFY_API), and a nested class would be too.
+struct __attribute__((visibility("hidden"))) Client::Impl {
     using Clock = detail::Clock;
 
     enum class SlotState : std::uint8_t { free, reserved, submitted, done, released };

@@ -35,9 +35,13 @@
 #include <stop_token>
 #include <string>
 
-#include "shm_protocol/segment_access.hpp"
-#include "shm_protocol/segment_layout.hpp"
-#include "shm_protocol/wire_format.hpp"
+// Installed as include/sigverify/shm_protocol/ (in the build tree the same
+// path leads to the source's shm_protocol/), so -I<includedir> is all a
+// consumer needs.
+#include "sigverify/export.h"
+#include "sigverify/shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify {
 
@@ -73,7 +77,8 @@ struct BatchResult {
     bool ok() const { return status == Status::ok; }
 };
 
-class Error : public std::runtime_error {
+// Exported (typeinfo and vtable): a consumer catches what libsigverify.so throws.
+class SIGVERIFY_API Error : public std::runtime_error {
 public:
     Error(Status status, const std::string& what) : std::runtime_error(what), status_(status) {}
     Status status() const { return status_; }
@@ -135,7 +140,7 @@ struct Columns {
     std::uint8_t* correlate = nullptr;
 };
 
-class Client {
+class SIGVERIFY_API Client {
 public:
     // Connects (handshake, segment mapping). Throws Error on failure, unless
     // options.fallback == Fallback::local: then it returns a client that
