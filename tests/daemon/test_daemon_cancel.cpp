@@ -168,8 +168,9 @@ TEST_CASE("cancel of a batch that already completed or was never submitted is an
     CHECK(c->cancel(b) == Status::invalid_argument);  // reserved, not submitted
     REQUIRE(c->submit(b, wire::Mode::results) == Status::ok);
     // Give the daemon time to complete it without reaping it here, so the
-    // cancel entry reaches a daemon whose job is gone: not_found from the daemon.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // cancel entry reaches a daemon whose job is gone: not_found from the daemon
+    // (50 rows take milliseconds; the wait leaves room for a loaded machine).
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
     CHECK(c->cancel(b) == Status::not_found);
     const BatchResult r = c->wait(b);
     REQUIRE(r.ok());
