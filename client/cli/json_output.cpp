@@ -28,6 +28,7 @@ std::string_view status_key(shm::Status s) {
     case Status::bad_segment: return "bad_segment";
     case Status::system_error: return "system_error";
     case Status::pending: return "pending";
+    case Status::not_found: return "not_found";
     }
     return "unknown";  // a status from a newer protocol than this tool knows
 }
