@@ -74,7 +74,19 @@ Session::~Session() {
     // Every job holds this session, so no chunk reads the segment any more.
     if (mapped_in_backend_) ctx_.scheduler->unmap_client_memory(base_);
     if (guard_slot_ >= 0) guard::unregister_mapping(guard_slot_);
-    region_.reset();  // munmap
+    region_.reset();  // munmap: nothing in the daemon touches the segment from here on
+    if (seg_fd_ >= 0) {
+        // tmpfs frees the pages now, whoever still holds the descriptor or a
+        // mapping (a later access there gets SIGBUS). The client cannot stop
+        // it: a POSIX shared memory file is created with F_SEAL_SEAL, so no
+        // seal can be added to it. An honest client unmaps before it closes
+        // its control socket; on shutdown the clients are left their
+        // segments, they notice the closing state and reconnect to the next daemon.
+        if (!ctx_.stopping.load() && ftruncate(seg_fd_, 0) == 0)
+            ctx_.metrics.segments_truncated.fetch_add(1, std::memory_order_relaxed);
+        close(seg_fd_);
+    }
+    if (budget_bytes_ != 0) ctx_.segment_budget.release(cred_.uid, budget_bytes_);
     if (fd_ >= 0) close(fd_);
 }
 
@@ -118,8 +130,12 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
         }
         shm.truncate(static_cast<bip::offset_t>(layout.segment_size));
         region_ = std::make_unique<bip::mapped_region>(shm, bip::read_write, 0, layout.segment_size);
+        seg_fd_ = fcntl(shm_fd, F_DUPFD_CLOEXEC, 0);
         fd_out = fcntl(shm_fd, F_DUPFD_CLOEXEC, 0);
-        if (fd_out < 0) return false;
+        if (seg_fd_ < 0 || fd_out < 0) {
+            if (fd_out >= 0) close(fd_out);
+            return false;
+        }
     } catch (const std::exception& e) {
         ctx_.log->warn("session {}: cannot create shared segment: {}", id_, e.what());
         return false;
@@ -219,6 +235,19 @@ bool Session::handshake() {
         }
         ring = std::clamp(hello.requested_ring_entries, shm::kMinRingEntries, ctx_.config.ring_entries);
     }
+    // The budget is checked before anything is created.
+    if (shm::Layout layout; shm::compute_layout(ring, ring, arena, layout)) {
+        std::string why;
+        if (!ctx_.segment_budget.try_reserve(cred_.uid, layout.segment_size, why)) {
+            ++ctx_.refused;
+            ctx_.metrics.refused_shm_budget.fetch_add(1, std::memory_order_relaxed);
+            if (ctx_.log_limit.allow(*ctx_.log, "refused: shared memory budget"))
+                ctx_.log->warn("refused client {} '{}' ({}): {}", id_, name_, peer_, why);
+            refuse(shm::Status::busy, "sigverifyd is busy: " + why);
+            return false;
+        }
+        budget_bytes_ = layout.segment_size;
+    }
     int seg_fd = -1;
     if (!create_segment(arena, ring, seg_fd)) {
         refuse(shm::Status::system_error, "sigverifyd could not create the shared segment");
@@ -277,6 +306,10 @@ void Session::run() noexcept {
     }
     ctx_.active_sessions.fetch_sub(1);
     finished_.store(true, std::memory_order_release);
+    if (ctx_.session_ended_fd >= 0) {
+        const std::uint64_t one = 1;
+        (void)!write(ctx_.session_ended_fd, &one, sizeof one);  // wake the server to reap this session
+    }
 }
 
 void Session::set_closing() {
@@ -287,6 +320,15 @@ void Session::set_closing() {
         shm::ring_force(header_->client_bell);
         shm::ring_force(header_->daemon_bell);
     }
+}
+
+void Session::peer_hung_up() {
+    hung_up_.store(true, std::memory_order_relaxed);
+    // Before the handshake ends the session thread is in recv(), which the
+    // hang-up already ends; header_ is only read once established.
+    if (!established()) return;
+    stop_.store(true);
+    shm::ring_force(header_->daemon_bell);
 }
 
 void Session::request_stop() {
