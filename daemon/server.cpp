@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -85,6 +86,33 @@ Server::Server(Config cfg) {
 Server::~Server() {
     if (listen_fd_ >= 0) close(listen_fd_);
     if (signal_fd_ >= 0) close(signal_fd_);
+    if (session_ended_fd_ >= 0) close(session_ended_fd_);
+}
+
+// The shared memory budget: --max-clients segments of the largest size a
+// client can get. Sessions are bounded by --max-clients, so the budget only
+// binds when ended sessions' segments are not released yet (a chunk still
+// runs in them) while new sessions start. One uid may use all of it, as it
+// may use every session slot (a node with several connections).
+void Server::set_segment_budget() {
+    shm::Layout layout;
+    const std::uint64_t segment = shm::compute_layout(ctx_.config.ring_entries, ctx_.config.ring_entries,
+                                                      std::max(ctx_.config.arena_size, shm::kMinArenaSize), layout)
+                                      ? layout.segment_size
+                                      : ctx_.config.arena_size;
+    const std::uint64_t total = segment * std::max(1u, unsigned(ctx_.config.max_clients));
+    ctx_.segment_budget.set_limits(total, total);
+}
+
+// Every session whose client may still hang up: the main loop notices the
+// hang-up at once and ends the session (Session::peer_hung_up), instead of
+// the reader finding it at its next socket check.
+void Server::watch_hang_ups(std::vector<pollfd>& fds, std::vector<Session*>& watched) const {
+    for (const auto& [session, thread] : sessions_) {
+        if (session->finished() || session->hang_up_seen()) continue;
+        fds.push_back({session->control_fd(), POLLRDHUP, 0});
+        watched.push_back(session.get());
+    }
 }
 
 void Server::reopen_logs() {
@@ -243,6 +271,17 @@ bool Server::accept_one() {
                            ctx_.config.max_clients);
         send_refusal(fd, shm::Status::busy, ctx_.epoch,
                      "sigverifyd is serving its maximum of " + std::to_string(ctx_.config.max_clients) + " clients");
+        linger_refused(fd);
+        return true;
+    }
+    if (!connection_rate_.admit(cred.uid, cred.pid, std::chrono::steady_clock::now(), why)) {
+        // Checked last, so that only sessions that start take a token; refused
+        // before anything is set up for it: one reply, no thread, no segment.
+        ++ctx_.refused;
+        ctx_.metrics.refused_rate_limited.fetch_add(1, std::memory_order_relaxed);
+        if (ctx_.log_limit.allow(*ctx_.log, "refused: rate limit"))
+            ctx_.log->warn("refused connection from pid {} uid {}: {}", cred.pid, cred.uid, why);
+        send_refusal(fd, shm::Status::busy, ctx_.epoch, "sigverifyd is busy: " + why);
         linger_refused(fd);
         return true;
     }
@@ -468,6 +507,13 @@ int Server::run() {
         log.critical("stats socket: {}", err);
         return 1;
     }
+    session_ended_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (session_ended_fd_ < 0) {
+        log.critical("eventfd: {}", std::strerror(errno));
+        return 1;
+    }
+    ctx_.session_ended_fd = session_ended_fd_;
+    set_segment_budget();
     scheduler_->start();
     log.info("sigverifyd {} listening on {} (backend {}, {} threads, chunk {} rows, arena {} bytes, {} ring entries, "
              "max {} clients, epoch {:016x})",
@@ -484,10 +530,14 @@ int Server::run() {
     for (;;) {
         const auto now = std::chrono::steady_clock::now();
         std::vector<pollfd> fds = {{accept_backoff_.poll_fd(listen_fd_, now), POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+        fds.push_back({session_ended_fd_, POLLIN, 0});
         const std::size_t stats_at = fds.size();
         stats_->add_pollfds(fds);
         const std::size_t refused_at = fds.size();
         for (const auto& [fd, deadline] : refused_) fds.push_back({fd, POLLIN | POLLRDHUP, 0});
+        const std::size_t sessions_at = fds.size();
+        std::vector<Session*> watched;
+        watch_hang_ups(fds, watched);
         int timeout = refused_.empty() ? 200 : 50;
         if (const int t = stats_->next_timeout_ms(); t >= 0) timeout = std::min(timeout, t);
         if (const int t = accept_backoff_.timeout_ms(now); t >= 0) timeout = std::min(timeout, t);
@@ -514,7 +564,16 @@ int Server::run() {
             for (int i = 0; i < 16 && accept_one(); ++i) {
             }
         }
-        if (!refused_.empty()) drain_refused(fds.data() + refused_at, fds.size() - refused_at);
+        if (r > 0) {
+            for (std::size_t i = 0; i < watched.size(); ++i)
+                if (fds[sessions_at + i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+                    watched[i]->peer_hung_up();
+        }
+        if (r > 0 && (fds[2].revents & POLLIN)) {
+            std::uint64_t ended = 0;
+            (void)!read(session_ended_fd_, &ended, sizeof ended);
+        }
+        if (!refused_.empty()) drain_refused(fds.data() + refused_at, sessions_at - refused_at);
         stats_->handle(fds.data() + stats_at, refused_at - stats_at);
         reap_sessions(false);
         periodic(std::chrono::steady_clock::now());
@@ -544,6 +603,8 @@ StatsSnapshot Server::snapshot() {
     s.refused = ctx_.refused.load();
     s.protocol_errors = ctx_.protocol_errors.load();
     s.stats_connections = stats_ ? stats_->connections() : 0;
+    s.shm_bytes = ctx_.segment_budget.total();
+    s.shm_budget_bytes = ctx_.segment_budget.total_limit();
     if (gpus_ != nullptr) {
         std::size_t next = 0;  // the usable reports are the striped devices, in order
         for (const auto& r : gpu_reports_) {

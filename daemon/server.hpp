@@ -20,6 +20,7 @@
 #include "daemon/striped_backend.hpp"
 #include "daemon/gpu_backend.hpp"
 #include "daemon/config.hpp"
+#include "daemon/connection_rate.hpp"
 #include "daemon/daemon_context.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/notify.hpp"
@@ -72,6 +73,10 @@ private:
     std::vector<std::pair<int, std::chrono::steady_clock::time_point>> refused_;
     std::size_t max_lingering_ = 256;  // lowered at start-up to what RLIMIT_NOFILE leaves
     AcceptBackoff accept_backoff_;     // accept() out of descriptors: stop polling listen_fd_ for a while
+    ConnectionRate connection_rate_;   // sessions per process and per uid (daemon/connection_rate.hpp)
+    int session_ended_fd_ = -1;        // eventfd the session threads write when they end
+    void set_segment_budget();
+    void watch_hang_ups(std::vector<::pollfd>& fds, std::vector<Session*>& watched) const;
     void linger_refused(int fd);
     void drain_refused(const ::pollfd* fds, std::size_t n);
 
