@@ -89,24 +89,38 @@ Server::~Server() {
     if (session_ended_fd_ >= 0) close(session_ended_fd_);
 }
 
-// The shared memory budget: --max-clients segments of the largest size a
-// client can get. Sessions are bounded by --max-clients, so the budget only
-// binds when ended sessions' segments are not released yet (a chunk still
-// runs in them) while new sessions start. One uid may use all of it, as it
-// may use every session slot (a node with several connections).
+// The shared memory budget: two segments of the largest size a client can
+// get per --max-clients slot: one of the session in the slot, one of a
+// session that ended there and whose segment is not released yet (a client
+// that hung up frees its slot at once; its segment is truncated once its last
+// running chunk finished, normally within milliseconds). One uid may use all
+// of it, as it may use every session slot (a node with several connections).
 void Server::set_segment_budget() {
     shm::Layout layout;
     const std::uint64_t segment = shm::compute_layout(ctx_.config.ring_entries, ctx_.config.ring_entries,
                                                       std::max(ctx_.config.arena_size, shm::kMinArenaSize), layout)
                                       ? layout.segment_size
                                       : ctx_.config.arena_size;
-    const std::uint64_t total = segment * std::max(1u, unsigned(ctx_.config.max_clients));
+    const std::uint64_t total = 2 * segment * std::max(1u, unsigned(ctx_.config.max_clients));
     ctx_.segment_budget.set_limits(total, total);
 }
 
 // Every session whose client may still hang up: the main loop notices the
 // hang-up at once and ends the session (Session::peer_hung_up), instead of
 // the reader finding it at its next socket check.
+// Sessions that hold a slot: those running, less those whose client has
+// hung up (they are ending: their threads finish within a few milliseconds).
+// So a client that closes and reconnects at once is not refused as busy.
+// active_sessions is read first: a session that finishes meanwhile can only
+// make this an overestimate.
+unsigned Server::occupied_slots() const {
+    const unsigned active = ctx_.active_sessions.load();
+    unsigned ending = 0;
+    for (const auto& [session, thread] : sessions_)
+        if (session->hang_up_seen() && !session->finished()) ++ending;
+    return active - std::min(active, ending);
+}
+
 void Server::watch_hang_ups(std::vector<pollfd>& fds, std::vector<Session*>& watched) const {
     for (const auto& [session, thread] : sessions_) {
         if (session->finished() || session->hang_up_seen()) continue;
@@ -264,7 +278,7 @@ bool Server::accept_one() {
         linger_refused(fd);
         return true;
     }
-    if (ctx_.active_sessions.load() >= ctx_.config.max_clients) {
+    if (occupied_slots() >= ctx_.config.max_clients) {
         ++ctx_.refused;
         if (ctx_.log_limit.allow(*ctx_.log, "refused: busy"))
             ctx_.log->warn("refused connection from pid {} uid {}: --max-clients {} reached", cred.pid, cred.uid,
@@ -307,25 +321,23 @@ void Server::linger_refused(int fd) {
     refused_.emplace_back(fd, std::chrono::steady_clock::now() + std::chrono::seconds(1));
 }
 
+// fds[k] is refused_[k] for k < n: the entries polled, in order (accept_one
+// only appends). One pass, so a flood of refusals costs linear time.
 void Server::drain_refused(const pollfd* fds, std::size_t n) {
     const auto now = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < refused_.size();) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < refused_.size(); ++i) {
         bool done = now >= refused_[i].second;
-        for (std::size_t k = 0; k < n && !done; ++k) {
-            if (fds[k].fd != refused_[i].first || fds[k].revents == 0) continue;
+        if (!done && i < n && fds[i].fd == refused_[i].first && fds[i].revents != 0) {
             char buf[512];
-            const ssize_t r = recv(fds[k].fd, buf, sizeof buf, MSG_DONTWAIT);
+            const ssize_t r = recv(fds[i].fd, buf, sizeof buf, MSG_DONTWAIT);
             done = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
-                   (fds[k].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+                   (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
         }
-        if (done) {
-            close(refused_[i].first);
-            refused_[i] = refused_.back();
-            refused_.pop_back();
-        } else {
-            ++i;
-        }
+        if (done) close(refused_[i].first);
+        else refused_[kept++] = refused_[i];
     }
+    refused_.resize(kept);
 }
 
 void Server::reap_sessions(bool all) {
@@ -560,14 +572,15 @@ int Server::run() {
             }
             if (stop) break;
         }
-        if (r > 0 && (fds[0].revents & POLLIN)) {
-            for (int i = 0; i < 16 && accept_one(); ++i) {
-            }
-        }
+        // Hang-ups first: a client that closed and reconnects at once finds its slot free.
         if (r > 0) {
             for (std::size_t i = 0; i < watched.size(); ++i)
                 if (fds[sessions_at + i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
                     watched[i]->peer_hung_up();
+        }
+        if (r > 0 && (fds[0].revents & POLLIN)) {
+            for (int i = 0; i < 16 && accept_one(); ++i) {
+            }
         }
         if (r > 0 && (fds[2].revents & POLLIN)) {
             std::uint64_t ended = 0;

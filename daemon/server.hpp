@@ -76,6 +76,7 @@ private:
     ConnectionRate connection_rate_;   // sessions per process and per uid (daemon/connection_rate.hpp)
     int session_ended_fd_ = -1;        // eventfd the session threads write when they end
     void set_segment_budget();
+    unsigned occupied_slots() const;
     void watch_hang_ups(std::vector<::pollfd>& fds, std::vector<Session*>& watched) const;
     void linger_refused(int fd);
     void drain_refused(const ::pollfd* fds, std::size_t n);
