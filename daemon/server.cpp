@@ -340,16 +340,36 @@ void Server::drain_refused(const pollfd* fds, std::size_t n) {
     refused_.resize(kept);
 }
 
+// Joins the threads of ended sessions (all of them on shutdown). A session
+// whose client is still connected although the daemon ended it (a protocol
+// violation) is parked: its segment stays mapped for the client to read the
+// closed state, and is truncated when the client hangs up or after
+// kParkedGrace (it stays counted in the shared memory budget meanwhile).
 void Server::reap_sessions(bool all) {
+    constexpr auto kParkedGrace = std::chrono::seconds(2);
+    const auto now = std::chrono::steady_clock::now();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
         if (all || it->first->finished()) {
             if (all) it->first->request_stop();
             if (it->second.joinable()) it->second.join();
+            if (!all && !ctx_.stopping.load() && !it->first->peer_gone())
+                parked_.emplace_back(it->first, now + kParkedGrace);
             it = sessions_.erase(it);
         } else {
             ++it;
         }
     }
+    if (all) parked_.clear();
+}
+
+void Server::release_parked(const pollfd* fds, std::size_t n) {
+    const auto now = std::chrono::steady_clock::now();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < parked_.size(); ++i) {
+        const bool hung_up = i < n && (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+        if (!hung_up && now < parked_[i].second) parked_[kept++] = std::move(parked_[i]);
+    }
+    parked_.resize(kept);  // the dropped ones are destroyed: unmapped, truncated, released
 }
 
 void Server::shutdown_gracefully() {
@@ -550,6 +570,8 @@ int Server::run() {
         const std::size_t sessions_at = fds.size();
         std::vector<Session*> watched;
         watch_hang_ups(fds, watched);
+        const std::size_t parked_at = fds.size();
+        for (const auto& [session, deadline] : parked_) fds.push_back({session->control_fd(), POLLRDHUP, 0});
         int timeout = refused_.empty() ? 200 : 50;
         if (const int t = stats_->next_timeout_ms(); t >= 0) timeout = std::min(timeout, t);
         if (const int t = accept_backoff_.timeout_ms(now); t >= 0) timeout = std::min(timeout, t);
@@ -587,6 +609,7 @@ int Server::run() {
             (void)!read(session_ended_fd_, &ended, sizeof ended);
         }
         if (!refused_.empty()) drain_refused(fds.data() + refused_at, sessions_at - refused_at);
+        if (!parked_.empty()) release_parked(fds.data() + parked_at, fds.size() - parked_at);
         stats_->handle(fds.data() + stats_at, refused_at - stats_at);
         reap_sessions(false);
         periodic(std::chrono::steady_clock::now());

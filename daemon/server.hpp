@@ -67,6 +67,10 @@ private:
     unsigned group_gid_ = 0;
     std::uint64_t next_session_id_ = 1;
     std::vector<std::pair<std::shared_ptr<Session>, std::thread>> sessions_;
+    // Ended by the daemon while their client stays connected: kept (segment
+    // mapped and counted) until the client hangs up or a grace period ends.
+    std::vector<std::pair<std::shared_ptr<Session>, std::chrono::steady_clock::time_point>> parked_;
+    void release_parked(const ::pollfd* fds, std::size_t n);
     // Refused connections: the refusal is sent at once, the socket is closed
     // when the peer has read it (hang-up) or after a second, so the peer never
     // sees a reset instead of the reason. Bounded.

@@ -79,9 +79,12 @@ Session::~Session() {
         // tmpfs frees the pages now, whoever still holds the descriptor or a
         // mapping (a later access there gets SIGBUS). The client cannot stop
         // it: a POSIX shared memory file is created with F_SEAL_SEAL, so no
-        // seal can be added to it. An honest client unmaps before it closes
-        // its control socket; on shutdown the clients are left their
-        // segments, they notice the closing state and reconnect to the next daemon.
+        // seal can be added to it. The server destroys a session once its
+        // client hung up (an honest client unmaps before it closes its
+        // control socket), or 2 s after the daemon ended a session whose
+        // client stayed connected (a protocol violation: time to read the
+        // closed state). On shutdown the clients are left their segments:
+        // they notice the closing state and reconnect to the next daemon.
         if (!ctx_.stopping.load() && ftruncate(seg_fd_, 0) == 0)
             ctx_.metrics.segments_truncated.fetch_add(1, std::memory_order_relaxed);
         close(seg_fd_);
@@ -301,8 +304,10 @@ void Session::run() noexcept {
         ctx_.log->error("client {}: session error: {}", id_, e.what());
         if (header_ != nullptr) end_session();
     }
+    // Write side only: the client sees EOF, and the server can still tell
+    // when the client hangs up (peer_gone) before the segment is truncated.
     if (fd_ >= 0) {
-        shutdown(fd_, SHUT_RDWR);
+        shutdown(fd_, SHUT_WR);
     }
     ctx_.active_sessions.fetch_sub(1);
     finished_.store(true, std::memory_order_release);
@@ -320,6 +325,11 @@ void Session::set_closing() {
         shm::ring_force(header_->client_bell);
         shm::ring_force(header_->daemon_bell);
     }
+}
+
+bool Session::peer_gone() const {
+    pollfd p{fd_, POLLRDHUP, 0};
+    return fd_ < 0 || (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0);
 }
 
 void Session::peer_hung_up() {

@@ -61,6 +61,8 @@ public:
     // once the last chunk is done, the segment).
     void peer_hung_up();
     bool hang_up_seen() const { return hung_up_.load(std::memory_order_relaxed); }
+    // The client closed its control socket (or shut down its side).
+    bool peer_gone() const;
     int control_fd() const { return fd_; }
     bool finished() const { return finished_.load(std::memory_order_acquire); }
     std::uint64_t id() const { return id_; }
