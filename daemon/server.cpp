@@ -105,9 +105,6 @@ void Server::set_segment_budget() {
     ctx_.segment_budget.set_limits(total, total);
 }
 
-// Every session whose client may still hang up: the main loop notices the
-// hang-up at once and ends the session (Session::peer_hung_up), instead of
-// the reader finding it at its next socket check.
 // Sessions that hold a slot: those running, less those whose client has
 // hung up (they are ending: their threads finish within a few milliseconds).
 // So a client that closes and reconnects at once is not refused as busy.
@@ -121,6 +118,9 @@ unsigned Server::occupied_slots() const {
     return active - std::min(active, ending);
 }
 
+// Every session whose client may still hang up: the main loop notices the
+// hang-up at once and ends the session (Session::peer_hung_up), instead of
+// the reader finding it at its next socket check.
 void Server::watch_hang_ups(std::vector<pollfd>& fds, std::vector<Session*>& watched) const {
     for (const auto& [session, thread] : sessions_) {
         if (session->finished() || session->hang_up_seen()) continue;
@@ -216,10 +216,12 @@ bool Server::peer_allowed(int fd, const ucred& cred, std::string& why) {
 // Descriptors the daemon needs with every client connected: a base for the
 // process itself (stdio, log file, both listening sockets, signalfd, notify
 // socket, metrics textfile, GPU driver files), the stats connections, and per
-// client its control socket plus, during its handshake, the two descriptors
-// of its new segment. Refused connections kept open until the peer read the
-// reply use what is left (at most 256). Raises the soft RLIMIT_NOFILE up to
-// the hard one when needed; false when even the hard limit is too low.
+// client its control socket and its segment's descriptor (kept to truncate
+// it) plus, during its handshake, the one passed to the client. Refused
+// connections kept open until the peer read the reply, and sessions parked
+// after a protocol violation (at most 64), use what is left (at most 256).
+// Raises the soft RLIMIT_NOFILE up to the hard one when needed; false when
+// even the hard limit is too low.
 bool Server::check_descriptor_limit() {
     constexpr rlim_t kBase = 64, kStats = 16, kPerClient = 3, kLinger = 256;
     const rlim_t need = kBase + kStats + kPerClient * rlim_t(ctx_.config.max_clients);
@@ -347,13 +349,18 @@ void Server::drain_refused(const pollfd* fds, std::size_t n) {
 // kParkedGrace (it stays counted in the shared memory budget meanwhile).
 void Server::reap_sessions(bool all) {
     constexpr auto kParkedGrace = std::chrono::seconds(2);
+    constexpr std::size_t kMaxParked = 64;
     const auto now = std::chrono::steady_clock::now();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
         if (all || it->first->finished()) {
             if (all) it->first->request_stop();
             if (it->second.joinable()) it->second.join();
-            if (!all && !ctx_.stopping.load() && !it->first->peer_gone())
+            if (!all && !ctx_.stopping.load() && !it->first->peer_gone()) {
+                // Each holds its control socket and segment descriptor: bounded,
+                // the oldest one's grace is cut short (truncated now) when full.
+                if (parked_.size() >= kMaxParked) parked_.erase(parked_.begin());
                 parked_.emplace_back(it->first, now + kParkedGrace);
+            }
             it = sessions_.erase(it);
         } else {
             ++it;

@@ -133,16 +133,16 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
         }
         shm.truncate(static_cast<bip::offset_t>(layout.segment_size));
         region_ = std::make_unique<bip::mapped_region>(shm, bip::read_write, 0, layout.segment_size);
-        seg_fd_ = fcntl(shm_fd, F_DUPFD_CLOEXEC, 0);
-        fd_out = fcntl(shm_fd, F_DUPFD_CLOEXEC, 0);
-        if (seg_fd_ < 0 || fd_out < 0) {
-            if (fd_out >= 0) close(fd_out);
-            return false;
-        }
+        seg_fd_ = fcntl(shm_fd, F_DUPFD_CLOEXEC, 0);  // kept: truncated when the session is destroyed
+        if (seg_fd_ < 0) return false;
     } catch (const std::exception& e) {
         ctx_.log->warn("session {}: cannot create shared segment: {}", id_, e.what());
         return false;
     }
+    // The one to pass, duplicated after the creating handle closed: at most
+    // three descriptors per client (socket, kept, passed) at any time.
+    fd_out = fcntl(seg_fd_, F_DUPFD_CLOEXEC, 0);
+    if (fd_out < 0) return false;
     base_ = static_cast<std::uint8_t*>(region_->get_address());
     guard_slot_ = guard::register_mapping(base_, layout.segment_size);
     header_ = reinterpret_cast<shm::SegmentHeader*>(base_);
