@@ -22,6 +22,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "daemon/connection_rate.hpp"
+#include "daemon/segment_budget.hpp"
 #include "hostile_client.hpp"
 #include "sigverify/client.hpp"
 
@@ -360,4 +362,53 @@ TEST_CASE("Fallback::local covers a daemon that cannot create the segment", "[re
     fake.join();
     close(listener);
     remove_tree(dir);
+}
+
+TEST_CASE("SegmentBudget: refuses what would exceed the total or the uid's bound; release gives it back",
+          "[reliability][shm][unit]") {
+    daemon::SegmentBudget b(300, 200);
+    std::string why;
+    CHECK(b.try_reserve(1000, 150, why));
+    CHECK_FALSE(b.try_reserve(1000, 100, why));  // uid 1000 would hold 250 > 200
+    CHECK(why.find("uid 1000") != std::string::npos);
+    CHECK(b.try_reserve(1001, 100, why));
+    CHECK_FALSE(b.try_reserve(1002, 100, why));  // total would be 350 > 300
+    CHECK(why.find("budget exhausted") != std::string::npos);
+    CHECK(b.total() == 250);
+    CHECK(b.of_uid(1002) == 0);
+    b.release(1000, 150);
+    CHECK(b.total() == 100);
+    CHECK(b.try_reserve(1002, 100, why));
+    CHECK(b.of_uid(1000) == 0);
+}
+
+TEST_CASE("ConnectionRate: a burst per process and per uid, then the rate; one process cannot use up its uid",
+          "[reliability][slots][unit]") {
+    daemon::ConnectionRate::Limits l;
+    l.per_process_burst = 5;
+    l.per_process_rate = 10;
+    l.per_uid_burst = 8;
+    l.per_uid_rate = 10;
+    l.max_tracked = 4;
+    daemon::ConnectionRate rate(l);
+    const auto t0 = daemon::ConnectionRate::Clock::now();
+    std::string why;
+    int admitted = 0;
+    for (int i = 0; i < 20; ++i) admitted += rate.admit(1000, 42, t0, why);
+    CHECK(admitted == 5);  // the process's burst
+    CHECK(why.find("process 42") != std::string::npos);
+    // Another process of the same uid still gets the rest of the uid's burst.
+    admitted = 0;
+    for (int i = 0; i < 20; ++i) admitted += rate.admit(1000, 43, t0, why);
+    CHECK(admitted == 3);
+    CHECK(why.find("uid 1000") != std::string::npos);
+    // Another uid is not affected.
+    CHECK(rate.admit(2000, 44, t0, why));
+    // 100 ms later: one token per 100 ms for the process and the uid.
+    CHECK(rate.admit(1000, 42, t0 + std::chrono::milliseconds(100), why));
+    CHECK_FALSE(rate.admit(1000, 42, t0 + std::chrono::milliseconds(100), why));
+    // Many processes: the table stays bounded, the uid's bucket still limits them.
+    admitted = 0;
+    for (int pid = 100; pid < 200; ++pid) admitted += rate.admit(3000, pid, t0, why);
+    CHECK(admitted == 8);
 }
