@@ -35,6 +35,8 @@ CheckedBackend::CheckedBackend(std::unique_ptr<Backend> primary, std::size_t max
     : primary_(std::move(primary)),
       max_chunk_rows_(std::max<std::size_t>(1, max_chunk_rows)),
       policy_(policy),
+      valid_sample_every_(policy.valid_sample_every),
+      invalid_sample_every_(policy.invalid_sample_every),
       on_disable_(std::move(on_disable)) {
     const unsigned n = primary_->concurrency();
     const auto seed = std::uint64_t(reinterpret_cast<std::uintptr_t>(this)) ^ 0x9E3779B97F4A7C15ull;
@@ -42,6 +44,11 @@ CheckedBackend::CheckedBackend(std::unique_ptr<Backend> primary, std::size_t max
 }
 
 CheckedBackend::~CheckedBackend() = default;
+
+void CheckedBackend::set_sampling(std::uint32_t valid_every, std::uint32_t invalid_every) {
+    valid_sample_every_.store(valid_every, std::memory_order_relaxed);
+    invalid_sample_every_.store(invalid_every, std::memory_order_relaxed);
+}
 
 std::string CheckedBackend::name() const { return primary_->name() + "+crosscheck"; }
 unsigned CheckedBackend::concurrency() const { return primary_->concurrency(); }
@@ -142,7 +149,9 @@ ChunkResult CheckedBackend::check(unsigned worker, const wire::RowSpan& records,
 
         // 2. Which INVALID verdicts must be confirmed: all (strict), or those
         //    the groups rule marks.
-        const std::uint32_t invalid_sample = groups != nullptr ? policy_.invalid_sample_every : 1;
+        const std::uint32_t invalid_sample =
+            groups != nullptr ? invalid_sample_every_.load(std::memory_order_relaxed) : 1;
+        const std::uint32_t valid_sample = valid_sample_every_.load(std::memory_order_relaxed);
         if (groups != nullptr) mark_rows_to_confirm(*groups, w.verdicts.data(), w.need.data(), w.order);
         else std::fill_n(w.need.data(), n, std::uint8_t(1));
         (groups != nullptr ? counters_.chunks_groups : counters_.chunks_strict).fetch_add(1, std::memory_order_relaxed);
@@ -154,7 +163,7 @@ ChunkResult CheckedBackend::check(unsigned worker, const wire::RowSpan& records,
         std::uint64_t rechecked = 0, unconfirmed = 0;
         for (std::size_t i = 0; i < n; ++i) {
             std::uint8_t v = w.verdicts[i];
-            const bool recheck = v > 1 || (v == 1 ? w.sample(policy_.valid_sample_every)
+            const bool recheck = v > 1 || (v == 1 ? w.sample(valid_sample)
                                                   : w.need[i] != 0 || w.sample(invalid_sample));
             if (recheck) {
                 ++rechecked;

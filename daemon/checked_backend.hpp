@@ -98,6 +98,10 @@ public:
     bool primary_enabled() const { return enabled_.load(std::memory_order_acquire); }
     const std::string& disable_reason() const { return disable_reason_; }
     const CrossCheckCounters& counters() const { return counters_; }
+    // New sample rates (CrossCheckPolicy's valid_sample_every and
+    // invalid_sample_every) for the chunks that start from now on: SIGHUP
+    // applies a changed --cross-check-sample without a restart.
+    void set_sampling(std::uint32_t valid_every, std::uint32_t invalid_every);
     Backend& primary() { return *primary_; }
 
 private:
@@ -116,7 +120,9 @@ private:
     std::unique_ptr<Backend> primary_;
     gpu::HostRanges client_memory_;  // where in-place records may lie (announced segments)
     std::size_t max_chunk_rows_;
-    CrossCheckPolicy policy_;
+    CrossCheckPolicy policy_;  // cpu_below_rows; the two rates below replace its sample fields
+    std::atomic<std::uint32_t> valid_sample_every_;
+    std::atomic<std::uint32_t> invalid_sample_every_;
     DisableHook on_disable_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::atomic<bool> enabled_{true};

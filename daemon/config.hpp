@@ -7,12 +7,17 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "daemon/confirmation.hpp"
 
 namespace sigverify::daemon {
 
 enum class BackendChoice { automatic, cpu, gpu, host_kernel };
+
+// How log lines look (daemon/logging.hpp). automatic: the journal's native
+// protocol when systemd connected stderr to the journal, else text.
+enum class LogFormat { automatic, text, json };
 
 struct Config {
     std::string runtime_dir;             // socket directory
@@ -24,6 +29,7 @@ struct Config {
     std::string group;                   // members may connect (besides root and our uid)
     std::string log_level = "info";
     std::string log_file;                // empty = stderr (journal under systemd)
+    LogFormat log_format = LogFormat::automatic;
     bool foreground = false;
     unsigned shutdown_timeout_ms = 5000; // SIGTERM: finish in-flight work within this
     std::size_t chunk_rows = 0;          // 0 = the backend's preference
@@ -43,6 +49,12 @@ struct Config {
     bool gpu_split = true;               // split batches between the GPUs and the CPU workers by measured rates
     unsigned gpu_chunks_in_flight = 4;   // chunks running at once per GPU, each with its own stream and buffers
     std::size_t gpu_min_rows = 32;       // smaller chunks are verified on the CPU (GPU round trip: milliseconds)
+
+    // Where this configuration came from, so that SIGHUP can read it again:
+    // the --config file (empty = none) and the whole command line (flags
+    // given there override the file's keys, at start and on reload).
+    std::string config_file;
+    std::vector<std::string> command_line;
 };
 
 // Default runtime dir: $SIGVERIFY_RUNTIME_DIR, else /run/sigverifyd.
@@ -51,8 +63,23 @@ std::string default_runtime_dir();
 // Parses "256M", "64k", "1G", "4096" (binary multiples). nullopt on error/overflow.
 std::optional<std::uint64_t> parse_size(std::string_view text);
 
-// Parses argv. Returns nullopt and sets exit_code when the program should exit
-// (--help, --version, bad flags).
+// The outcome of parsing a command line (argv[0] first). Without a config:
+// exit with exit_code (daemon/exit_codes.hpp): 0 after --help or --version
+// (their text in `output`), usage_error for a bad command line, config_error
+// for a bad --config file; `error` says why. The command line is checked on
+// its own first, so a mistake in it is never blamed on the file.
+struct ParseResult {
+    std::optional<Config> config;
+    int exit_code = 0;
+    std::string output;
+    std::string error;
+};
+ParseResult parse_command_line(const std::vector<std::string>& args);
+
+// parse_command_line for main(): prints `output` to stdout and `error` to
+// stderr. Returns nullopt and sets exit_code when the program should exit.
 std::optional<Config> parse_config(int argc, char** argv, int& exit_code);
+
+std::string_view to_string(LogFormat format);
 
 }  // namespace sigverify::daemon

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "daemon/config.hpp"
+#include "daemon/exit_codes.hpp"
 #include "daemon/server.hpp"
 
 namespace {
@@ -34,18 +35,21 @@ bool daemonize() {
 
 }  // namespace
 
+// Exit statuses: daemon/exit_codes.hpp (usage_error for the command line,
+// config_error for the --config file, runtime_failure otherwise).
 int main(int argc, char** argv) {
-    int exit_code = 0;
+    namespace status = sigverify::daemon::exit_status;
+    int exit_code = status::clean_stop;
     auto cfg = sigverify::daemon::parse_config(argc, argv, exit_code);
     if (!cfg) return exit_code;
     if (!cfg->foreground) {
         if (cfg->log_file.empty()) {
             std::cerr << "sigverifyd: without --foreground a --log-file is required (stderr is closed)\n";
-            return 2;
+            return status::usage_error;
         }
         if (!daemonize()) {
             std::perror("sigverifyd: daemonize");
-            return 1;
+            return status::runtime_failure;
         }
     }
     try {
@@ -53,6 +57,6 @@ int main(int argc, char** argv) {
         return server.run();
     } catch (const std::exception& e) {
         std::cerr << "sigverifyd: " << e.what() << "\n";
-        return 1;
+        return status::runtime_failure;
     }
 }

@@ -265,6 +265,20 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
     w.counter("sigverifyd_stats_evicted_total",
               "Idle stats connections closed to make room for a new one at the connection limit.",
               load(m.stats_evicted));
+    w.counter("sigverifyd_metrics_textfile_writes_total", "Successful writes of --metrics-textfile.", load(m.textfile_writes));
+    w.counter("sigverifyd_metrics_textfile_errors_total",
+              "Failed writes of --metrics-textfile (the first one is logged; fix the path or its permissions).",
+              load(m.textfile_errors));
+    w.counter("sigverifyd_config_reloads_total", "SIGHUPs that re-read the configuration and applied it.",
+              load(m.config_reloads));
+    w.counter("sigverifyd_config_reload_errors_total",
+              "SIGHUPs whose configuration did not parse (the running configuration was kept).",
+              load(m.config_reload_errors));
+    w.gauge("sigverifyd_cross_check_sample", "Current --cross-check-sample: 1 in N valid GPU verdicts re-verified.",
+            std::uint64_t{s.settings.cross_check_sample});
+    w.gauge("sigverifyd_cross_check_invalid_sample",
+            "Current --cross-check-invalid-sample: 1 in N invalid verdicts of passing multisig groups re-verified.",
+            std::uint64_t{s.settings.cross_check_invalid_sample});
     return std::move(w.out);
 }
 
@@ -331,7 +345,17 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                      {"stats_requests", load(m.stats_requests)},
                      {"stats_refused", load(m.stats_refused)},
                      {"stats_dropped", load(m.stats_dropped)},
-                     {"stats_evicted", load(m.stats_evicted)}};
+                     {"stats_evicted", load(m.stats_evicted)},
+                     {"textfile_writes", load(m.textfile_writes)},
+                     {"textfile_errors", load(m.textfile_errors)},
+                     {"config_reloads", load(m.config_reloads)},
+                     {"config_reload_errors", load(m.config_reload_errors)}};
+    j["settings"] = {{"log_level", s.settings.log_level},
+                     {"log_format", s.settings.log_format},
+                     {"cross_check_sample", s.settings.cross_check_sample},
+                     {"cross_check_invalid_sample", s.settings.cross_check_invalid_sample},
+                     {"metrics_textfile", s.settings.metrics_textfile},
+                     {"metrics_interval", s.settings.metrics_interval}};
     json clients = json::array();
     for (const auto& c : s.clients)
         clients.push_back({{"id", c.id},

@@ -72,8 +72,10 @@ struct Metrics {
     Counter stats_refused{0};              // stats connections refused (permission, too many)
     Counter stats_dropped{0};              // stats readers dropped (slow, idle, oversized request)
     Counter stats_evicted{0};              // idle stats readers closed to make room for a new one
-    Counter textfile_writes{0};
-    Counter textfile_errors{0};
+    Counter textfile_writes{0};            // --metrics-textfile written
+    Counter textfile_errors{0};            // --metrics-textfile writes that failed (the first one is logged)
+    Counter config_reloads{0};             // SIGHUPs that re-read the configuration
+    Counter config_reload_errors{0};       // SIGHUPs whose configuration did not parse (nothing changed)
 
     // One completed batch (called by the session that posts the completion).
     void observe_batch(std::uint8_t table, bool ok, std::uint64_t valid, std::uint64_t invalid,
@@ -110,6 +112,16 @@ struct BackendInfo {
     std::uint64_t rows_rewritten = 0;       // in-place disagreements settled on a private copy (client rewrites)
 };
 
+// The settings SIGHUP can change, as they are now (docs/operations.md, "Reload").
+struct RunningSettings {
+    std::string log_level;
+    std::string log_format;  // auto, text, json
+    std::uint32_t cross_check_sample = 0;
+    std::uint32_t cross_check_invalid_sample = 0;
+    std::string metrics_textfile;
+    unsigned metrics_interval = 0;
+};
+
 struct StatsSnapshot {
     std::string version;
     unsigned protocol_version = 0;
@@ -127,6 +139,7 @@ struct StatsSnapshot {
     std::uint64_t shm_budget_bytes = 0;
     std::vector<ClientInfo> clients;
     std::vector<BackendInfo> backends;
+    RunningSettings settings;
     bool has_split = false;  // a GPU daemon's batch split model (daemon/split_planner.hpp)
     SplitEstimates split;
 };

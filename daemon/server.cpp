@@ -20,12 +20,13 @@
 #include <cstring>
 #include <ctime>
 
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "daemon/exit_codes.hpp"
 #include "daemon/host_kernel_backend.hpp"
+#include "daemon/logging.hpp"
 #include "daemon/mapping_guard.hpp"
+#include "daemon/reload.hpp"
 #include "daemon/self_test.hpp"
 #include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/segment_layout.hpp"
@@ -56,18 +57,6 @@ bool mkdir_p(const std::string& path) {
 }
 
 }  // namespace
-
-std::shared_ptr<spdlog::logger> make_logger(const Config& cfg, std::shared_ptr<spdlog::sinks::dist_sink_mt>& dist) {
-    dist = std::make_shared<spdlog::sinks::dist_sink_mt>();
-    if (cfg.log_file.empty())
-        dist->add_sink(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-    else
-        dist->add_sink(std::make_shared<spdlog::sinks::basic_file_sink_mt>(cfg.log_file));
-    auto log = std::make_shared<spdlog::logger>("sigverifyd", dist);
-    log->set_level(spdlog::level::from_str(cfg.log_level));
-    log->flush_on(spdlog::level::info);
-    return log;
-}
 
 Server::Server(Config cfg) {
     ctx_.config = std::move(cfg);
@@ -129,14 +118,39 @@ void Server::watch_hang_ups(std::vector<pollfd>& fds, std::vector<Session*>& wat
     }
 }
 
-void Server::reopen_logs() {
-    if (ctx_.config.log_file.empty()) {
-        ctx_.log->info("SIGHUP: logging to stderr, nothing to reopen");
+// SIGHUP: the log destination is opened again (logrotate moved the file),
+// and the --config file and command line are read again; the keys that can
+// change at run time are applied (daemon/reload.hpp), one line says which
+// and which changed keys wait for a restart. A file that no longer parses
+// changes nothing.
+void Server::reload() {
+    ParseResult reread = parse_command_line(ctx_.config.command_line);
+    if (!reread.config) {
+        std::string why = reread.error;
+        while (!why.empty() && why.back() == '\n') why.pop_back();
+        ctx_.metrics.config_reload_errors.fetch_add(1, std::memory_order_relaxed);
+        ctx_.log->error("SIGHUP: configuration not reloaded, keeping the running one: {}", why);
+        reopen_logs();
         return;
     }
+    const ReloadPlan plan = plan_reload(ctx_.config, *reread.config);
+    apply_runtime_keys(ctx_.config, *reread.config);
+    reopen_logs();
+    ctx_.log->set_level(spdlog::level::from_str(ctx_.config.log_level));
+    if (gpus_ != nullptr)
+        for (std::size_t i = 0; i < gpus_->devices(); ++i)
+            gpus_->device(i).set_sampling(ctx_.config.cross_check_sample, ctx_.config.cross_check_invalid_sample);
+    next_periodic_ = std::min(next_periodic_, std::chrono::steady_clock::now() +
+                                                  std::chrono::seconds(ctx_.config.metrics_interval));
+    ctx_.metrics.config_reloads.fetch_add(1, std::memory_order_relaxed);
+    // warn: visible at every log level but error/critical/off.
+    ctx_.log->warn("SIGHUP: {}", describe_reload(ctx_.config.config_file, plan));
+}
+
+void Server::reopen_logs() {
     try {
-        dist_->set_sinks({std::make_shared<spdlog::sinks::basic_file_sink_mt>(ctx_.config.log_file)});
-        ctx_.log->info("SIGHUP: reopened log file {}", ctx_.config.log_file);
+        dist_->set_sinks({make_log_sink(ctx_.config)});
+        if (!ctx_.config.log_file.empty()) ctx_.log->info("SIGHUP: reopened log file {}", ctx_.config.log_file);
     } catch (const std::exception& e) {
         ctx_.log->error("SIGHUP: cannot reopen log file {}: {}", ctx_.config.log_file, e.what());
     }
@@ -503,17 +517,17 @@ int Server::run() {
         std::vector<char> buf(1 << 16);
         if (getgrnam_r(cfg.group.c_str(), &g, buf.data(), buf.size(), &result) != 0 || result == nullptr) {
             log.critical("--group {}: no such group", cfg.group);
-            return 1;
+            return exit_status::config_error;
         }
         have_group_ = true;
         group_gid_ = g.gr_gid;
     }
-    if (!check_descriptor_limit()) return 1;
-    if (!select_backend()) return 1;
+    if (!check_descriptor_limit()) return exit_status::config_error;
+    if (!select_backend()) return exit_status::runtime_failure;
     if (!backend_self_test(*backend_, self_test_)) {
         log.critical("backend {} failed its self-test: {}", backend_->name(), self_test_);
         notify_.status("backend " + backend_->name() + " failed its self-test: " + self_test_);
-        return 1;
+        return exit_status::runtime_failure;
     }
     log.info("backend {} self-test {}", backend_->name(), self_test_);
     scheduler_ = std::make_unique<Scheduler>(*backend_, cpu_fallback_.get(), cfg.chunk_rows);
@@ -533,10 +547,10 @@ int Server::run() {
     signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     if (signal_fd_ < 0) {
         log.critical("signalfd: {}", std::strerror(errno));
-        return 1;
+        return exit_status::runtime_failure;
     }
     guard::install();
-    if (!setup_socket()) return 1;
+    if (!setup_socket()) return exit_status::runtime_failure;
     stats_ = std::make_unique<StatsServer>(
         ctx_.metrics, [this](int fd, const ucred& cred, std::string& why) { return peer_allowed(fd, cred, why); },
         [this] { return snapshot(); }, ctx_.log);
@@ -544,12 +558,12 @@ int Server::run() {
     if (std::string err; !stats_->open(cfg.runtime_dir + "/stats.sock", have_group_ ? 0660 : 0600,
                                        have_group_ ? static_cast<gid_t>(group_gid_) : static_cast<gid_t>(-1), err)) {
         log.critical("stats socket: {}", err);
-        return 1;
+        return exit_status::runtime_failure;
     }
     session_ended_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (session_ended_fd_ < 0) {
         log.critical("eventfd: {}", std::strerror(errno));
-        return 1;
+        return exit_status::runtime_failure;
     }
     ctx_.session_ended_fd = session_ended_fd_;
     set_segment_budget();
@@ -593,7 +607,7 @@ int Server::run() {
             bool stop = false;
             while (read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
                 if (si.ssi_signo == SIGHUP) {
-                    reopen_logs();
+                    reload();
                 } else {
                     log.info("received signal {}: shutting down", si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
                     stop = true;
@@ -624,7 +638,7 @@ int Server::run() {
     for (const auto& [fd, deadline] : refused_) close(fd);
     refused_.clear();
     shutdown_gracefully();
-    return 0;
+    return exit_status::clean_stop;
 }
 
 StatsSnapshot Server::snapshot() {
@@ -648,6 +662,12 @@ StatsSnapshot Server::snapshot() {
     s.stats_connections = stats_ ? stats_->connections() : 0;
     s.shm_bytes = ctx_.segment_budget.total();
     s.shm_budget_bytes = ctx_.segment_budget.total_limit();
+    s.settings.log_level = ctx_.config.log_level;
+    s.settings.log_format = std::string(to_string(ctx_.config.log_format));
+    s.settings.cross_check_sample = ctx_.config.cross_check_sample;
+    s.settings.cross_check_invalid_sample = ctx_.config.cross_check_invalid_sample;
+    s.settings.metrics_textfile = ctx_.config.metrics_textfile;
+    s.settings.metrics_interval = ctx_.config.metrics_interval;
     if (gpus_ != nullptr) {
         std::size_t next = 0;  // the usable reports are the striped devices, in order
         for (const auto& r : gpu_reports_) {

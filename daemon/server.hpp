@@ -21,6 +21,7 @@
 #include "daemon/gpu_backend.hpp"
 #include "daemon/config.hpp"
 #include "daemon/connection_rate.hpp"
+#include "daemon/logging.hpp"
 #include "daemon/daemon_context.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/notify.hpp"
@@ -30,15 +31,11 @@
 
 namespace sigverify::daemon {
 
-// Builds the daemon logger (stderr, or --log-file behind a dist sink so that
-// reopen_logs() can swap the file on SIGHUP).
-std::shared_ptr<spdlog::logger> make_logger(const Config& cfg, std::shared_ptr<spdlog::sinks::dist_sink_mt>& dist);
-
 class Server {
 public:
     explicit Server(Config cfg);
     ~Server();
-    // Runs until SIGTERM/SIGINT; returns the process exit code.
+    // Runs until SIGTERM/SIGINT; returns the process exit code (daemon/exit_codes.hpp).
     int run();
 
 private:
@@ -49,6 +46,7 @@ private:
     bool check_descriptor_limit();
     void reap_sessions(bool all);
     void shutdown_gracefully();
+    void reload();       // SIGHUP
     void reopen_logs();
     bool peer_allowed(int fd, const ucred& cred, std::string& why);
 

@@ -39,6 +39,7 @@ public:
 
     std::size_t devices() const { return devices_.size(); }
     const CheckedBackend& device(std::size_t i) const { return *devices_[i]; }
+    CheckedBackend& device(std::size_t i) { return *devices_[i]; }
     // Whether any device is still switched on.
     bool any_enabled() const;
 

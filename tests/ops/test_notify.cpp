@@ -1,9 +1,11 @@
 // systemd integration: sd_notify messages of a real sigverifyd (READY=1 only
 // once its sockets exist and the self-test passed, STATUS=, WATCHDOG=1 when
 // WATCHDOG_USEC is set, STOPPING=1 on SIGTERM), the watchdog's progress gate,
-// and the shipped default config against the daemon's flags.
+// the shipped default config against the daemon's flags, SIGHUP's reload of
+// the config file (and the metrics textfile's counters), --log-format json.
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <thread>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "daemon/config.hpp"
 #include "daemon/notify.hpp"
@@ -255,4 +258,154 @@ TEST_CASE("the shipped sigverifyd.conf uses the daemon's own option names", "[op
     if (values.count("gpu-min-rows")) CHECK(std::to_string(cfg->gpu_min_rows) == values.at("gpu-min-rows"));
     if (values.count("gpu-chunks-in-flight"))
         CHECK(std::to_string(cfg->gpu_chunks_in_flight) == values.at("gpu-chunks-in-flight"));
+}
+
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Waits until the daemon's log contains `text` (15 s bound).
+bool wait_for_log(const Spawned& d, const std::string& text) {
+    const auto until = Clock::now() + std::chrono::seconds(15);
+    while (Clock::now() < until) {
+        if (d.log().find(text) != std::string::npos) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+}
+
+// 600 valid ecdsa rows through a client of `dir`; the backend's rows_confirmed afterwards.
+std::uint64_t verify_and_count_confirmed(const std::string& dir) {
+    ClientOptions o;
+    o.runtime_dir = dir;
+    auto c = Client::connect(o);
+    reference::GenOptions g;
+    g.count = 600;
+    g.threads = 1;
+    std::vector<std::uint8_t> rows = reference::generate_rows(g);
+    const wire::RowSpan span{wire::RecordKind::ecdsa, reference::effective_key_size(g), wire::SigEncoding::opaque,
+                             rows.data(), g.count};
+    std::vector<std::uint8_t> results(g.count);
+    REQUIRE(c->run(span, wire::Mode::results, results.data(), 0).valid == g.count);
+    const auto j = nlohmann::json::parse(stats_command(dir, "stats json"));
+    std::uint64_t confirmed = 0;
+    for (const auto& b : j.at("backends"))
+        if (b.at("kind") == "gpu") confirmed += b.at("rows_confirmed").get<std::uint64_t>();
+    return confirmed;
+}
+
+}  // namespace
+
+TEST_CASE("SIGHUP re-reads the config file: run-time keys applied, restart keys named, bad files ignored",
+          "[ops][reload]") {
+    const std::string tmp = make_temp_dir();
+    const std::string dir = tmp + "/run";
+    const std::string conf = tmp + "/sigverifyd.conf";
+    const std::string textfile = tmp + "/metrics/sigverifyd.prom";  // its directory does not exist yet
+    // gpu-split off: every chunk goes through the (host twin of the) GPU and its cross-check.
+    std::ofstream(conf) << "backend = host-kernel\ngpu-split = off\ncpu-threads = 2\nlog-level = info\n"
+                           "cross-check-sample = 1024\n"
+                           "cross-check-invalid-sample = 64\nmetrics-interval = 1\nmetrics-textfile = "
+                        << textfile << "\n";
+    {
+        Spawned d(dir, {}, {"--config", conf});
+        REQUIRE(wait_for_log(d, "listening on"));
+        // The textfile cannot be written: counted, exported, logged once.
+        nlohmann::json j;
+        const auto until = Clock::now() + std::chrono::seconds(5);
+        do {
+            j = nlohmann::json::parse(stats_command(dir, "stats json"));
+        } while (j.at("counters").at("textfile_errors") == 0 && Clock::now() < until);
+        CHECK(j.at("counters").at("textfile_errors").get<int>() >= 1);
+        CHECK(j.at("counters").at("textfile_writes") == 0);
+        const std::string prom = stats_command(dir, "stats");
+        CHECK(std::regex_search(prom, std::regex("\nsigverifyd_metrics_textfile_errors_total [1-9]")));
+        CHECK(prom.find("\nsigverifyd_metrics_textfile_writes_total 0\n") != std::string::npos);
+        CHECK(d.log().find("--metrics-textfile: ") != std::string::npos);
+        CHECK(j.at("settings").at("log_level") == "info");
+        CHECK(j.at("settings").at("cross_check_sample") == 1024);
+        CHECK(prom.find("\nsigverifyd_cross_check_sample 1024\n") != std::string::npos);
+
+        // 1 in 1024 valid verdicts re-verified: almost none of 600 rows.
+        const std::uint64_t before = verify_and_count_confirmed(dir);
+        CHECK(before < 30);
+
+        // New values, a textfile that can be written, and a key that needs a restart.
+        mkdir((tmp + "/metrics").c_str(), 0755);
+        std::ofstream(conf) << "backend = host-kernel\ngpu-split = off\ncpu-threads = 2\nlog-level = debug\n"
+                               "cross-check-sample = 4\n"
+                               "cross-check-invalid-sample = 3\nmetrics-interval = 1\nmax-clients = 8\n"
+                               "metrics-textfile = "
+                            << textfile << "\n";
+        kill(d.pid, SIGHUP);
+        REQUIRE(wait_for_log(d, "SIGHUP: reloaded"));
+        const std::string log = d.log();
+        const std::string line = log.substr(log.find("SIGHUP: reloaded"), log.find('\n', log.find("SIGHUP: reloaded")) -
+                                                                             log.find("SIGHUP: reloaded"));
+        INFO(line);
+        CHECK(line.find("reloaded " + conf + ": ") != std::string::npos);
+        CHECK(line.find("log-level info -> debug") != std::string::npos);
+        CHECK(line.find("cross-check-sample 1024 -> 4") != std::string::npos);
+        CHECK(line.find("cross-check-invalid-sample 64 -> 3") != std::string::npos);
+        CHECK(line.find("changes that need a restart (not applied): max-clients") != std::string::npos);
+        CHECK(line.find("metrics-textfile") == std::string::npos);  // same path: unchanged
+
+        j = nlohmann::json::parse(stats_command(dir, "stats json"));
+        CHECK(j.at("settings").at("log_level") == "debug");
+        CHECK(j.at("settings").at("cross_check_sample") == 4);
+        CHECK(j.at("settings").at("cross_check_invalid_sample") == 3);
+        CHECK(j.at("gauges").at("clients_max") == 64);  // max-clients waits for a restart
+        CHECK(j.at("counters").at("config_reloads") == 1);
+        // The new sample rate is in force: 1 in 4 of 600 valid rows re-verified (about 150).
+        const std::uint64_t after = verify_and_count_confirmed(dir) - before;
+        CHECK(after > 60);
+        // The textfile is written within the interval.
+        const auto written_until = Clock::now() + std::chrono::seconds(5);
+        while (read_file(textfile).empty() && Clock::now() < written_until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        CHECK(read_file(textfile).find("\nsigverifyd_cross_check_sample 4\n") != std::string::npos);
+
+        // A file that no longer parses changes nothing, and says why.
+        std::ofstream(conf) << "log-level = chatty\n";
+        kill(d.pid, SIGHUP);
+        REQUIRE(wait_for_log(d, "SIGHUP: configuration not reloaded"));
+        j = nlohmann::json::parse(stats_command(dir, "stats json"));
+        CHECK(j.at("settings").at("log_level") == "debug");
+        CHECK(j.at("settings").at("cross_check_sample") == 4);
+        CHECK(j.at("counters").at("config_reload_errors") == 1);
+        CHECK(j.at("counters").at("config_reloads") == 1);
+        CHECK(d.stop() == 0);
+    }
+    remove_tree(tmp);
+}
+
+TEST_CASE("--log-format json: one object per line with time, level and message", "[ops][logging]") {
+    const std::string dir = make_temp_dir();
+    {
+        Spawned d(dir, {}, {"--log-format", "json", "--backend", "cpu", "--cpu-threads", "1"});
+        REQUIRE(wait_for_log(d, "listening on"));
+        CHECK(d.stop() == 0);
+        std::istringstream lines(d.log());
+        std::string line;
+        int parsed = 0;
+        bool listening = false;
+        while (std::getline(lines, line)) {
+            INFO(line);
+            const auto j = nlohmann::json::parse(line);  // throws on a line that is not JSON
+            REQUIRE(j.is_object());
+            CHECK(j.size() == 3);
+            CHECK(std::regex_match(j.at("time").get<std::string>(),
+                                   std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+            CHECK(j.at("level").is_string());
+            listening = listening || (j.at("level") == "info" &&
+                                      j.at("message").get<std::string>().find("listening on") != std::string::npos);
+            ++parsed;
+        }
+        CHECK(parsed >= 3);
+        CHECK(listening);
+    }
+    remove_tree(dir);
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The systemd files: systemd-analyze verify on the configured unit, the unit's
 # and the default config's options against the daemon's flags, the contract
-# keys of the unit, and the sysusers/tmpfiles snippets applied to a scratch root.
+# keys of the unit (sandbox, restart policy against daemon/exit_codes.hpp),
+# the sandbox's systemd-analyze security exposure (at most 2.0), and the
+# sysusers/tmpfiles snippets applied to a scratch root.
 # usage: test_systemd.sh BUILD_DIR SOURCE_DIR SIGVERIFYD_BIN
 set -euo pipefail
 BUILD=$1 SRC=$2 BIN=$3
@@ -36,12 +38,33 @@ for key in 'Type=notify' 'NotifyAccess=main' 'WatchdogSec=' 'Restart=on-failure'
            'RemoveIPC=no' 'RuntimeDirectory=sigverifyd' 'RuntimeDirectoryMode=0750' 'ProtectSystem=strict' \
            'ProtectHome=yes' 'PrivateTmp=yes' 'NoNewPrivileges=yes' 'RestrictAddressFamilies=AF_UNIX' \
            'DevicePolicy=closed' 'DeviceAllow=char-nvidiactl' 'DeviceAllow=char-nvidia-uvm' 'EnvironmentFile=' \
-           'ExecReload=/bin/kill -HUP $MAINPID'; do
+           'ExecReload=/bin/kill -HUP $MAINPID' 'SystemCallFilter=@system-service' 'SystemCallErrorNumber=EPERM' \
+           'SystemCallArchitectures=native' 'PrivateNetwork=yes' 'IPAddressDeny=any' 'ProtectProc=invisible' \
+           'PrivateMounts=yes' 'UMask=0007' 'RestrictNamespaces=yes' 'LockPersonality=yes'; do
   grep -q "^$key" "$UNIT" || fail "unit lacks $key"
 done
-for key in 'DynamicUser=yes' 'PrivateDevices=yes'; do
+grep -qx 'CapabilityBoundingSet=' "$UNIT" || fail "unit lacks an empty CapabilityBoundingSet="
+# DynamicUser/RemoveIPC: shared memory; PrivateDevices: the GPUs; PrivateUsers:
+# SO_PEERCRED and the group; MemoryDenyWriteExecute: CUDA's PTX JIT;
+# ProcSubset=pid: the CUDA driver reads /proc/driver/nvidia (the unit says why).
+for key in 'DynamicUser=yes' 'PrivateDevices=yes' 'PrivateUsers=yes' 'MemoryDenyWriteExecute=yes' 'ProcSubset=pid'; do
   ! grep -q "^$key" "$UNIT" || fail "unit must not set $key"
 done
+
+# 3b. The statuses a restart cannot fix are daemon/exit_codes.hpp's usage and configuration errors.
+code() { sed -n "s/.*inline constexpr int $1 = \([0-9]*\);.*/\1/p" "$SRC/daemon/exit_codes.hpp"; }
+want="$(code usage_error) $(code config_error)"
+[ "$want" != " " ] || fail "cannot read the statuses from daemon/exit_codes.hpp"
+got=$(sed -n 's/^RestartPreventExitStatus=//p' "$UNIT")
+[ "$got" = "$want" ] || fail "RestartPreventExitStatus=$got, but daemon/exit_codes.hpp says '$want'"
+echo "RestartPreventExitStatus: $got (matches daemon/exit_codes.hpp)"
+
+# 3c. The sandbox's exposure as systemd rates it (0 = fully sandboxed, 10 = none).
+out=$(systemd-analyze security --offline=true --no-pager "$T/sigverifyd.service" 2>&1) || true
+score=$(sed -n 's/.*Overall exposure level for sigverifyd.service: \([0-9.]*\).*/\1/p' <<<"$out")
+[ -n "$score" ] || { echo "$out" >&2; fail "systemd-analyze security printed no exposure level"; }
+echo "systemd-analyze security: exposure $score"
+awk -v s="$score" 'BEGIN { exit !(s + 0 <= 2.0) }' || { echo "$out" >&2; fail "exposure $score is above 2.0"; }
 
 # 4. Every option the unit passes and every key of the default config is a daemon flag.
 help=$("$BIN" --help)
