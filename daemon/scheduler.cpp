@@ -1,6 +1,7 @@
 #include "daemon/scheduler.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "daemon/metrics.hpp"
 #include "shm_protocol/spin_wait.hpp"
@@ -71,6 +72,49 @@ void Scheduler::cancel(JobQueue& q, shm::Status status) {
     }
     for (std::uint32_t index : to_finish) q.sink_.finish_job(index, status, {});
     idle_cv_.notify_all();
+}
+
+std::size_t Scheduler::cancel_job(JobQueue& q, std::uint64_t tag) {
+    // The counts of the chunks that did run go with the completion.
+    std::vector<std::pair<std::uint32_t, reference::Tally>> to_finish;
+    std::size_t cancelled = 0;
+    {
+        std::lock_guard lock(mutex_);
+        // A job is in flight while it has unassigned rows (in pending_) or
+        // running chunks; user_tag was written by this caller before submit.
+        const auto matches = [&](std::uint32_t index) { return q.jobs_[index].user_tag == tag; };
+        for (std::uint32_t index : q.pending_) {
+            if (!matches(index)) continue;
+            Job& j = q.jobs_[index];
+            j.next_row = j.rows.count;
+            j.status = shm::Status::cancelled;
+            ++cancelled;
+            if (j.running == 0) {
+                j.ledger.reset();
+                to_finish.emplace_back(index, j.tally);
+                --queued_jobs_;
+            }
+        }
+        if (cancelled != 0)
+            q.pending_.erase(std::remove_if(q.pending_.begin(), q.pending_.end(), matches), q.pending_.end());
+        // Fully handed out but still running: the last chunk reports cancelled.
+        for (std::uint32_t index = 0; index < q.jobs_.size(); ++index) {
+            Job& j = q.jobs_[index];
+            if (j.running == 0 || j.user_tag != tag || j.status == shm::Status::cancelled) continue;
+            j.status = shm::Status::cancelled;
+            ++cancelled;
+        }
+        if (q.pending_.empty() && q.in_runnable_) {
+            runnable_.erase(std::remove_if(runnable_.begin(), runnable_.end(),
+                                           [&](const std::shared_ptr<JobQueue>& p) { return p.get() == &q; }),
+                            runnable_.end());
+            runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
+            q.in_runnable_ = false;
+        }
+    }
+    for (const auto& [index, tally] : to_finish) q.sink_.finish_job(index, shm::Status::cancelled, tally);
+    if (!to_finish.empty()) idle_cv_.notify_all();
+    return cancelled;
 }
 
 bool Scheduler::idle() {

@@ -106,6 +106,13 @@ public:
     // are completed with `status` by this call; jobs with running chunks are
     // completed with `status` by the worker that finishes their last chunk.
     void cancel(JobQueue& q, shm::Status status);
+    // Cancels the jobs of q whose user_tag is `tag` and that have not
+    // completed: their unassigned rows are dropped, chunks already running
+    // finish and publish, and each job completes with Status::cancelled (by
+    // this call when no chunk of it runs, else by the worker that finishes
+    // its last chunk). Returns how many jobs it cancelled (0: none in flight
+    // with that tag). Called by q's owner, the only thread that submits to q.
+    std::size_t cancel_job(JobQueue& q, std::uint64_t tag);
     // True when no job is queued or running anywhere.
     bool idle();
     // Waits until idle() or the deadline; returns idle().

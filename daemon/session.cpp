@@ -428,6 +428,13 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
         complete_now(shm::Status::shutting_down);
         return;
     }
+    if (c.opcode == shm::Opcode::cancel) {
+        // Only this session's own batches: the tag is looked up in its queue.
+        const std::size_t n = ctx_.scheduler->cancel_job(*queue_, c.cancel_tag);
+        ctx_.log->debug("client {} '{}': cancel of tag {}: {} batch(es) cancelled", id_, name_, c.cancel_tag, n);
+        complete_now(n != 0 ? shm::Status::ok : shm::Status::not_found);
+        return;
+    }
     if (c.opcode == shm::Opcode::nop || c.row_count == 0) {
         complete_now(shm::Status::ok);
         return;

@@ -25,6 +25,7 @@ struct CheckedSubmission {
     wire::Mode mode = wire::Mode::results;
     std::uint8_t table = kTableUnspecified;
     bool strict_confirm = false;      // kSubmitStrictConfirm
+    std::uint64_t cancel_tag = 0;     // cancel: the user_tag of the batch to cancel
     std::size_t tail_size = 0;        // verify: row tail bytes; verify_columns: tail_size
     std::uint64_t rows_offset = 0;   // verify: row 0; verify_columns: the message column
     std::uint64_t results_offset = 0;
@@ -62,6 +63,16 @@ inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_siz
     if (e.opcode == static_cast<std::uint8_t>(Opcode::nop)) {
         if (e.row_count != 0 || e.rows_offset != 0 || e.results_offset != 0) return Status::bad_entry;
         c.opcode = Opcode::nop;
+        out = c;
+        return Status::ok;
+    }
+    if (e.opcode == static_cast<std::uint8_t>(Opcode::cancel)) {
+        // The target tag rides in rows_offset; everything else must be zero.
+        if (e.row_count != 0 || e.results_offset != 0 || e.flags != 0 || e.record_kind != 0 || e.key_size != 0 ||
+            e.encoding != 0 || e.mode != 0 || e.table != 0)
+            return Status::bad_entry;
+        c.opcode = Opcode::cancel;
+        c.cancel_tag = e.rows_offset;
         out = c;
         return Status::ok;
     }

@@ -35,7 +35,9 @@ def layer_of(path):
 def resolve(root, including, name):
     """The repository path an #include "name" of file `including` refers to, or None."""
     candidates = [name, os.path.join(os.path.dirname(including), name)]
-    if name.startswith("sigverify/"):
+    if name.startswith("sigverify/shm_protocol/"):
+        candidates.append(name[len("sigverify/"):])  # the installed path of shm_protocol/
+    elif name.startswith("sigverify/"):
         candidates.append(os.path.join("client/include", name))
     for c in candidates:
         c = os.path.normpath(c)

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "shm_protocol/segment_layout.hpp"
+#include "segment_layout.hpp"  // sibling: the same in-tree and installed
 
 namespace sigverify::shm {
 
@@ -40,6 +40,7 @@ constexpr std::string_view to_string(Status s) {
     case Status::bad_segment: return "invalid shared segment";
     case Status::system_error: return "system error";
     case Status::pending: return "pending";
+    case Status::not_found: return "no batch in flight with that tag";
     }
     return "unknown status";
 }

@@ -36,7 +36,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "shm_protocol/wire_format.hpp"
+#include "wire_format.hpp"  // sibling: the same in-tree and installed
 
 namespace sigverify::shm {
 
@@ -45,8 +45,8 @@ namespace sigverify::shm {
 // ---------------------------------------------------------------------------
 constexpr std::uint32_t kSegmentMagic = 0x47535653;  // "SVSG" little-endian
 constexpr std::uint16_t kAbiMajor = 1;                // incompatible layout change
-constexpr std::uint16_t kAbiMinor = 2;                // compatible addition (1: Opcode::verify_columns,
-                                                      // 2: kSubmitStrictConfirm)
+constexpr std::uint16_t kAbiMinor = 3;                // compatible addition (1: Opcode::verify_columns,
+                                                      // 2: kSubmitStrictConfirm, 3: Opcode::cancel)
 constexpr std::uint32_t kProtocolVersion = 1;         // handshake version
 
 constexpr std::size_t kCacheLine = 64;
@@ -92,8 +92,9 @@ enum class Status : std::uint32_t {
     bad_segment = 17,       // segment header failed validation (magic, ABI, sizes)
     system_error = 18,      // an OS call failed (details in the error text)
     pending = 19,           // poll(): the batch has not completed yet
+    not_found = 20,         // Opcode::cancel named no batch in flight (unknown, or already completed)
 };
-constexpr std::uint32_t kStatusCount = 20;
+constexpr std::uint32_t kStatusCount = 21;
 
 // ---------------------------------------------------------------------------
 // Ring entries
@@ -103,6 +104,7 @@ enum class Opcode : std::uint8_t {
     verify = 1,   // verify row_count rows (mode results or collect)
     nop = 2,      // completes immediately with ok and zero counts (ping, latency)
     verify_columns = 3,  // ABI 1.1: verify row_count rows given as column tables
+    cancel = 4,          // ABI 1.3: cancel the batch in flight whose user_tag is rows_offset
 };
 
 // The first ABI minor version whose daemon accepts Opcode::verify_columns; an
@@ -124,6 +126,18 @@ constexpr std::uint8_t kTableUnspecified = 0xFF;
 constexpr std::uint16_t kSubmitStrictConfirm = 1u << 0;
 constexpr std::uint16_t kSubmitKnownFlags = kSubmitStrictConfirm;
 constexpr std::uint16_t kAbiMinorStrictConfirm = 2;
+
+// Opcode::cancel (ABI 1.3; an older daemon answers it with bad_entry): the
+// entry's rows_offset holds the user_tag of an earlier submission of this
+// session, every other field but user_tag is 0. The daemon drops the rows of
+// that batch no worker has taken yet; chunks already running finish and
+// publish all their verdicts (a chunk publishes all or none, so in collect
+// mode every row is either untouched or fully collected). The cancelled
+// batch then completes with Status::cancelled and the counts of the rows that
+// were verified. The cancel entry itself completes with ok when it found the
+// batch, with not_found when no batch in flight has that tag (never
+// submitted, or its completion is already posted).
+constexpr std::uint16_t kAbiMinorCancel = 3;
 
 // One request. Written by the client into sq slot (tail & mask), then the tail
 // is published with release. The daemon copies the whole entry out of shared

@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <cstring>
+#include <new>
+#include <stop_token>
 #include <string>
 
 #include "sigverify/client.hpp"
@@ -32,15 +34,23 @@ SIGVERIFY_CHECK_CODE(SIGVERIFY_E_HANDSHAKE, handshake);
 SIGVERIFY_CHECK_CODE(SIGVERIFY_E_BAD_SEGMENT, bad_segment);
 SIGVERIFY_CHECK_CODE(SIGVERIFY_E_SYSTEM, system_error);
 SIGVERIFY_CHECK_CODE(SIGVERIFY_E_PENDING, pending);
+SIGVERIFY_CHECK_CODE(SIGVERIFY_E_NOT_FOUND, not_found);
 
 struct sigverify_client {
     std::unique_ptr<sigverify::Client> client;
+};
+
+struct sigverify_cancel_token {
+    std::stop_source source;
 };
 
 namespace {
 
 thread_local char t_error[256] = "";
 thread_local std::uint64_t t_valid = 0, t_invalid = 0;
+// The cancel token bound to this thread's calls (sigverify_set_cancel_token);
+// a stop_token shares the source's state, so it outlives a freed token.
+thread_local std::stop_token t_stop;
 
 void set_error(const std::string& text) {
     const std::size_t n = std::min(text.size(), sizeof t_error - 1);
@@ -62,6 +72,33 @@ int finish(sigverify_client* c, const BatchResult& r) {
 
 bool bad_encoding(int encoding) {
     return encoding != SIGVERIFY_ENCODING_OPAQUE && encoding != SIGVERIFY_ENCODING_COMPACT;
+}
+
+// Every verify/collect call goes through the generic forms, with this thread's token.
+using sigverify::wire::Mode;
+using sigverify::wire::RecordKind;
+using sigverify::wire::SigEncoding;
+
+BatchResult run_rows(sigverify_client* c, RecordKind kind, const uint8_t* rows, size_t n, size_t key_size,
+                     int encoding, Mode mode, uint8_t* results) {
+    const sigverify::wire::RowSpan span{kind, key_size, static_cast<SigEncoding>(encoding), const_cast<uint8_t*>(rows),
+                                        n};
+    return c->client->run(span, mode, results, sigverify::shm::kTableUnspecified, t_stop);
+}
+
+BatchResult run_columns(sigverify_client* c, RecordKind kind, const uint8_t* message, const uint8_t* key,
+                        const uint8_t* signature, uint8_t* correlate, size_t n, size_t tail_size, int encoding,
+                        Mode mode, uint8_t* results) {
+    sigverify::Columns cols;
+    cols.kind = kind;
+    cols.encoding = static_cast<SigEncoding>(encoding);
+    cols.count = n;
+    cols.tail_size = tail_size;
+    cols.message = message;
+    cols.key = key;
+    cols.signature = signature;
+    cols.correlate = correlate;
+    return c->client->run_columns(cols, mode, results, sigverify::shm::kTableUnspecified, t_stop);
 }
 
 }  // namespace
@@ -120,50 +157,69 @@ int sigverify_connect(const sigverify_options* options, sigverify_client** out) 
 int sigverify_verify_ecdsa(sigverify_client* c, const uint8_t* rows, size_t n, size_t key_size, int encoding,
                            uint8_t* results) {
     if (c == nullptr || bad_encoding(encoding)) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
-    return finish(c, c->client->verify_ecdsa(rows, n, key_size, results,
-                                             static_cast<sigverify::wire::SigEncoding>(encoding)));
+    return finish(c, run_rows(c, RecordKind::ecdsa, rows, n, key_size, encoding, Mode::results, results));
 }
 
 int sigverify_verify_schnorr(sigverify_client* c, const uint8_t* rows, size_t n, size_t key_size, uint8_t* results) {
     if (c == nullptr) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
-    return finish(c, c->client->verify_schnorr(rows, n, key_size, results));
+    return finish(c, run_rows(c, RecordKind::schnorr, rows, n, key_size, SIGVERIFY_ENCODING_OPAQUE, Mode::results,
+                              results));
 }
 
 int sigverify_collect_ecdsa(sigverify_client* c, uint8_t* rows, size_t n, size_t key_size, int encoding) {
     if (c == nullptr || bad_encoding(encoding)) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
-    return finish(c, c->client->collect_ecdsa(rows, n, key_size, static_cast<sigverify::wire::SigEncoding>(encoding)));
+    return finish(c, run_rows(c, RecordKind::ecdsa, rows, n, key_size, encoding, Mode::collect, nullptr));
 }
 
 int sigverify_collect_schnorr(sigverify_client* c, uint8_t* rows, size_t n, size_t key_size) {
     if (c == nullptr) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
-    return finish(c, c->client->collect_schnorr(rows, n, key_size));
+    return finish(c, run_rows(c, RecordKind::schnorr, rows, n, key_size, SIGVERIFY_ENCODING_OPAQUE, Mode::collect,
+                              nullptr));
 }
 
 int sigverify_verify_ecdsa_columns(sigverify_client* c, const uint8_t* message, const uint8_t* key,
                                    const uint8_t* signature, size_t n, int encoding, uint8_t* results) {
     if (c == nullptr || bad_encoding(encoding)) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
-    return finish(c, c->client->verify_ecdsa_columns(message, key, signature, n, results,
-                                                     static_cast<sigverify::wire::SigEncoding>(encoding)));
+    return finish(c, run_columns(c, RecordKind::ecdsa, message, key, signature, nullptr, n, 0, encoding,
+                                 Mode::results, results));
 }
 
 int sigverify_verify_schnorr_columns(sigverify_client* c, const uint8_t* message, const uint8_t* key,
                                      const uint8_t* signature, size_t n, uint8_t* results) {
     if (c == nullptr) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
-    return finish(c, c->client->verify_schnorr_columns(message, key, signature, n, results));
+    return finish(c, run_columns(c, RecordKind::schnorr, message, key, signature, nullptr, n, 0,
+                                 SIGVERIFY_ENCODING_OPAQUE, Mode::results, results));
 }
 
 int sigverify_collect_ecdsa_columns(sigverify_client* c, const uint8_t* message, const uint8_t* key,
                                     const uint8_t* signature, uint8_t* correlate, size_t n, size_t tail_size,
                                     int encoding) {
     if (c == nullptr || bad_encoding(encoding)) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
-    return finish(c, c->client->collect_ecdsa_columns(message, key, signature, correlate, n, tail_size,
-                                                      static_cast<sigverify::wire::SigEncoding>(encoding)));
+    return finish(c, run_columns(c, RecordKind::ecdsa, message, key, signature, correlate, n, tail_size, encoding,
+                                 Mode::collect, nullptr));
 }
 
 int sigverify_collect_schnorr_columns(sigverify_client* c, const uint8_t* message, const uint8_t* key,
                                       const uint8_t* signature, uint8_t* correlate, size_t n, size_t tail_size) {
     if (c == nullptr) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
-    return finish(c, c->client->collect_schnorr_columns(message, key, signature, correlate, n, tail_size));
+    return finish(c, run_columns(c, RecordKind::schnorr, message, key, signature, correlate, n, tail_size,
+                                 SIGVERIFY_ENCODING_OPAQUE, Mode::collect, nullptr));
+}
+
+sigverify_cancel_token* sigverify_cancel_token_new(void) { return new (std::nothrow) sigverify_cancel_token; }
+
+void sigverify_cancel_token_cancel(sigverify_cancel_token* token) {
+    if (token != nullptr) token->source.request_stop();
+}
+
+int sigverify_cancel_token_cancelled(const sigverify_cancel_token* token) {
+    return token != nullptr && token->source.stop_requested() ? 1 : 0;
+}
+
+void sigverify_cancel_token_free(sigverify_cancel_token* token) { delete token; }
+
+void sigverify_set_cancel_token(sigverify_cancel_token* token) {
+    t_stop = token != nullptr ? token->source.get_token() : std::stop_token{};
 }
 
 void sigverify_last_counts(uint64_t* valid, uint64_t* invalid) {

@@ -152,6 +152,9 @@ BatchResult Client::wait(ColumnBatch& batch) { return impl_->wait(detail::ref(ba
 BatchResult Client::poll(RowBatch& batch) { return impl_->wait(detail::ref(batch), false); }
 BatchResult Client::poll(ColumnBatch& batch) { return impl_->wait(detail::ref(batch), false); }
 
+Status Client::cancel(RowBatch& batch) { return impl_->cancel(detail::ref(batch)); }
+Status Client::cancel(ColumnBatch& batch) { return impl_->cancel(detail::ref(batch)); }
+
 void Client::release(RowBatch& batch) {
     impl_->release(detail::ref(batch));
     batch.generation = 0;

@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,12 @@ SlotRef ref(const B& batch) {
     return SlotRef{batch.slot, batch.generation};
 }
 
+// The user_tag of a batch's submission is (generation << 32) | slot; the
+// tag of a cancel entry for that batch sets kCancelTagBit too, so its
+// completion is told apart (slots are far fewer than 2^31).
+constexpr std::uint64_t kCancelTagBit = std::uint64_t(1) << 31;
+inline std::uint64_t batch_tag(SlotRef b) { return (std::uint64_t(b.generation) << 32) | b.slot; }
+
 inline std::uint64_t align_up(std::uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 // A status that means the daemon could not do the work (the local fallback
@@ -69,10 +76,14 @@ inline bool is_daemon_failure(Status s) {
 
 }  // namespace detail
 
-struct Client::Impl {
+// Hidden: Client is exported (SIGVERIFY_API), and a nested class would be too.
+struct __attribute__((visibility("hidden"))) Client::Impl {
     using Clock = detail::Clock;
 
     enum class SlotState : std::uint8_t { free, reserved, submitted, done, released };
+    // A cancel of the slot's batch: not sent, sent (waiting for the daemon's
+    // answer to the cancel entry), answered (cancel_answer holds it).
+    enum class CancelState : std::uint8_t { none, sent, answered };
     struct Slot {
         SlotState state = SlotState::free;
         bool abandoned = false;
@@ -88,6 +99,11 @@ struct Client::Impl {
         wire::SigEncoding encoding = wire::SigEncoding::opaque;
         wire::Mode mode = wire::Mode::results;
         BatchResult result;
+        // The caller cancelled this batch: never verified by the local
+        // fallback, and a failure of it reads as cancelled.
+        bool cancel_requested = false;
+        CancelState cancel_state = CancelState::none;
+        Status cancel_answer = Status::ok;
     };
 
     explicit Impl(const ClientOptions& options);
@@ -137,16 +153,27 @@ struct Client::Impl {
     // slot done with its status, for wait to report.
     Status submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mode, wire::SigEncoding enc, std::uint8_t table,
                   wire::SigEncoding* encoding_out);
-    BatchResult wait_raw(detail::SlotRef b, bool block);  // no fallback
+    // Waits until the submission ring has a free entry (ok), or the daemon is gone (disconnected).
+    Status wait_sq_space_locked(std::unique_lock<std::mutex>& lk);
+    // No fallback. With a stop token: returns Status::pending (even when
+    // blocking) as soon as a stop is requested, unless this batch's cancel
+    // was already requested (then it waits for the completion).
+    BatchResult wait_raw(detail::SlotRef b, bool block, const std::stop_token* stop = nullptr);
+    // Cancels a submitted batch (Opcode::cancel) and waits for the daemon's
+    // answer: ok (cancelled), not_found (it had completed), or a failure.
+    Status cancel(detail::SlotRef b);
     BatchResult wait(detail::SlotRef b, bool block);      // with the local fallback, in place in the arena
     void release(detail::SlotRef b);
 
     // --- copy API (copy_api.cpp) ---------------------------------------------
-    BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table);
-    BatchResult run_columns(const Columns& cols, wire::Mode mode, std::uint8_t* results, std::uint8_t table);
+    BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
+                    std::stop_token stop);
+    BatchResult run_columns(const Columns& cols, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
+                            std::stop_token stop);
     template <class PieceBatch, class Fill, class CopyBack, class Local, class FallsBack>
     BatchResult pipeline(std::size_t n, std::size_t chunk, wire::Mode mode, wire::SigEncoding enc, std::uint8_t table,
-                         Fill&& fill, CopyBack&& copy_back, Local&& local_run, FallsBack&& falls_back);
+                         const std::stop_token& stop, Fill&& fill, CopyBack&& copy_back, Local&& local_run,
+                         FallsBack&& falls_back);
 };
 
 }  // namespace sigverify

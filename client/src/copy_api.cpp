@@ -9,10 +9,19 @@
 // closed). With Fallback::local, a piece the daemon fails, and every piece
 // after a reserve the daemon cannot serve, is verified here instead.
 // Verdicts are the same whichever path a row takes.
+//
+// Cancel (a stop token): once a stop is requested no piece is sent any more,
+// the pieces in flight are cancelled in the daemon (Opcode::cancel: their
+// running chunks finish and publish, the rest is dropped) and copied back as
+// the daemon left them, so every row is either verified or untouched (results
+// 0, tails and correlate entries unchanged); the call returns cancelled with
+// the counts of the rows that were verified. The local fallback checks the
+// token between pieces of kMaxChunkRows rows.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "client_impl.hpp"
 
@@ -37,8 +46,8 @@ using detail::kPipelineDepth;
 // PieceBatch is RowBatch or ColumnBatch.
 template <class PieceBatch, class Fill, class CopyBack, class Local, class FallsBack>
 BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode mode, wire::SigEncoding enc,
-                                   std::uint8_t table, Fill&& fill, CopyBack&& copy_back, Local&& local_run,
-                                   FallsBack&& falls_back) {
+                                   std::uint8_t table, const std::stop_token& stop, Fill&& fill, CopyBack&& copy_back,
+                                   Local&& local_run, FallsBack&& falls_back) {
     struct InFlight {
         PieceBatch batch;
         std::size_t begin = 0, count = 0;
@@ -47,20 +56,41 @@ BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode 
     std::size_t qh = 0, qn = 0, next = 0;
     Status fail = Status::ok;
     BatchResult total;
+    bool stopping = false;  // a stop was requested: the pieces in flight are cancelled
+    auto stop_all = [&] {
+        stopping = true;
+        if (fail == Status::ok) fail = Status::cancelled;
+        for (std::size_t i = 0; i < qn; ++i) cancel(detail::ref(q[(qh + i) % kPipelineDepth].batch));
+    };
     auto run_locally = [&](std::size_t begin, std::size_t count) {
-        const BatchResult lr = local_run(begin, count);
-        if (lr.status != Status::ok && fail == Status::ok) fail = lr.status;
-        total.valid += lr.valid;
-        total.invalid += lr.invalid;
-        total.local_rows += lr.local_rows;
+        for (std::size_t end = begin + count; begin < end;) {
+            if (stop.stop_requested()) {
+                if (fail == Status::ok) fail = Status::cancelled;
+                return;
+            }
+            const std::size_t piece = std::min(end - begin, kMaxChunkRows);
+            const BatchResult lr = local_run(begin, piece);
+            if (lr.status != Status::ok && fail == Status::ok) fail = lr.status;
+            total.valid += lr.valid;
+            total.invalid += lr.invalid;
+            total.local_rows += lr.local_rows;
+            begin += piece;
+        }
     };
     auto finish_front = [&] {
         InFlight& f = q[qh];
-        const BatchResult r = wait_raw(detail::ref(f.batch), true);
-        if (r.ok()) {
+        const BatchResult r = wait_raw(detail::ref(f.batch), true, stopping ? nullptr : &stop);
+        if (r.status == Status::pending) {  // a stop was requested while waiting
+            stop_all();
+            return;
+        }
+        if (r.ok() || (stopping && r.status == Status::cancelled)) {
+            // A cancelled piece holds the verdicts of the chunks that ran.
             copy_back(f.begin, f.count, f.batch);
             total.valid += r.valid;
             total.invalid += r.invalid;
+        } else if (stopping) {
+            // Whatever else ended a cancelled piece, it is not verified here.
         } else if (r.status == Status::timeout) {
             if (fail == Status::ok) fail = r.status;
         } else if (opt.fallback == Fallback::local && is_daemon_failure(r.status)) {
@@ -74,6 +104,10 @@ BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode 
         --qn;
     };
     while ((next < n && fail == Status::ok) || qn > 0) {
+        if (!stopping && stop.stop_requested()) {
+            stop_all();
+            continue;
+        }
         if (next < n && qn < kPipelineDepth && fail == Status::ok) {
             const std::size_t count = std::min(chunk, n - next);
             InFlight& f = q[(qh + qn) % kPipelineDepth];
@@ -108,7 +142,7 @@ BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode 
 // ---------------------------------------------------------------------------
 // Copy API over the zero-copy path, pipelined.
 BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
-                              std::uint8_t table) {
+                              std::uint8_t table, std::stop_token stop) {
     BatchResult total;
     if (!rows.valid() || (mode == wire::Mode::results && results == nullptr && rows.count != 0) ||
         (rows.kind == wire::RecordKind::ecdsa && rows.encoding != wire::SigEncoding::opaque &&
@@ -132,7 +166,7 @@ BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::u
         return wire::RowSpan{rows.kind, rows.tail_size, rows.encoding, rows.row(begin), count};
     };
     return pipeline<RowBatch>(
-        rows.count, chunk, mode, rows.encoding, table,
+        rows.count, chunk, mode, rows.encoding, table, stop,
         [&](std::size_t begin, std::size_t count, RowBatch& b, bool wait) {
             const Status st = reserve(rows.kind, rows.tail_size, count, b, wait);
             if (st == Status::ok) std::memcpy(b.rows, rows.row(begin), count * stride);
@@ -154,7 +188,7 @@ BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::u
 // Column copy API over the zero-copy column path, pipelined like run().
 // Results mode sends no correlate (the daemon never reads it there).
 BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std::uint8_t* results,
-                                      std::uint8_t table) {
+                                      std::uint8_t table, std::stop_token stop) {
     BatchResult total;
     const std::size_t n = cols.count;
     const std::size_t tail = mode == wire::Mode::collect ? cols.tail_size : 0;
@@ -199,7 +233,7 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
         return c;
     };
     return pipeline<ColumnBatch>(
-        n, chunk, mode, enc, table,
+        n, chunk, mode, enc, table, stop,
         [&](std::size_t begin, std::size_t count, ColumnBatch& b, bool wait) {
             const Status st = reserve_columns(cols.kind, tail, count, b, wait);
             if (st != Status::ok) return st;
@@ -229,7 +263,12 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
 // Client: the public copy calls
 // ---------------------------------------------------------------------------
 BatchResult Client::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table) {
-    return impl_->run(rows, mode, results, table);
+    return impl_->run(rows, mode, results, table, {});
+}
+
+BatchResult Client::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
+                        std::stop_token stop) {
+    return impl_->run(rows, mode, results, table, std::move(stop));
 }
 
 BatchResult Client::verify_ecdsa(const std::uint8_t* rows, std::size_t n, std::size_t tail_size,
@@ -311,7 +350,12 @@ BatchResult Client::collect_threshold(std::span<wire::ThresholdRow> rows) {
 }
 
 BatchResult Client::run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table) {
-    return impl_->run_columns(columns, mode, results, table);
+    return impl_->run_columns(columns, mode, results, table, {});
+}
+
+BatchResult Client::run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
+                                std::stop_token stop) {
+    return impl_->run_columns(columns, mode, results, table, std::move(stop));
 }
 
 namespace {

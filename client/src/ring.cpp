@@ -74,10 +74,21 @@ void Client::Impl::reap_locked() {
         shm::CompletionEntry c;
         std::memcpy(&c, &conn.cqes[conn.cq_head & (conn.cq_entries - 1)], sizeof c);
         ++conn.cq_head;
-        const std::uint32_t index = static_cast<std::uint32_t>(c.user_tag & 0xffffffffu);
+        const bool cancel_answer = (c.user_tag & detail::kCancelTagBit) != 0;
+        const std::uint32_t index = static_cast<std::uint32_t>(c.user_tag & (detail::kCancelTagBit - 1));
         const std::uint32_t gen = static_cast<std::uint32_t>(c.user_tag >> 32);
         if (index >= slots.size()) continue;
         Slot& s = slots[index];
+        if (cancel_answer) {
+            // The daemon's answer to a cancel entry for this slot's batch.
+            if (s.generation == gen && s.cancel_state == CancelState::sent) {
+                s.cancel_state = CancelState::answered;
+                s.cancel_answer = c.epoch != conn.epoch ? Status::stale_epoch
+                                  : c.status < shm::kStatusCount ? static_cast<Status>(c.status)
+                                                                 : Status::backend_error;
+            }
+            continue;
+        }
         if (s.generation != gen || s.state != SlotState::submitted) continue;
         s.state = SlotState::done;
         s.result = BatchResult{};
@@ -85,7 +96,8 @@ void Client::Impl::reap_locked() {
             s.result.status = Status::stale_epoch;  // never apply a verdict of another epoch
         } else {
             s.result.status = c.status < shm::kStatusCount ? static_cast<Status>(c.status) : Status::backend_error;
-            if (s.result.status == Status::ok) {
+            // A cancelled batch keeps the counts of the rows that were verified.
+            if (s.result.status == Status::ok || s.result.status == Status::cancelled) {
                 s.result.valid = c.valid;
                 s.result.invalid = c.invalid;
             }
@@ -164,6 +176,9 @@ bool Client::Impl::try_alloc_locked(std::uint64_t bytes, std::uint32_t& index) {
     s.results_offset = 0;
     s.columns = false;
     s.key_offset = s.signature_offset = s.correlate_offset = 0;
+    s.cancel_requested = false;
+    s.cancel_state = CancelState::none;
+    s.cancel_answer = Status::ok;
     arena_tail = s.end;
     order[(order_head + order_count) % order.size()] = index;
     ++order_count;
@@ -296,22 +311,13 @@ Status Client::Impl::submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mo
     if (shm::word(conn.h->state).load(std::memory_order_acquire) !=
         static_cast<std::uint32_t>(shm::SegmentState::ready))
         return fail_slot(Status::shutting_down);
-    // Slots never exceed the ring size, so the ring has room unless the
-    // daemon lags in consuming; wait for it (bounded by liveness checks).
-    for (;;) {
-        const std::uint32_t seq = bell_seq();
-        const std::uint32_t head = shm::word(conn.h->sq_head).load(std::memory_order_acquire);
-        if (!shm::ring_count_ok(head, conn.sq_tail, conn.sq_entries)) {
-            mark_dead_locked("sigverifyd published an out-of-range submission index");
-            return fail_slot(Status::disconnected);
-        }
-        if (conn.sq_tail - head < conn.sq_entries) break;
-        if (!alive_locked()) return fail_slot(Status::disconnected);
-        sleep_locked(lk, seq, Clock::time_point::max());
+    if (const Status st = wait_sq_space_locked(lk); st != Status::ok) {
         s = &slots[b.slot];
+        return fail_slot(st);
     }
+    s = &slots[b.slot];
     shm::SubmissionEntry e{};
-    e.user_tag = (std::uint64_t(s->generation) << 32) | b.slot;
+    e.user_tag = detail::batch_tag(b);
     if (opcode == shm::Opcode::verify && s->columns) opcode = shm::Opcode::verify_columns;
     e.opcode = static_cast<std::uint8_t>(opcode);
     if (opcode == shm::Opcode::verify_columns)
@@ -337,8 +343,72 @@ Status Client::Impl::submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mo
     return Status::ok;
 }
 
+// Slots never exceed the ring size, so the ring has room unless the daemon
+// lags in consuming (or cancel entries took entries); wait for it (bounded by
+// liveness checks).
+Status Client::Impl::wait_sq_space_locked(std::unique_lock<std::mutex>& lk) {
+    for (;;) {
+        if (!live) return Status::disconnected;
+        const std::uint32_t seq = bell_seq();
+        const std::uint32_t head = shm::word(conn.h->sq_head).load(std::memory_order_acquire);
+        if (!shm::ring_count_ok(head, conn.sq_tail, conn.sq_entries)) {
+            mark_dead_locked("sigverifyd published an out-of-range submission index");
+            return Status::disconnected;
+        }
+        if (conn.sq_tail - head < conn.sq_entries) return Status::ok;
+        if (!alive_locked()) return Status::disconnected;
+        sleep_locked(lk, seq, Clock::time_point::max());
+    }
+}
+
+Status Client::Impl::cancel(detail::SlotRef b) {
+    std::unique_lock lk(mu);
+    Slot* s = slot_of(b);
+    if (s == nullptr) return Status::invalid_argument;
+    if (s->state == SlotState::done) return Status::not_found;  // its completion is in already
+    if (s->state != SlotState::submitted) return Status::invalid_argument;
+    s->cancel_requested = true;
+    if (!live) return Status::disconnected;
+    if (conn.abi_minor < shm::kAbiMinorCancel) {
+        last_error = "sigverifyd speaks ring ABI " + std::to_string(shm::kAbiMajor) + "." +
+                     std::to_string(conn.abi_minor) + "; cancel needs " + std::to_string(shm::kAbiMajor) + "." +
+                     std::to_string(shm::kAbiMinorCancel);
+        return Status::bad_entry;
+    }
+    if (s->cancel_state == CancelState::none) {
+        if (const Status st = wait_sq_space_locked(lk); st != Status::ok) return st;
+        s = slot_of(b);
+        if (s == nullptr) return Status::invalid_argument;
+        if (s->state != SlotState::submitted) return Status::not_found;  // completed while we waited
+        if (s->cancel_state == CancelState::none) {  // (another thread may have sent one meanwhile)
+            shm::SubmissionEntry e{};
+            e.user_tag = detail::batch_tag(b) | detail::kCancelTagBit;
+            e.opcode = static_cast<std::uint8_t>(shm::Opcode::cancel);
+            e.rows_offset = detail::batch_tag(b);  // the batch to cancel
+            std::memcpy(&conn.sqes[conn.sq_tail & (conn.sq_entries - 1)], &e, sizeof e);
+            ++conn.sq_tail;
+            shm::word(conn.h->sq_tail).store(conn.sq_tail, std::memory_order_release);
+            shm::ring(conn.h->daemon_bell);
+            s->cancel_state = CancelState::sent;
+        }
+    }
+    const Clock::time_point deadline =
+        opt.batch_timeout.count() > 0 ? Clock::now() + opt.batch_timeout : Clock::time_point::max();
+    for (;;) {
+        s = slot_of(b);
+        if (s == nullptr) return Status::invalid_argument;
+        if (s->cancel_state == CancelState::answered) return s->cancel_answer;
+        const std::uint32_t seq = live ? bell_seq() : 0;
+        reap_locked();
+        if (s->cancel_state == CancelState::answered) return s->cancel_answer;
+        if (!alive_locked()) return Status::disconnected;
+        if (Clock::now() >= deadline) return Status::timeout;
+        sleep_locked(lk, seq, deadline);
+    }
+}
+
 // Waits for a submitted batch; no fallback here (wait() adds it).
-BatchResult Client::Impl::wait_raw(detail::SlotRef b, bool block) {
+BatchResult Client::Impl::wait_raw(detail::SlotRef b, bool block, const std::stop_token* stop) {
     std::unique_lock lk(mu);
     if (slot_of(b) == nullptr) return BatchResult{Status::invalid_argument, 0, 0, 0};
     const Clock::time_point deadline =
@@ -352,6 +422,8 @@ BatchResult Client::Impl::wait_raw(detail::SlotRef b, bool block) {
         if (s.state == SlotState::done) return s.result;
         if (!alive_locked()) continue;  // marks the slot done (disconnected)
         if (!block) return BatchResult{Status::pending, 0, 0, 0};
+        if (stop != nullptr && !s.cancel_requested && stop->stop_requested())
+            return BatchResult{Status::pending, 0, 0, 0};
         if (Clock::now() >= deadline) return BatchResult{Status::timeout, 0, 0, 0};
         sleep_locked(lk, seq, deadline);
     }
@@ -359,8 +431,19 @@ BatchResult Client::Impl::wait_raw(detail::SlotRef b, bool block) {
 
 BatchResult Client::Impl::wait(detail::SlotRef b, bool block) {
     BatchResult r = wait_raw(b, block);
-    if (r.ok() || !is_daemon_failure(r.status) || opt.fallback != Fallback::local) return r;
+    if (r.ok() || !is_daemon_failure(r.status)) return r;
     if (r.status == Status::timeout) return r;  // still in flight: the daemon may write
+    {
+        // A batch the caller cancelled is over whatever ended it, and is
+        // never verified here instead.
+        std::lock_guard lk(mu);
+        const Slot* s = slot_of(b);
+        if (s != nullptr && s->cancel_requested) {
+            r.status = Status::cancelled;
+            return r;
+        }
+    }
+    if (opt.fallback != Fallback::local) return r;
     // The batch is not in flight any more and its arena space is ours
     // until release(): verify it in place.
     Slot* s;

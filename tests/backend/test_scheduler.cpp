@@ -9,11 +9,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "daemon/checked_backend.hpp"
@@ -383,4 +386,63 @@ TEST_CASE("a flood of small batches cannot starve a bulk batch: it gets every fi
     }
     CHECK(bulk_chunks == 10);
     CHECK(bulk_results == bulk.truth);
+}
+
+TEST_CASE("cancel_job drops one job's unassigned rows; its running chunks finish; the queue's other job runs on",
+          "[scheduler][cancel]") {
+    TestBackend backend;
+    std::atomic<int> chunks{0};
+    backend.during_verify = [&] {
+        ++chunks;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // 32 rows a chunk: the job takes ~0.3 s
+    };
+    daemon::Metrics metrics;
+    daemon::Scheduler scheduler(backend, nullptr, 32);
+    scheduler.set_metrics(&metrics);
+    scheduler.start();
+    struct IndexSink final : daemon::JobSink {
+        std::mutex mutex;
+        std::condition_variable cv;
+        std::map<std::uint32_t, std::pair<shm::Status, reference::Tally>> done;
+        void finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) override {
+            std::lock_guard lock(mutex);
+            done[index] = {status, tally};
+            cv.notify_all();
+        }
+    } sink;
+    Data d = make(wire::Table::ecdsa, 4000);
+    std::vector<std::uint8_t> results_a(d.span.count, 0xEE), results_b(d.span.count, 0xEE);
+    std::shared_ptr<daemon::JobQueue> q = scheduler.make_queue(sink, 4);
+    q->job(0) = row_job(d, Mode::results, results_a.data());
+    q->job(0).user_tag = 111;
+    q->job(1) = row_job(d, Mode::results, results_b.data());
+    q->job(1).user_tag = 222;
+    std::fill(results_a.begin(), results_a.end(), 0);  // the session zeroes results at accept
+    std::fill(results_b.begin(), results_b.end(), 0);
+    scheduler.submit(q, 0);
+    scheduler.submit(q, 1);
+    while (chunks.load() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    CHECK(scheduler.cancel_job(*q, 999) == 0);  // no job has that tag
+    CHECK(scheduler.cancel_job(*q, 111) == 1);
+    {
+        std::unique_lock lock(sink.mutex);
+        REQUIRE(sink.cv.wait_for(lock, std::chrono::seconds(30), [&] { return sink.done.size() == 2; }));
+    }
+    REQUIRE(scheduler.wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+    const auto [status_a, tally_a] = sink.done[0];
+    const auto [status_b, tally_b] = sink.done[1];
+    CHECK(status_a == shm::Status::cancelled);
+    CHECK(tally_a.valid + tally_a.invalid < d.span.count);  // cut short
+    CHECK(status_b == shm::Status::ok);
+    CHECK(tally_b.valid + tally_b.invalid == d.span.count);
+    CHECK(results_b == d.truth);
+    // The cancelled job's rows: the verified ones have their verdicts, the rest read 0.
+    std::size_t verified_valid = 0;
+    for (std::size_t i = 0; i < d.span.count; ++i) {
+        CHECK((results_a[i] == 0 || (results_a[i] == 1 && d.truth[i] == 1)));
+        verified_valid += results_a[i];
+    }
+    CHECK(verified_valid == tally_a.valid);
+    CHECK(scheduler.cancel_job(*q, 111) == 0);  // completed: nothing in flight with that tag
+    scheduler.stop();
 }

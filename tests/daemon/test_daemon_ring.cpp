@@ -741,6 +741,14 @@ TEST_CASE("the daemon answers malformed entries with error completions and keeps
     shm::SubmissionEntry nop{};
     nop.opcode = static_cast<std::uint8_t>(shm::Opcode::nop);
     add(nop, Status::ok);
+    // Cancel (ABI 1.3): a tag no batch in flight has is answered not_found; a
+    // cancel entry with any other field set is malformed.
+    shm::SubmissionEntry cancel{};
+    cancel.opcode = static_cast<std::uint8_t>(shm::Opcode::cancel);
+    cancel.rows_offset = 0xdeadbeef;
+    add(cancel, Status::not_found);
+    cancel.row_count = 1;
+    add(cancel, Status::bad_entry);
     // A real row in the arena: verified.
     const KnownRows known = make_known_rows(wire::Table::ecdsa, 1, wire::SigEncoding::opaque, 3);  // valid
     std::memcpy(s.arena(), known.rows.data(), known.rows.size());
@@ -767,7 +775,8 @@ TEST_CASE("the daemon answers malformed entries with error completions and keeps
         }
         next += round;
     }
-    CHECK(shm::word(s.h->dropped).load() == 5);
+    // Five malformed verify entries and the malformed cancel (not_found is an answer, not a drop).
+    CHECK(shm::word(s.h->dropped).load() == 6);
     CHECK(client_works(d));
 }
 

@@ -122,11 +122,15 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     // (key, signature, correlate) for verify_columns.
     std::uint64_t col[3];
     std::memcpy(col, reinterpret_cast<const std::uint8_t*>(&e) + 40, sizeof col);
-    const bool is_nop = e.opcode == 2, is_verify = e.opcode == 1, is_columns = e.opcode == 3;
+    const bool is_nop = e.opcode == 2, is_verify = e.opcode == 1, is_columns = e.opcode == 3, is_cancel = e.opcode == 4;
     bool fields_ok = (e.flags & ~std::uint16_t(1)) == 0;  // bit 0: kSubmitStrictConfirm (ABI 1.2)
     if (!is_columns) fields_ok = fields_ok && (col[0] | col[1] | col[2]) == 0;
-    fields_ok = fields_ok && (is_nop || is_verify || is_columns);
+    fields_ok = fields_ok && (is_nop || is_verify || is_columns || is_cancel);
     if (is_nop) fields_ok = fields_ok && e.row_count == 0 && e.rows_offset == 0 && e.results_offset == 0;
+    // cancel (ABI 1.3): the target tag in rows_offset, every other field zero.
+    if (is_cancel)
+        fields_ok = fields_ok && e.flags == 0 && e.row_count == 0 && e.results_offset == 0 && e.record_kind == 0 &&
+                    e.key_size == 0 && e.encoding == 0 && e.mode == 0 && e.table == 0;
     if (is_columns && e.key_size == 0) fields_ok = fields_ok && col[2] == 0;
     if (is_verify || is_columns) {
         fields_ok = fields_ok && e.record_kind <= 1 && e.encoding <= 1 && !(e.record_kind == 1 && e.encoding != 0) &&
@@ -144,6 +148,11 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     if (is_nop) {
         FUZZ_CHECK(st == shm::Status::ok);
         FUZZ_CHECK(c.opcode == shm::Opcode::nop);
+        return;
+    }
+    if (is_cancel) {
+        FUZZ_CHECK(st == shm::Status::ok);
+        FUZZ_CHECK(c.opcode == shm::Opcode::cancel && c.cancel_tag == e.rows_offset);
         return;
     }
     const u128 stride = (e.record_kind == 0 ? 129 : 128) + u128(e.key_size);

@@ -152,6 +152,8 @@ struct Expect {
     shm::Status status;
     std::uint64_t rows;
     bool verify;
+    bool cancel = false;        // a cancel entry (ABI 1.3): answered ok or not_found
+    bool may_cancel = false;    // a verify that a later cancel entry named: may end cancelled, rows cut short
 };
 
 // The client side of one session, driven by the input.
@@ -331,7 +333,12 @@ private:
                     for (std::size_t k = 0; k < c.tail_size; ++k) writable_[c.rows_offset + r * c.stride + rec + k] = 1;
             }
         }
-        expect_[copy.user_tag] = Expect{st, c.row_count, verifies};
+        Expect expect{st, c.row_count, verifies};
+        if (st == shm::Status::ok && c.opcode == shm::Opcode::cancel) {
+            expect.cancel = true;
+            if (auto target = expect_.find(c.cancel_tag); target != expect_.end()) target->second.may_cancel = true;
+        }
+        expect_[copy.user_tag] = expect;
         std::memcpy(&sqes_[sq_tail_ & (sq_entries_ - 1)], &copy, sizeof copy);
         ++sq_tail_;
         if (!hostile_) shm::word(h_->sq_tail).store(sq_tail_, std::memory_order_release);
@@ -466,9 +473,17 @@ private:
         FUZZ_CHECK(it != expect_.end());  // submitted and not answered yet
         const Expect e = it->second;
         expect_.erase(it);
-        FUZZ_CHECK(c.status == static_cast<std::uint32_t>(e.status));
-        if (e.verify) FUZZ_CHECK(c.valid + c.invalid == e.rows);
-        else FUZZ_CHECK(c.valid == 0 && c.invalid == 0);
+        if (e.cancel) {
+            FUZZ_CHECK(c.status == static_cast<std::uint32_t>(shm::Status::ok) ||
+                       c.status == static_cast<std::uint32_t>(shm::Status::not_found));
+            FUZZ_CHECK(c.valid == 0 && c.invalid == 0);
+        } else if (e.may_cancel && c.status == static_cast<std::uint32_t>(shm::Status::cancelled)) {
+            FUZZ_CHECK(c.valid + c.invalid <= e.rows);  // the chunks that ran before the cancel
+        } else {
+            FUZZ_CHECK(c.status == static_cast<std::uint32_t>(e.status));
+            if (e.verify) FUZZ_CHECK(c.valid + c.invalid == e.rows);
+            else FUZZ_CHECK(c.valid == 0 && c.invalid == 0);
+        }
         for (std::uint32_t r : c.reserved) FUZZ_CHECK(r == 0);
     }
 

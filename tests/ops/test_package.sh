@@ -54,6 +54,7 @@ expect_files "$L" "/usr/lib/$MA/libsigverify.so.0" "/usr/lib/$MA/libsigverify.so
   /usr/share/lintian/overrides/libsigverify0
 # shellcheck disable=SC2046
 expect_files "$DEV" /usr/include/sigverify/client.hpp /usr/include/sigverify/sigverify.h \
+  /usr/include/sigverify/groups.hpp /usr/include/sigverify/export.h \
   /usr/include/sigverify/shm_protocol/segment_access.hpp /usr/include/sigverify/shm_protocol/segment_layout.hpp \
   /usr/include/sigverify/shm_protocol/wire_format.hpp "/usr/lib/$MA/libsigverify.so" "/usr/lib/$MA/libsigverify.a" \
   "/usr/lib/$MA/libsigverify_reference.a" "/usr/lib/$MA/pkgconfig/sigverify.pc" \

@@ -32,11 +32,16 @@
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 
-#include "shm_protocol/segment_access.hpp"
-#include "shm_protocol/segment_layout.hpp"
-#include "shm_protocol/wire_format.hpp"
+// Installed as include/sigverify/shm_protocol/ (in the build tree the same
+// path leads to the source's shm_protocol/), so -I<includedir> is all a
+// consumer needs.
+#include "sigverify/export.h"
+#include "sigverify/shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify {
 
@@ -72,7 +77,8 @@ struct BatchResult {
     bool ok() const { return status == Status::ok; }
 };
 
-class Error : public std::runtime_error {
+// Exported (typeinfo and vtable): a consumer catches what libsigverify.so throws.
+class SIGVERIFY_API Error : public std::runtime_error {
 public:
     Error(Status status, const std::string& what) : std::runtime_error(what), status_(status) {}
     Status status() const { return status_; }
@@ -134,7 +140,7 @@ struct Columns {
     std::uint8_t* correlate = nullptr;
 };
 
-class Client {
+class SIGVERIFY_API Client {
 public:
     // Connects (handshake, segment mapping). Throws Error on failure, unless
     // options.fallback == Fallback::local: then it returns a client that
@@ -171,6 +177,16 @@ public:
     // Generic form; table is a statistics label (shm::kTableUnspecified or a wire::Table).
     BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
                     std::uint8_t table = shm::kTableUnspecified);
+    // Cancellable form (libbitcoin's batch hook takes a cancel token): once
+    // stop is requested, no more of the batch is sent, the parts in flight are
+    // cancelled in the daemon (their running chunks finish), and the call
+    // returns Status::cancelled soon after, with the counts of the rows that
+    // were verified. Every row is then either verified (its verdict byte /
+    // its tail zeroed when valid) or untouched (verdict 0, tail unchanged):
+    // never half-written. Needs a daemon of ABI 1.3 for a prompt return (an
+    // older one finishes the pieces in flight first).
+    BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
+                    std::stop_token stop);
 
     // --- column API (copy; batches of any size, split over the arena) --------
     // Same contract as the row calls: results (n bytes) zeroed first, 1 =
@@ -192,6 +208,10 @@ public:
     // Generic form (results mode ignores columns.correlate).
     BatchResult run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results,
                             std::uint8_t table = shm::kTableUnspecified);
+    // Cancellable form: as run() with a stop token (correlate entries are
+    // either zeroed for a verified valid row or unchanged).
+    BatchResult run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
+                            std::stop_token stop);
 
     // --- zero-copy API ------------------------------------------------------
     // Reserves count rows (and count result bytes) in the arena. Waits for
@@ -218,6 +238,19 @@ public:
     // Non-blocking: status pending while the batch is in flight.
     BatchResult poll(RowBatch& batch);
     BatchResult poll(ColumnBatch& batch);
+    // Cancels a submitted batch and waits for the daemon's answer (one round
+    // trip, not the batch): the rows no daemon worker has taken yet are
+    // dropped; chunks already running finish and publish all their verdicts,
+    // so in collect mode each row is either untouched or fully collected, and
+    // in results mode an unverified row reads 0. wait()/poll() then report
+    // Status::cancelled (with the counts of the verified rows), and the local
+    // fallback never verifies a cancelled batch. Returns ok when the daemon
+    // cancelled it, not_found when the batch had completed already (wait()
+    // returns its result), invalid_argument when the batch is not submitted,
+    // bad_entry when the daemon is older than ABI 1.3, disconnected when there
+    // is no daemon (wait() reports cancelled).
+    Status cancel(RowBatch& batch);
+    Status cancel(ColumnBatch& batch);
     // Frees the arena space of a reserved/completed batch. A batch still in
     // flight is abandoned: its space is freed when its completion arrives.
     void release(RowBatch& batch);

@@ -1,4 +1,5 @@
-/* libsigverify C ABI: verify secp256k1 signatures through sigverifyd.
+/* libsigverify C ABI: verify secp256k1 signatures through sigverifyd, and
+ * compute group and block verdicts from the row verdicts.
  *
  * For C, Go (cgo/purego) and Rust nodes. Rows are the packed bridge rows of
  * shm_protocol/wire_format.hpp: a record (ECDSA 129 bytes: hash[32] point[33]
@@ -25,15 +26,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sigverify/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#if defined(__GNUC__)
-#define SIGVERIFY_API __attribute__((visibility("default")))
-#else
-#define SIGVERIFY_API
-#endif
 
 /* Error codes (same numbers as the daemon's completion status codes). */
 #define SIGVERIFY_OK 0
@@ -56,6 +54,7 @@ extern "C" {
 #define SIGVERIFY_E_BAD_SEGMENT 17
 #define SIGVERIFY_E_SYSTEM 18
 #define SIGVERIFY_E_PENDING 19
+#define SIGVERIFY_E_NOT_FOUND 20 /* a cancel named no batch in flight */
 
 /* Signature encodings of ECDSA records. */
 #define SIGVERIFY_ENCODING_OPAQUE 0  /* r LE || s LE (libsecp256k1's in-memory form) */
@@ -119,6 +118,58 @@ SIGVERIFY_API int sigverify_collect_ecdsa_columns(sigverify_client* client, cons
 SIGVERIFY_API int sigverify_collect_schnorr_columns(sigverify_client* client, const uint8_t* message,
                                                     const uint8_t* key, const uint8_t* signature, uint8_t* correlate,
                                                     size_t n, size_t tail_size);
+
+/* Cancel tokens (libbitcoin's batch hook takes one). A token is cancelled
+ * once, from any thread. The verify/collect calls of a thread that bound a
+ * token with sigverify_set_cancel_token return SIGVERIFY_E_CANCELLED soon
+ * after it is cancelled (the daemon drops the rows no worker has taken; the
+ * chunks running finish): every row is then either verified or untouched
+ * (results 0; tails / correlate entries unchanged), never half-written, and
+ * sigverify_last_counts gives the counts of the verified rows. A token may
+ * be freed while bound (the binding keeps what it needs). */
+typedef struct sigverify_cancel_token sigverify_cancel_token;
+SIGVERIFY_API sigverify_cancel_token* sigverify_cancel_token_new(void); /* NULL: out of memory */
+SIGVERIFY_API void sigverify_cancel_token_cancel(sigverify_cancel_token* token);
+SIGVERIFY_API int sigverify_cancel_token_cancelled(const sigverify_cancel_token* token);
+SIGVERIFY_API void sigverify_cancel_token_free(sigverify_cancel_token* token);
+/* Binds token to the calling thread's later verify/collect calls (NULL: none). */
+SIGVERIFY_API void sigverify_set_cancel_token(sigverify_cancel_token* token);
+
+/* Group and block verdicts from row verdicts (sigverify/groups.hpp has the
+ * rules; docs/client.md). A row's grouping fields: */
+typedef struct sigverify_group_row {
+    uint8_t mn;        /* multisig: signature index << 4 | key index; threshold: m */
+    uint8_t reserved;  /* 0 */
+    uint16_t group;    /* group number within the block */
+    uint32_t block_fk; /* 24 bits; 0xFFFFFF = being written (skipped) */
+} sigverify_group_row;
+
+typedef struct sigverify_block_verdict {
+    uint32_t block_fk;
+    uint32_t groups;
+    uint32_t failed_groups;
+    int pass; /* 1: every group of the block passes */
+} sigverify_block_verdict;
+
+#define SIGVERIFY_GROUP_MULTISIG 0  /* CHECKMULTISIG groups, and single signatures */
+#define SIGVERIFY_GROUP_THRESHOLD 1 /* tapscript CHECKSIGADD groups */
+
+/* Grouping fields of n single signatures (each its own group; compute them
+ * with SIGVERIFY_GROUP_MULTISIG), from their block_fk values. */
+SIGVERIFY_API int sigverify_single_signature_group_rows(const uint32_t* block_fks, size_t n,
+                                                        sigverify_group_row* out);
+/* Grouping fields from an ECDSA libbitcoin correlate column (n entries of
+ * 6 bytes: id[3] || pair || group[2]). */
+SIGVERIFY_API int sigverify_group_rows_from_ecdsa_correlate(const uint8_t* correlate, size_t n,
+                                                            sigverify_group_row* out);
+/* Block verdicts of n rows of one table: verdicts[i] != 0 means row i
+ * verified. Writes at most capacity verdicts, sorted by block_fk, and sets
+ * *block_count to the number of blocks; SIGVERIFY_E_TOO_LARGE (nothing
+ * written) when capacity is smaller. *failed_blocks (may be NULL) counts the
+ * blocks that fail. */
+SIGVERIFY_API int sigverify_block_verdicts(int kind, const sigverify_group_row* rows, const uint8_t* verdicts,
+                                           size_t n, sigverify_block_verdict* blocks, size_t capacity,
+                                           size_t* block_count, uint64_t* failed_blocks);
 
 /* Valid/invalid row counts of this thread's last verify/collect call. */
 SIGVERIFY_API void sigverify_last_counts(uint64_t* valid, uint64_t* invalid);

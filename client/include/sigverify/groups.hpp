@@ -1,0 +1,87 @@
+// libsigverify: group and block verdicts from row verdicts.
+//
+// A node verifies its signature rows (client.hpp) and then needs to know
+// which blocks pass: every multisig (CHECKMULTISIG) and threshold (tapscript
+// CHECKSIGADD) group, and every single signature, of a block must pass. These
+// calls compute that from the rows' grouping fields and their verdicts, by
+// the rules of reference/group_verdicts.hpp (docs/columns.md states them):
+//   multisig   (i << 4 | k) pairs; the group passes when its m signatures
+//              match increasing keys through verified rows (m inferred)
+//   threshold  every row verified (BIP-342: a failing non-empty signature
+//              fails the script), at least m rows, one consistent m >= 1
+//   single     one row, its own group (single_signature_group_rows): passes
+//              iff it verified
+// Rows with block_fk FF FF FF (still being written) belong to no group and
+// are counted as skipped. A block's verdict over several tables (ECDSA singles
+// and multisig, Schnorr threshold) is the AND of its per-table verdicts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sigverify/export.h"
+
+namespace sigverify {
+
+enum class GroupKind : std::uint8_t { multisig = 0, threshold = 1 };
+
+// The grouping fields of one row.
+struct GroupRow {
+    std::uint8_t mn = 0;         // multisig: signature index << 4 | key index; threshold: m
+    std::uint16_t group = 0;     // group number within the block
+    std::uint32_t block_fk = 0;  // 24 bits; 0xFFFFFF = being written
+};
+
+// Why a group failed (bit flags of GroupVerdict::flags).
+enum GroupFlag : std::uint8_t {
+    kGroupUnmatched = 1,      // multisig: some signature found no usable key in order
+    kGroupDuplicates = 2,     // multisig: some mn appears on more than one row
+    kGroupInconsistentM = 4,  // threshold: rows disagree on m
+    kGroupZeroM = 8,          // threshold: m = 0
+    kGroupShort = 16,         // threshold: fewer than m rows
+    kGroupFailedRow = 32,     // threshold: some row did not verify
+};
+
+struct GroupVerdict {
+    std::uint32_t block_fk = 0;
+    std::uint16_t group = 0;
+    bool pass = false;
+    std::uint32_t rows = 0;        // rows in the group
+    std::uint32_t valid_rows = 0;  // of which verified
+    std::uint32_t required = 0;    // m
+    std::uint8_t flags = 0;        // GroupFlag bits
+};
+
+struct BlockVerdict {
+    std::uint32_t block_fk = 0;
+    bool pass = false;             // every group of the block passes
+    std::uint32_t groups = 0;
+    std::uint32_t failed_groups = 0;
+};
+
+struct GroupReport {
+    std::vector<GroupVerdict> groups;  // sorted by (block_fk, group)
+    std::vector<BlockVerdict> blocks;  // sorted by block_fk
+    std::uint64_t skipped_rows = 0;    // rows with block_fk 0xFFFFFF
+    std::uint64_t failed_groups = 0;
+    std::uint64_t failed_blocks = 0;
+};
+
+// verdicts[i] != 0: row i verified. Throws std::invalid_argument when the
+// spans differ in size.
+SIGVERIFY_API GroupReport compute_group_verdicts(GroupKind kind, std::span<const GroupRow> rows,
+                                                 std::span<const std::uint8_t> verdicts);
+
+// The grouping fields of an ECDSA column batch's libbitcoin correlate column
+// (6 bytes a row: id[3] || pair || group[2], docs/columns.md): multisig rows.
+SIGVERIFY_API std::vector<GroupRow> group_rows_from_ecdsa_correlate(std::span<const std::uint8_t> correlate);
+
+// Single signatures: each row its own group (numbered per block from 65535
+// downward, so they never meet multisig groups numbered from 0), to be
+// computed with GroupKind::multisig. Throws std::invalid_argument when a
+// block holds more than 65536 single signatures.
+SIGVERIFY_API std::vector<GroupRow> single_signature_group_rows(std::span<const std::uint32_t> block_fks);
+
+}  // namespace sigverify
