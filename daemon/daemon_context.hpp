@@ -12,6 +12,7 @@
 #include "daemon/config.hpp"
 #include "daemon/log_limit.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/segment_budget.hpp"
 
 namespace sigverify::daemon {
 
@@ -29,6 +30,8 @@ struct DaemonContext {
     std::atomic<std::uint64_t> refused{0};
     Metrics metrics;                          // the stats socket's counters (daemon/metrics.hpp)
     LogLimit log_limit;                       // for every log line a client can trigger repeatedly
+    SegmentBudget segment_budget;             // shared memory handed out and not yet truncated, per uid
+    int session_ended_fd = -1;                // eventfd: a session thread ended, the server reaps it at once
 };
 
 }  // namespace sigverify::daemon

@@ -180,6 +180,19 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
               "accept() failures for lack of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM); each pauses "
               "accepting on that socket for 10 ms, doubling up to 1 s.",
               load(m.accept_errors));
+    w.counter("sigverifyd_connections_rate_limited_total",
+              "Client connections refused by the per-process or per-uid connection rate limit.",
+              load(m.refused_rate_limited));
+    w.counter("sigverifyd_connections_over_shm_budget_total",
+              "Client connections refused because their segment would exceed the shared memory budget.",
+              load(m.refused_shm_budget));
+    w.gauge("sigverifyd_shm_bytes", "Shared memory handed out to clients and not yet released (truncated).",
+            s.shm_bytes);
+    w.gauge("sigverifyd_shm_budget_bytes", "Bound of sigverifyd_shm_bytes (--max-clients segments).",
+            s.shm_budget_bytes);
+    w.counter("sigverifyd_segments_truncated_total",
+              "Segments truncated to zero bytes when their session ended (pages freed even if a client kept them).",
+              load(m.segments_truncated));
     w.counter("sigverifyd_protocol_errors_total",
               "Protocol errors: malformed handshakes, invalid submissions, ring index violations.", s.protocol_errors);
     w.counter("sigverifyd_chunks_total", "Chunks verified by the backends.", load(m.chunks));
@@ -249,6 +262,9 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
               load(m.stats_refused));
     w.counter("sigverifyd_stats_dropped_total", "Stats readers dropped (too slow, idle, oversized request).",
               load(m.stats_dropped));
+    w.counter("sigverifyd_stats_evicted_total",
+              "Idle stats connections closed to make room for a new one at the connection limit.",
+              load(m.stats_evicted));
     w.counter("sigverifyd_metrics_textfile_writes_total", "Successful writes of --metrics-textfile.", load(m.textfile_writes));
     w.counter("sigverifyd_metrics_textfile_errors_total",
               "Failed writes of --metrics-textfile (the first one is logged; fix the path or its permissions).",
@@ -302,7 +318,8 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
     }
     j["gauges"] = {{"queue_depth", s.queued_jobs},       {"ring_in_flight", in_flight},
                    {"ring_capacity", capacity},          {"clients_connected", s.connected_clients},
-                   {"clients_max", s.max_clients},       {"stats_connections", s.stats_connections}};
+                   {"clients_max", s.max_clients},       {"stats_connections", s.stats_connections},
+                   {"shm_bytes", s.shm_bytes},           {"shm_budget_bytes", s.shm_budget_bytes}};
     if (s.has_split)
         j["split"] = {{"gpu_latency_seconds", s.split.gpu_latency_s},
                       {"gpu_row_seconds", s.split.gpu_row_s},
@@ -311,6 +328,9 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                      {"connections_refused", s.refused},
                      {"protocol_errors", s.protocol_errors},
                      {"accept_errors", load(m.accept_errors)},
+                     {"connections_rate_limited", load(m.refused_rate_limited)},
+                     {"connections_over_shm_budget", load(m.refused_shm_budget)},
+                     {"segments_truncated", load(m.segments_truncated)},
                      {"chunks", load(m.chunks)},
                      {"cpu_fallback_chunks", load(m.cpu_fallback_chunks)},
                      {"cpu_fallback_rows", load(m.cpu_fallback_rows)},
@@ -325,6 +345,7 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                      {"stats_requests", load(m.stats_requests)},
                      {"stats_refused", load(m.stats_refused)},
                      {"stats_dropped", load(m.stats_dropped)},
+                     {"stats_evicted", load(m.stats_evicted)},
                      {"textfile_writes", load(m.textfile_writes)},
                      {"textfile_errors", load(m.textfile_errors)},
                      {"config_reloads", load(m.config_reloads)},

@@ -45,6 +45,13 @@ struct Metrics {
     // accept() failures for lack of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM) on the
     // control or stats socket; each one pauses that socket's accepts (daemon/accept_backoff.hpp).
     Counter accept_errors{0};
+    // Sessions refused by the connection rate limit (daemon/connection_rate.hpp)
+    // and by the shared memory budget (daemon/segment_budget.hpp); both are
+    // also in connections_refused.
+    Counter refused_rate_limited{0};
+    Counter refused_shm_budget{0};
+    // Segments the daemon truncated to zero bytes when their session ended.
+    Counter segments_truncated{0};
     Counter chunks{0};
     Counter cpu_fallback_chunks{0};
     Counter cpu_fallback_rows{0};
@@ -64,6 +71,7 @@ struct Metrics {
     Counter stats_requests{0};
     Counter stats_refused{0};              // stats connections refused (permission, too many)
     Counter stats_dropped{0};              // stats readers dropped (slow, idle, oversized request)
+    Counter stats_evicted{0};              // idle stats readers closed to make room for a new one
     Counter textfile_writes{0};            // --metrics-textfile written
     Counter textfile_errors{0};            // --metrics-textfile writes that failed (the first one is logged)
     Counter config_reloads{0};             // SIGHUPs that re-read the configuration
@@ -127,6 +135,8 @@ struct StatsSnapshot {
     std::uint64_t refused = 0;
     std::uint64_t protocol_errors = 0;
     std::uint64_t stats_connections = 0;
+    std::uint64_t shm_bytes = 0;        // shared memory handed out and not yet released (segment_budget.hpp)
+    std::uint64_t shm_budget_bytes = 0;
     std::vector<ClientInfo> clients;
     std::vector<BackendInfo> backends;
     RunningSettings settings;

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -74,6 +75,47 @@ Server::Server(Config cfg) {
 Server::~Server() {
     if (listen_fd_ >= 0) close(listen_fd_);
     if (signal_fd_ >= 0) close(signal_fd_);
+    if (session_ended_fd_ >= 0) close(session_ended_fd_);
+}
+
+// The shared memory budget: two segments of the largest size a client can
+// get per --max-clients slot: one of the session in the slot, one of a
+// session that ended there and whose segment is not released yet (a client
+// that hung up frees its slot at once; its segment is truncated once its last
+// running chunk finished, normally within milliseconds). One uid may use all
+// of it, as it may use every session slot (a node with several connections).
+void Server::set_segment_budget() {
+    shm::Layout layout;
+    const std::uint64_t segment = shm::compute_layout(ctx_.config.ring_entries, ctx_.config.ring_entries,
+                                                      std::max(ctx_.config.arena_size, shm::kMinArenaSize), layout)
+                                      ? layout.segment_size
+                                      : ctx_.config.arena_size;
+    const std::uint64_t total = 2 * segment * std::max(1u, unsigned(ctx_.config.max_clients));
+    ctx_.segment_budget.set_limits(total, total);
+}
+
+// Sessions that hold a slot: those running, less those whose client has
+// hung up (they are ending: their threads finish within a few milliseconds).
+// So a client that closes and reconnects at once is not refused as busy.
+// active_sessions is read first: a session that finishes meanwhile can only
+// make this an overestimate.
+unsigned Server::occupied_slots() const {
+    const unsigned active = ctx_.active_sessions.load();
+    unsigned ending = 0;
+    for (const auto& [session, thread] : sessions_)
+        if (session->hang_up_seen() && !session->finished()) ++ending;
+    return active - std::min(active, ending);
+}
+
+// Every session whose client may still hang up: the main loop notices the
+// hang-up at once and ends the session (Session::peer_hung_up), instead of
+// the reader finding it at its next socket check.
+void Server::watch_hang_ups(std::vector<pollfd>& fds, std::vector<Session*>& watched) const {
+    for (const auto& [session, thread] : sessions_) {
+        if (session->finished() || session->hang_up_seen()) continue;
+        fds.push_back({session->control_fd(), POLLRDHUP, 0});
+        watched.push_back(session.get());
+    }
 }
 
 // SIGHUP: the log destination is opened again (logrotate moved the file),
@@ -188,10 +230,12 @@ bool Server::peer_allowed(int fd, const ucred& cred, std::string& why) {
 // Descriptors the daemon needs with every client connected: a base for the
 // process itself (stdio, log file, both listening sockets, signalfd, notify
 // socket, metrics textfile, GPU driver files), the stats connections, and per
-// client its control socket plus, during its handshake, the two descriptors
-// of its new segment. Refused connections kept open until the peer read the
-// reply use what is left (at most 256). Raises the soft RLIMIT_NOFILE up to
-// the hard one when needed; false when even the hard limit is too low.
+// client its control socket and its segment's descriptor (kept to truncate
+// it) plus, during its handshake, the one passed to the client. Refused
+// connections kept open until the peer read the reply, and sessions parked
+// after a protocol violation (at most 64), use what is left (at most 256).
+// Raises the soft RLIMIT_NOFILE up to the hard one when needed; false when
+// even the hard limit is too low.
 bool Server::check_descriptor_limit() {
     constexpr rlim_t kBase = 64, kStats = 16, kPerClient = 3, kLinger = 256;
     const rlim_t need = kBase + kStats + kPerClient * rlim_t(ctx_.config.max_clients);
@@ -250,13 +294,24 @@ bool Server::accept_one() {
         linger_refused(fd);
         return true;
     }
-    if (ctx_.active_sessions.load() >= ctx_.config.max_clients) {
+    if (occupied_slots() >= ctx_.config.max_clients) {
         ++ctx_.refused;
         if (ctx_.log_limit.allow(*ctx_.log, "refused: busy"))
             ctx_.log->warn("refused connection from pid {} uid {}: --max-clients {} reached", cred.pid, cred.uid,
                            ctx_.config.max_clients);
         send_refusal(fd, shm::Status::busy, ctx_.epoch,
                      "sigverifyd is serving its maximum of " + std::to_string(ctx_.config.max_clients) + " clients");
+        linger_refused(fd);
+        return true;
+    }
+    if (!connection_rate_.admit(cred.uid, cred.pid, std::chrono::steady_clock::now(), why)) {
+        // Checked last, so that only sessions that start take a token; refused
+        // before anything is set up for it: one reply, no thread, no segment.
+        ++ctx_.refused;
+        ctx_.metrics.refused_rate_limited.fetch_add(1, std::memory_order_relaxed);
+        if (ctx_.log_limit.allow(*ctx_.log, "refused: rate limit"))
+            ctx_.log->warn("refused connection from pid {} uid {}: {}", cred.pid, cred.uid, why);
+        send_refusal(fd, shm::Status::busy, ctx_.epoch, "sigverifyd is busy: " + why);
         linger_refused(fd);
         return true;
     }
@@ -282,37 +337,60 @@ void Server::linger_refused(int fd) {
     refused_.emplace_back(fd, std::chrono::steady_clock::now() + std::chrono::seconds(1));
 }
 
+// fds[k] is refused_[k] for k < n: the entries polled, in order (accept_one
+// only appends). One pass, so a flood of refusals costs linear time.
 void Server::drain_refused(const pollfd* fds, std::size_t n) {
     const auto now = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < refused_.size();) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < refused_.size(); ++i) {
         bool done = now >= refused_[i].second;
-        for (std::size_t k = 0; k < n && !done; ++k) {
-            if (fds[k].fd != refused_[i].first || fds[k].revents == 0) continue;
+        if (!done && i < n && fds[i].fd == refused_[i].first && fds[i].revents != 0) {
             char buf[512];
-            const ssize_t r = recv(fds[k].fd, buf, sizeof buf, MSG_DONTWAIT);
+            const ssize_t r = recv(fds[i].fd, buf, sizeof buf, MSG_DONTWAIT);
             done = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
-                   (fds[k].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+                   (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
         }
-        if (done) {
-            close(refused_[i].first);
-            refused_[i] = refused_.back();
-            refused_.pop_back();
-        } else {
-            ++i;
-        }
+        if (done) close(refused_[i].first);
+        else refused_[kept++] = refused_[i];
     }
+    refused_.resize(kept);
 }
 
+// Joins the threads of ended sessions (all of them on shutdown). A session
+// whose client is still connected although the daemon ended it (a protocol
+// violation) is parked: its segment stays mapped for the client to read the
+// closed state, and is truncated when the client hangs up or after
+// kParkedGrace (it stays counted in the shared memory budget meanwhile).
 void Server::reap_sessions(bool all) {
+    constexpr auto kParkedGrace = std::chrono::seconds(2);
+    constexpr std::size_t kMaxParked = 64;
+    const auto now = std::chrono::steady_clock::now();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
         if (all || it->first->finished()) {
             if (all) it->first->request_stop();
             if (it->second.joinable()) it->second.join();
+            if (!all && !ctx_.stopping.load() && !it->first->peer_gone()) {
+                // Each holds its control socket and segment descriptor: bounded,
+                // the oldest one's grace is cut short (truncated now) when full.
+                if (parked_.size() >= kMaxParked) parked_.erase(parked_.begin());
+                parked_.emplace_back(it->first, now + kParkedGrace);
+            }
             it = sessions_.erase(it);
         } else {
             ++it;
         }
     }
+    if (all) parked_.clear();
+}
+
+void Server::release_parked(const pollfd* fds, std::size_t n) {
+    const auto now = std::chrono::steady_clock::now();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < parked_.size(); ++i) {
+        const bool hung_up = i < n && (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+        if (!hung_up && now < parked_[i].second) parked_[kept++] = std::move(parked_[i]);
+    }
+    parked_.resize(kept);  // the dropped ones are destroyed: unmapped, truncated, released
 }
 
 void Server::shutdown_gracefully() {
@@ -482,6 +560,13 @@ int Server::run() {
         log.critical("stats socket: {}", err);
         return exit_status::runtime_failure;
     }
+    session_ended_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (session_ended_fd_ < 0) {
+        log.critical("eventfd: {}", std::strerror(errno));
+        return exit_status::runtime_failure;
+    }
+    ctx_.session_ended_fd = session_ended_fd_;
+    set_segment_budget();
     scheduler_->start();
     log.info("sigverifyd {} listening on {} (backend {}, {} threads, chunk {} rows, arena {} bytes, {} ring entries, "
              "max {} clients, epoch {:016x})",
@@ -498,10 +583,16 @@ int Server::run() {
     for (;;) {
         const auto now = std::chrono::steady_clock::now();
         std::vector<pollfd> fds = {{accept_backoff_.poll_fd(listen_fd_, now), POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+        fds.push_back({session_ended_fd_, POLLIN, 0});
         const std::size_t stats_at = fds.size();
         stats_->add_pollfds(fds);
         const std::size_t refused_at = fds.size();
         for (const auto& [fd, deadline] : refused_) fds.push_back({fd, POLLIN | POLLRDHUP, 0});
+        const std::size_t sessions_at = fds.size();
+        std::vector<Session*> watched;
+        watch_hang_ups(fds, watched);
+        const std::size_t parked_at = fds.size();
+        for (const auto& [session, deadline] : parked_) fds.push_back({session->control_fd(), POLLRDHUP, 0});
         int timeout = refused_.empty() ? 200 : 50;
         if (const int t = stats_->next_timeout_ms(); t >= 0) timeout = std::min(timeout, t);
         if (const int t = accept_backoff_.timeout_ms(now); t >= 0) timeout = std::min(timeout, t);
@@ -524,11 +615,22 @@ int Server::run() {
             }
             if (stop) break;
         }
+        // Hang-ups first: a client that closed and reconnects at once finds its slot free.
+        if (r > 0) {
+            for (std::size_t i = 0; i < watched.size(); ++i)
+                if (fds[sessions_at + i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+                    watched[i]->peer_hung_up();
+        }
         if (r > 0 && (fds[0].revents & POLLIN)) {
             for (int i = 0; i < 16 && accept_one(); ++i) {
             }
         }
-        if (!refused_.empty()) drain_refused(fds.data() + refused_at, fds.size() - refused_at);
+        if (r > 0 && (fds[2].revents & POLLIN)) {
+            std::uint64_t ended = 0;
+            (void)!read(session_ended_fd_, &ended, sizeof ended);
+        }
+        if (!refused_.empty()) drain_refused(fds.data() + refused_at, sessions_at - refused_at);
+        if (!parked_.empty()) release_parked(fds.data() + parked_at, fds.size() - parked_at);
         stats_->handle(fds.data() + stats_at, refused_at - stats_at);
         reap_sessions(false);
         periodic(std::chrono::steady_clock::now());
@@ -558,6 +660,8 @@ StatsSnapshot Server::snapshot() {
     s.refused = ctx_.refused.load();
     s.protocol_errors = ctx_.protocol_errors.load();
     s.stats_connections = stats_ ? stats_->connections() : 0;
+    s.shm_bytes = ctx_.segment_budget.total();
+    s.shm_budget_bytes = ctx_.segment_budget.total_limit();
     s.settings.log_level = ctx_.config.log_level;
     s.settings.log_format = std::string(to_string(ctx_.config.log_format));
     s.settings.cross_check_sample = ctx_.config.cross_check_sample;

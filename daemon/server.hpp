@@ -20,6 +20,7 @@
 #include "daemon/striped_backend.hpp"
 #include "daemon/gpu_backend.hpp"
 #include "daemon/config.hpp"
+#include "daemon/connection_rate.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/daemon_context.hpp"
 #include "daemon/metrics.hpp"
@@ -64,12 +65,21 @@ private:
     unsigned group_gid_ = 0;
     std::uint64_t next_session_id_ = 1;
     std::vector<std::pair<std::shared_ptr<Session>, std::thread>> sessions_;
+    // Ended by the daemon while their client stays connected: kept (segment
+    // mapped and counted) until the client hangs up or a grace period ends.
+    std::vector<std::pair<std::shared_ptr<Session>, std::chrono::steady_clock::time_point>> parked_;
+    void release_parked(const ::pollfd* fds, std::size_t n);
     // Refused connections: the refusal is sent at once, the socket is closed
     // when the peer has read it (hang-up) or after a second, so the peer never
     // sees a reset instead of the reason. Bounded.
     std::vector<std::pair<int, std::chrono::steady_clock::time_point>> refused_;
     std::size_t max_lingering_ = 256;  // lowered at start-up to what RLIMIT_NOFILE leaves
     AcceptBackoff accept_backoff_;     // accept() out of descriptors: stop polling listen_fd_ for a while
+    ConnectionRate connection_rate_;   // sessions per process and per uid (daemon/connection_rate.hpp)
+    int session_ended_fd_ = -1;        // eventfd the session threads write when they end
+    void set_segment_budget();
+    unsigned occupied_slots() const;
+    void watch_hang_ups(std::vector<::pollfd>& fds, std::vector<Session*>& watched) const;
     void linger_refused(int fd);
     void drain_refused(const ::pollfd* fds, std::size_t n);
 

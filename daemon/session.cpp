@@ -74,7 +74,22 @@ Session::~Session() {
     // Every job holds this session, so no chunk reads the segment any more.
     if (mapped_in_backend_) ctx_.scheduler->unmap_client_memory(base_);
     if (guard_slot_ >= 0) guard::unregister_mapping(guard_slot_);
-    region_.reset();  // munmap
+    region_.reset();  // munmap: nothing in the daemon touches the segment from here on
+    if (seg_fd_ >= 0) {
+        // tmpfs frees the pages now, whoever still holds the descriptor or a
+        // mapping (a later access there gets SIGBUS). The client cannot stop
+        // it: a POSIX shared memory file is created with F_SEAL_SEAL, so no
+        // seal can be added to it. The server destroys a session once its
+        // client hung up (an honest client unmaps before it closes its
+        // control socket), or 2 s after the daemon ended a session whose
+        // client stayed connected (a protocol violation: time to read the
+        // closed state). On shutdown the clients are left their segments:
+        // they notice the closing state and reconnect to the next daemon.
+        if (!ctx_.stopping.load() && ftruncate(seg_fd_, 0) == 0)
+            ctx_.metrics.segments_truncated.fetch_add(1, std::memory_order_relaxed);
+        close(seg_fd_);
+    }
+    if (budget_bytes_ != 0) ctx_.segment_budget.release(cred_.uid, budget_bytes_);
     if (fd_ >= 0) close(fd_);
 }
 
@@ -118,12 +133,16 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
         }
         shm.truncate(static_cast<bip::offset_t>(layout.segment_size));
         region_ = std::make_unique<bip::mapped_region>(shm, bip::read_write, 0, layout.segment_size);
-        fd_out = fcntl(shm_fd, F_DUPFD_CLOEXEC, 0);
-        if (fd_out < 0) return false;
+        seg_fd_ = fcntl(shm_fd, F_DUPFD_CLOEXEC, 0);  // kept: truncated when the session is destroyed
+        if (seg_fd_ < 0) return false;
     } catch (const std::exception& e) {
         ctx_.log->warn("session {}: cannot create shared segment: {}", id_, e.what());
         return false;
     }
+    // The one to pass, duplicated after the creating handle closed: at most
+    // three descriptors per client (socket, kept, passed) at any time.
+    fd_out = fcntl(seg_fd_, F_DUPFD_CLOEXEC, 0);
+    if (fd_out < 0) return false;
     base_ = static_cast<std::uint8_t*>(region_->get_address());
     guard_slot_ = guard::register_mapping(base_, layout.segment_size);
     header_ = reinterpret_cast<shm::SegmentHeader*>(base_);
@@ -219,6 +238,19 @@ bool Session::handshake() {
         }
         ring = std::clamp(hello.requested_ring_entries, shm::kMinRingEntries, ctx_.config.ring_entries);
     }
+    // The budget is checked before anything is created.
+    if (shm::Layout layout; shm::compute_layout(ring, ring, arena, layout)) {
+        std::string why;
+        if (!ctx_.segment_budget.try_reserve(cred_.uid, layout.segment_size, why)) {
+            ++ctx_.refused;
+            ctx_.metrics.refused_shm_budget.fetch_add(1, std::memory_order_relaxed);
+            if (ctx_.log_limit.allow(*ctx_.log, "refused: shared memory budget"))
+                ctx_.log->warn("refused client {} '{}' ({}): {}", id_, name_, peer_, why);
+            refuse(shm::Status::busy, "sigverifyd is busy: " + why);
+            return false;
+        }
+        budget_bytes_ = layout.segment_size;
+    }
     int seg_fd = -1;
     if (!create_segment(arena, ring, seg_fd)) {
         refuse(shm::Status::system_error, "sigverifyd could not create the shared segment");
@@ -272,11 +304,17 @@ void Session::run() noexcept {
         ctx_.log->error("client {}: session error: {}", id_, e.what());
         if (header_ != nullptr) end_session();
     }
+    // Write side only: the client sees EOF, and the server can still tell
+    // when the client hangs up (peer_gone) before the segment is truncated.
     if (fd_ >= 0) {
-        shutdown(fd_, SHUT_RDWR);
+        shutdown(fd_, SHUT_WR);
     }
     ctx_.active_sessions.fetch_sub(1);
     finished_.store(true, std::memory_order_release);
+    if (ctx_.session_ended_fd >= 0) {
+        const std::uint64_t one = 1;
+        (void)!write(ctx_.session_ended_fd, &one, sizeof one);  // wake the server to reap this session
+    }
 }
 
 void Session::set_closing() {
@@ -287,6 +325,20 @@ void Session::set_closing() {
         shm::ring_force(header_->client_bell);
         shm::ring_force(header_->daemon_bell);
     }
+}
+
+bool Session::peer_gone() const {
+    pollfd p{fd_, POLLRDHUP, 0};
+    return fd_ < 0 || (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0);
+}
+
+void Session::peer_hung_up() {
+    hung_up_.store(true, std::memory_order_relaxed);
+    // Before the handshake ends the session thread is in recv(), which the
+    // hang-up already ends; header_ is only read once established.
+    if (!established()) return;
+    stop_.store(true);
+    shm::ring_force(header_->daemon_bell);
 }
 
 void Session::request_stop() {

@@ -8,7 +8,11 @@
 // Scheduler::submit is a shared_ptr that shares ownership of the Session
 // (aliasing constructor), held while the queue is runnable and by every
 // worker running one of its chunks. So the mapping stays valid until the last
-// chunk that writes into it has finished; the destructor unmaps it.
+// chunk that writes into it has finished; the destructor unmaps it, then
+// truncates the segment to zero bytes (unless the daemon is stopping), which
+// frees its pages even if the client kept the descriptor or a mapping, and
+// only then gives its bytes back to the shared memory budget
+// (daemon/segment_budget.hpp).
 #pragma once
 
 #include <sys/socket.h>
@@ -52,6 +56,14 @@ public:
     // Server side (any thread).
     void set_closing();           // shutdown began: answer new submissions with shutting_down
     void request_stop();          // end the session as soon as possible
+    // The server saw the client hang up its control socket: end the session
+    // now rather than at the reader's next socket check (frees the slot and,
+    // once the last chunk is done, the segment).
+    void peer_hung_up();
+    bool hang_up_seen() const { return hung_up_.load(std::memory_order_relaxed); }
+    // The client closed its control socket (or shut down its side).
+    bool peer_gone() const;
+    int control_fd() const { return fd_; }
     bool finished() const { return finished_.load(std::memory_order_acquire); }
     std::uint64_t id() const { return id_; }
     // For the stats socket (any thread): who this client is and what it did.
@@ -94,6 +106,8 @@ private:
     // Stage this session's rows: the backend cannot read them in place, or
     // the client rewrote rows while they were verified (Job::stage_rows).
     std::atomic<bool> stage_rows_{false};
+    int seg_fd_ = -1;       // the segment, kept to truncate it when the session is destroyed
+    std::uint64_t budget_bytes_ = 0;  // counted in ctx_.segment_budget for cred_.uid
     std::uint8_t* base_ = nullptr;
     shm::SegmentHeader* header_ = nullptr;
     shm::SubmissionEntry* sqes_ = nullptr;
@@ -113,6 +127,7 @@ private:
     std::atomic<bool> stop_{false};
     std::atomic<bool> finished_{false};
     std::atomic<bool> violated_{false};
+    std::atomic<bool> hung_up_{false};
 
     std::atomic<bool> established_{false};  // handshake done: name_ and the segment are set
     std::atomic<std::uint64_t> batches_{0}, rows_{0};

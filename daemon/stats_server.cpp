@@ -1,5 +1,6 @@
 #include "daemon/stats_server.hpp"
 
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -166,6 +167,7 @@ void StatsServer::accept_some() {
             reject(fd, "error: permission denied: " + why + "\n");
             continue;
         }
+        if (conns_.size() >= limits_.max_connections) evict_idle();
         if (conns_.size() >= limits_.max_connections) {
             if (log_limit_ == nullptr || log_limit_->allow(*log_, "refused stats: too many"))
                 log_->warn("refused stats connection from pid {}: {} stats connections open", cred.pid,
@@ -178,6 +180,27 @@ void StatsServer::accept_some() {
         c.deadline = Clock::now() + limits_.request_timeout;
         conns_.push_back(std::move(c));
     }
+}
+
+// At the connection limit: closes the oldest connection that has sent
+// nothing yet (nothing received, nothing waiting in its socket), so that
+// readers holding idle connections cannot keep an operator out. One that is
+// sending its command or reading its answer is never closed for this.
+bool StatsServer::evict_idle() {
+    for (auto it = conns_.begin(); it != conns_.end(); ++it) {
+        if (it->writing || !it->in.empty()) continue;
+        int pending = 0;
+        if (ioctl(it->fd, FIONREAD, &pending) != 0 || pending != 0) continue;
+        metrics_.stats_evicted.fetch_add(1, std::memory_order_relaxed);
+        const std::string line = "error: closed: idle at the stats connection limit (" +
+                                 std::to_string(limits_.max_connections) + "), to make room for another reader\n";
+        (void)send(it->fd, line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        shutdown(it->fd, SHUT_WR);
+        close_conn(*it);
+        conns_.erase(it);
+        return true;
+    }
+    return false;
 }
 
 std::string StatsServer::answer(std::string_view raw) {

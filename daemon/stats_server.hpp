@@ -8,7 +8,10 @@
 // kMaxRequest bytes and must arrive within the request timeout, an answer is
 // at most kMaxOutput bytes and must be read within the write timeout, and at
 // most max_connections stats connections are open at once; a reader that
-// breaks any of these is dropped (sigverifyd_stats_dropped_total).
+// breaks any of these is dropped (sigverifyd_stats_dropped_total). At the
+// connection limit a new reader takes the place of the oldest connection that
+// has sent nothing (sigverifyd_stats_evicted_total), so idle connections
+// cannot keep an operator from reading the stats.
 #pragma once
 
 #include <poll.h>
@@ -83,6 +86,7 @@ private:
         std::chrono::steady_clock::time_point deadline;
     };
     void accept_some();
+    bool evict_idle();
     void reject(int fd, const std::string& line);
     // false: the connection is finished (closed by the caller).
     bool on_readable(Conn& c);

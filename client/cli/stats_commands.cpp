@@ -67,8 +67,13 @@ int run_stats(const StatsArgs& a) {
         command = "stats json";
     }
     const std::string answer = stats_request(a.runtime_dir, command);
+    if (answer.rfind("error:", 0) == 0) {
+        // The daemon's refusal or complaint, as it wrote it.
+        std::fprintf(stderr, "sigverify stats: sigverifyd answered: %s", answer.c_str());
+        if (answer.back() != '\n') std::fputc('\n', stderr);
+        return int(ExitCode::daemon);
+    }
     std::fwrite(answer.data(), 1, answer.size(), stdout);
-    if (answer.rfind("error:", 0) == 0) return int(ExitCode::daemon);
     return int(ExitCode::ok);
 }
 
@@ -367,12 +372,29 @@ std::string stats_request(const std::string& runtime_dir, const std::string& com
                                                                   : ""));
     }
     const std::string line = command + "\n";
-    if (send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
-        const int err = errno;
-        close(fd);
-        throw DaemonError("stats socket: cannot send the command: " + std::string(std::strerror(err)));
-    }
+    // A refusing daemon writes its reason and closes at once, so the send may
+    // fail (EPIPE): the reason is still waiting to be read, and is what the
+    // user needs to see, so read it before reporting the send error.
+    int send_error = 0;
+    if (send(fd, line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size()))
+        send_error = errno == 0 ? EPIPE : errno;
     shutdown(fd, SHUT_WR);
+    if (send_error != 0) {
+        std::string reason;
+        char buf[4096];
+        for (;;) {
+            const ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (n > 0 && reason.size() < 65536) {
+                reason.append(buf, std::size_t(n));
+                continue;
+            }
+            if (n < 0 && errno == EINTR) continue;
+            break;
+        }
+        close(fd);
+        if (reason.rfind("error:", 0) == 0) return reason;
+        throw DaemonError("stats socket: cannot send the command: " + std::string(std::strerror(send_error)));
+    }
     std::string out;
     const auto deadline = Clock::now() + timeout;
     char buf[65536];

@@ -93,13 +93,15 @@ std::unique_ptr<Client> Client::connect(const ClientOptions& options, Status& st
         status = impl->connect_locked();
         message = impl->last_error;
         if (status != Status::ok) {
-            // An absent, stopping or full daemon is covered by the local
-            // fallback; a refusal for permission or protocol version is a
-            // configuration error and is reported.
-            const bool absent = status == Status::unreachable || status == Status::timeout ||
-                                status == Status::disconnected || status == Status::shutting_down ||
-                                status == Status::busy;
-            if (options.fallback != Fallback::local || !absent) return nullptr;
+            // Every way the daemon can fail to serve (absent, stopping, full,
+            // rate-limited, over its shared memory budget, out of memory or
+            // descriptors: system_error, a broken handshake or segment) is
+            // covered by the local fallback; only a refusal for permission or
+            // protocol version, or a bad option, is a configuration error
+            // that is reported even with fallback.
+            const bool configuration = status == Status::permission_denied ||
+                                       status == Status::protocol_version || status == Status::invalid_argument;
+            if (options.fallback != Fallback::local || configuration) return nullptr;
         }
         return std::unique_ptr<Client>(new Client(std::move(impl)));
     } catch (const std::exception& e) {
