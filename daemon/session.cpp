@@ -338,7 +338,9 @@ void Session::peer_hung_up() {
     // hang-up already ends; header_ is only read once established.
     if (!established()) return;
     stop_.store(true);
-    shm::ring_force(header_->daemon_bell);
+    // A mapping the SIGBUS guard replaced is no longer the client's: the
+    // reader sees stop_ at its next check anyway.
+    if (!guard::poisoned(guard_slot_)) shm::ring_force(header_->daemon_bell);
 }
 
 void Session::request_stop() {
