@@ -247,6 +247,13 @@ ssize_t recv_reply(int fd, shm::HelloReply& reply, int& seg_fd) {
     return r.bytes;
 }
 
+// SIGVERIFY_FUZZ_DEBUG=1: what the daemon answered, on stderr (to see what a
+// committed input does: ./fuzz_session FILE).
+bool debug() {
+    static const bool on = std::getenv("SIGVERIFY_FUZZ_DEBUG") != nullptr;
+    return on;
+}
+
 bool peer_closed(int fd, int ms) {
     pollfd p{fd, POLLIN | POLLRDHUP, 0};
     if (poll(&p, 1, ms) <= 0) return false;
@@ -342,7 +349,7 @@ public:
         FUZZ_CHECK(reply.magic == shm::kReplyMagic);
         FUZZ_CHECK(reply.epoch == world->ctx->epoch);
         FUZZ_CHECK(shm::read_text(reply.error).size() < sizeof reply.error);
-        if (std::getenv("SIGVERIFY_FUZZ_DEBUG") != nullptr)
+        if (debug())
             std::fprintf(stderr, "hello reply: status %u '%s'\n", reply.status, std::string(shm::read_text(reply.error)).c_str());
         if (reply.status != static_cast<std::uint32_t>(shm::Status::ok)) {
             FUZZ_CHECK(seg_fd_ < 0);  // a refusal never hands out a segment
@@ -507,6 +514,10 @@ private:
         const bool up = daemon_.wake();
         FUZZ_CHECK(up || hostile_);
         if (up) FUZZ_CHECK(world->ctx->protocol_errors.load() >= errors + 1);
+        if (debug())
+            std::fprintf(stderr, "packet of %zu bytes%s: session %s, protocol errors +%llu\n", n,
+                         pass >= 0 ? " with a descriptor" : "", up ? "goes on" : "ended",
+                         static_cast<unsigned long long>(world->ctx->protocol_errors.load() - errors));
         else closed_ = true;
     }
 
@@ -649,6 +660,10 @@ private:
     }
 
     void check_completion(const shm::CompletionEntry& c) {
+        if (debug())
+            std::fprintf(stderr, "completion: tag %llu status %u valid %llu invalid %llu detail %u\n",
+                         static_cast<unsigned long long>(c.user_tag), c.status, static_cast<unsigned long long>(c.valid),
+                         static_cast<unsigned long long>(c.invalid), c.detail);
         FUZZ_CHECK(c.epoch == world->ctx->epoch);
         auto it = expect_.find(c.user_tag);
         FUZZ_CHECK(it != expect_.end());  // submitted and not answered yet
