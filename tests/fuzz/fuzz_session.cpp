@@ -59,6 +59,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -721,6 +722,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     setsockopt(sv[1], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     const ucred cred{getpid(), getuid(), getgid()};
     auto& ctx = *world->ctx;
+    // A fresh log limit per input, as in a daemon that just started: which
+    // lines are formatted then depends on the input, not on the clock and on
+    // the inputs before it (libFuzzer's coverage stays reproducible).
+    ctx.log_limit.~LogLimit();
+    new (&ctx.log_limit) daemon::LogLimit();
     auto session = std::make_shared<daemon::Session>(ctx, sv[0], cred, world->next_id++);  // owns sv[0]
     ctx.active_sessions.fetch_add(1);  // as the server does before the session starts
     {
