@@ -14,6 +14,7 @@
 //      indices, scribbles over the header and the completion ring, packets on
 //      the control socket (up to 4 KiB, with a descriptor or not), doorbells,
 //      reaping completions, disconnecting
+//      (and, at any point, the daemon beginning to shut down)
 //   3. how the session ends: the server stops it, the server saw the hang-up,
 //      or the reader finds the hang-up on its socket itself
 //
@@ -34,7 +35,8 @@
 //     the session is established exactly when the client's messages were valid
 //   - every completion carries the daemon's epoch and a tag that was submitted
 //     and not yet answered, with the status check_submission() gives for the
-//     entry as written; a verify completion counts exactly row_count rows
+//     entry as written (shutting_down for a valid one taken after the daemon
+//     began to shut down); a verify completion counts exactly row_count rows
 //   - an honest client (no hostile index or header writes) gets every answer
 //     within the bound, and a hostile one ends its own session, never a hang
 //   - a packet on the control socket after the handshake (any size, with a
@@ -132,6 +134,8 @@ public:
         leave();
     }
     bool ended() const { return ended_; }
+    // The server began to shut down (SIGTERM): Server::stop's first call.
+    void server_closing() { s_.set_closing(); }
     // The daemon's mapping of the segment and the descriptor it keeps (the
     // client uses that mapping: the same shared pages as a mapping of the
     // passed descriptor, without an mmap and a munmap per input).
@@ -402,7 +406,7 @@ public:
     void operations() {
         int ops = 0;
         while (in_.remaining_bytes() > 0 && ops++ < 48 && !closed_) {
-            switch (in_.ConsumeIntegralInRange<int>(0, 12)) {
+            switch (in_.ConsumeIntegralInRange<int>(0, 13)) {
             case 0:
             case 1:
             case 2: submit_plausible(); break;
@@ -423,6 +427,7 @@ public:
             case 9: scribble_header(); break;
             case 10: stray_packet(); break;
             case 11: submit_cancel(); break;
+            case 12: begin_shutdown(); break;
             default:
                 bell();
                 break;
@@ -520,6 +525,20 @@ private:
                          pass >= 0 ? " with a descriptor" : "", up ? "goes on" : "ended",
                          static_cast<unsigned long long>(world->ctx->protocol_errors.load() - errors));
         else closed_ = true;
+    }
+
+    // The daemon begins to shut down: every entry it takes from now on that
+    // passes check_submission is answered shutting_down (the client then
+    // reconnects to the next daemon); entries already taken finish.
+    void begin_shutdown() {
+        if (closing_tag_ == 0) {
+            // Entries at and after the daemon's published head are taken after
+            // this (tag = ring index + 1). A hostile client's completions are
+            // not checked.
+            closing_tag_ = hostile_ ? 1 : shm::word(h_->sq_head).load(std::memory_order_acquire) + 1ull;
+            daemon_.server_closing();
+        }
+        bell();
     }
 
     // A cancel entry (ABI 1.3) naming a tag submitted earlier (answered or
@@ -670,7 +689,10 @@ private:
         FUZZ_CHECK(it != expect_.end());  // submitted and not answered yet
         const Expect e = it->second;
         expect_.erase(it);
-        if (e.cancel) {
+        if (closing_tag_ != 0 && c.user_tag >= closing_tag_ && e.status == shm::Status::ok) {
+            FUZZ_CHECK(c.status == static_cast<std::uint32_t>(shm::Status::shutting_down));
+            FUZZ_CHECK(c.valid == 0 && c.invalid == 0);
+        } else if (e.cancel) {
             FUZZ_CHECK(c.status == static_cast<std::uint32_t>(shm::Status::ok) ||
                        c.status == static_cast<std::uint32_t>(shm::Status::not_found));
             FUZZ_CHECK(c.valid == 0 && c.invalid == 0);
@@ -698,6 +720,7 @@ private:
     std::uint32_t sq_entries_ = 0, cq_entries_ = 0;
     std::uint32_t sq_tail_ = 0, reaped_ = 0;
     std::uint64_t next_tag_ = 1;
+    std::uint64_t closing_tag_ = 0;  // the first tag the daemon takes after it began to shut down (0: not yet)
     bool hostile_ = false, closed_ = false;
     std::map<std::uint64_t, Expect> expect_;
     // Kept across inputs (ASan hands out fresh pages for every new 64 KiB

@@ -24,8 +24,9 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "sessio
 M64 = (1 << 64) - 1
 ARENA = 64 * 1024  # the harness's arena (--arena-size 64 KiB)
 
-# Client::operations's op codes (ConsumeIntegralInRange(0, 12)).
-OP_RAW, OP_REAP, OP_SQ_TAIL, OP_CQ_HEAD, OP_PACKET, OP_CANCEL, OP_BELL = 3, 6, 7, 8, 10, 11, 12
+# Client::operations's op codes (ConsumeIntegralInRange(0, OP_LAST)).
+OP_RAW, OP_REAP, OP_SQ_TAIL, OP_CQ_HEAD, OP_PACKET, OP_CANCEL, OP_SHUTDOWN, OP_BELL = 3, 6, 7, 8, 10, 11, 12, 13
+OP_LAST = 13
 
 
 class Input:
@@ -67,13 +68,13 @@ class Input:
     # op 3: a raw 64-byte entry (the harness sets user_tag), then the doorbell.
     def entry(self, e):
         assert len(e) == 64
-        self.integer(OP_RAW, 0, 12)
+        self.integer(OP_RAW, 0, OP_LAST)
         self.bytes(e)
         self.u8(0)                      # push: ring the doorbell
         return self
 
     def op(self, code):
-        return self.integer(code, 0, 12)
+        return self.integer(code, 0, OP_LAST)
 
     # op 10: a packet on the control socket; size 2^exp (+1), with a descriptor or not.
     def packet(self, size_exp=None, plus_one=False, with_fd=False, small=8):
@@ -167,6 +168,10 @@ flood = session("packet-flood")
 for k in range(20):
     flood.packet(9 + k % 4, plus_one=k % 2 == 1, with_fd=k % 3 == 0)
 INPUTS["attack-packet-flood"] = flood.entry(verify()).op(OP_REAP).data()
+# The daemon begins to shut down between two batches: the first is verified,
+# the second (and a cancel after it) answered shutting_down.
+INPUTS["attack-shutdown-between"] = (Input().hello("shutdown").entry(verify()).op(OP_REAP).op(OP_SHUTDOWN)
+                                     .entry(verify()).cancel(0).op(OP_REAP).data())
 # Ring indices: submission tail far ahead, completion head ahead of the tail.
 INPUTS["attack-sq-tail-ahead"] = session("sq-ahead").op(OP_SQ_TAIL).u32(1 << 31).data()
 INPUTS["attack-cq-head-ahead"] = (Input().hello("cq-ahead").entry(verify()).op(OP_CQ_HEAD).u32(12345)
