@@ -12,8 +12,9 @@
 //      key sizes, modes; cancels of submitted or unknown tags), arena writes
 //      (fuzz bytes or real signed rows of the four tables), hostile ring
 //      indices, scribbles over the header and the completion ring, packets on
-//      the control socket (up to 4 KiB, with a descriptor or not), doorbells,
-//      reaping completions, disconnecting
+//      the control socket (up to 4 KiB, with a descriptor or not), shrinking
+//      the segment (ftruncate: the SIGBUS guard), doorbells, reaping
+//      completions, disconnecting
 //      (and, at any point, the daemon beginning to shut down)
 //   3. how the session ends: the server stops it, the server saw the hang-up,
 //      or the reader finds the hang-up on its socket itself
@@ -406,7 +407,7 @@ public:
     void operations() {
         int ops = 0;
         while (in_.remaining_bytes() > 0 && ops++ < 48 && !closed_) {
-            switch (in_.ConsumeIntegralInRange<int>(0, 13)) {
+            switch (in_.ConsumeIntegralInRange<int>(0, 14)) {
             case 0:
             case 1:
             case 2: submit_plausible(); break;
@@ -428,6 +429,7 @@ public:
             case 10: stray_packet(); break;
             case 11: submit_cancel(); break;
             case 12: begin_shutdown(); break;
+            case 13: truncate_segment(); break;
             default:
                 bell();
                 break;
@@ -438,7 +440,7 @@ public:
 
     // Bytes of the arena the daemon wrote outside what it was allowed to.
     void check_arena() const {
-        if (arena_ == nullptr) return;  // no session, or it ended in the handshake
+        if (arena_ == nullptr || truncated_) return;  // no session, it ended in the handshake, or the client cut it
         // Read through the descriptor, not the mapping: the same pages, without
         // a page fault per untouched page of the mapping.
         static std::vector<std::uint8_t> now;
@@ -525,6 +527,21 @@ private:
                          pass >= 0 ? " with a descriptor" : "", up ? "goes on" : "ended",
                          static_cast<unsigned long long>(world->ctx->protocol_errors.load() - errors));
         else closed_ = true;
+    }
+
+    // The client shrinks its segment through its descriptor: the daemon's next
+    // access to a lost page (reader, worker, or this harness, which shares the
+    // daemon's mapping) takes SIGBUS, its guard (daemon/mapping_guard.hpp)
+    // replaces the mapping and the session ends. Hostile from here on; the
+    // arena can no longer be read back.
+    void truncate_segment() {
+        const std::uint64_t keep = in_.ConsumeIntegralInRange<std::uint64_t>(0, size_ - 1) & ~std::uint64_t(4095);
+        FUZZ_CHECK(ftruncate(seg_fd_, static_cast<off_t>(keep)) == 0);
+        hostile_ = truncated_ = true;
+        bell();
+        if (debug())
+            std::fprintf(stderr, "segment cut to %llu bytes: session %s\n", static_cast<unsigned long long>(keep),
+                         closed_ ? "ended" : "goes on");
     }
 
     // The daemon begins to shut down: every entry it takes from now on that
@@ -721,7 +738,7 @@ private:
     std::uint32_t sq_tail_ = 0, reaped_ = 0;
     std::uint64_t next_tag_ = 1;
     std::uint64_t closing_tag_ = 0;  // the first tag the daemon takes after it began to shut down (0: not yet)
-    bool hostile_ = false, closed_ = false;
+    bool hostile_ = false, closed_ = false, truncated_ = false;
     std::map<std::uint64_t, Expect> expect_;
     // Kept across inputs (ASan hands out fresh pages for every new 64 KiB
     // buffer: page faults were a fifth of the time per input).

@@ -25,8 +25,8 @@ M64 = (1 << 64) - 1
 ARENA = 64 * 1024  # the harness's arena (--arena-size 64 KiB)
 
 # Client::operations's op codes (ConsumeIntegralInRange(0, OP_LAST)).
-OP_RAW, OP_REAP, OP_SQ_TAIL, OP_CQ_HEAD, OP_PACKET, OP_CANCEL, OP_SHUTDOWN, OP_BELL = 3, 6, 7, 8, 10, 11, 12, 13
-OP_LAST = 13
+OP_RAW, OP_REAP, OP_SQ_TAIL, OP_CQ_HEAD, OP_PACKET, OP_CANCEL, OP_SHUTDOWN, OP_TRUNCATE = 3, 6, 7, 8, 10, 11, 12, 13
+OP_BELL = OP_LAST = 14
 
 
 class Input:
@@ -172,6 +172,12 @@ INPUTS["attack-packet-flood"] = flood.entry(verify()).op(OP_REAP).data()
 # the second (and a cancel after it) answered shutting_down.
 INPUTS["attack-shutdown-between"] = (Input().hello("shutdown").entry(verify()).op(OP_REAP).op(OP_SHUTDOWN)
                                      .entry(verify()).cancel(0).op(OP_REAP).data())
+# The client shrinks its segment under a batch in flight (to 0 bytes, and to
+# the header page only): the SIGBUS guard ends that session, nothing else.
+INPUTS["attack-truncate-to-zero"] = (Input().hello("truncate-0").entry(verify(row_count=200, results_offset=40000))
+                                     .op(OP_TRUNCATE).integer(0, 0, 73727).op(OP_BELL).data())
+INPUTS["attack-truncate-to-header"] = (Input().hello("truncate-hdr").entry(verify(row_count=200, results_offset=40000))
+                                       .op(OP_TRUNCATE).integer(4096, 0, 73727).entry(verify()).op(OP_REAP).data())
 # Ring indices: submission tail far ahead, completion head ahead of the tail.
 INPUTS["attack-sq-tail-ahead"] = session("sq-ahead").op(OP_SQ_TAIL).u32(1 << 31).data()
 INPUTS["attack-cq-head-ahead"] = (Input().hello("cq-ahead").entry(verify()).op(OP_CQ_HEAD).u32(12345)
