@@ -138,7 +138,9 @@ SIGVERIFY_API void sigverify_set_cancel_token(sigverify_cancel_token* token);
 /* Group and block verdicts from row verdicts (sigverify/groups.hpp has the
  * rules; docs/client.md). A row's grouping fields: */
 typedef struct sigverify_group_row {
-    uint8_t mn;        /* multisig: signature index << 4 | key index; threshold: m */
+    uint8_t mn;        /* multisig: pair byte, signature index << 4 | key index up to 16 keys
+                          (keys 16..19: docs/columns.md, multisig_pair_code in groups.hpp);
+                          threshold: m */
     uint8_t reserved;  /* 0 */
     uint16_t group;    /* group number within the block */
     uint32_t block_fk; /* 24 bits; 0xFFFFFF = being written (skipped) */
@@ -155,7 +157,9 @@ typedef struct sigverify_block_verdict {
 #define SIGVERIFY_GROUP_THRESHOLD 1 /* tapscript CHECKSIGADD groups */
 
 /* Grouping fields of n single signatures (each its own group; compute them
- * with SIGVERIFY_GROUP_MULTISIG), from their block_fk values. */
+ * with SIGVERIFY_GROUP_MULTISIG), from their block_fk values. Also for every
+ * row of a Schnorr libbitcoin correlate (threshold rows included: libbitcoin
+ * fails a block on any failed Schnorr row). */
 SIGVERIFY_API int sigverify_single_signature_group_rows(const uint32_t* block_fks, size_t n,
                                                         sigverify_group_row* out);
 /* Grouping fields from an ECDSA libbitcoin correlate column (n entries of
