@@ -134,7 +134,11 @@ TEST_CASE("the rules a node relies on: singles, 2-of-3 multisig, threshold with 
 
 TEST_CASE("public multisig pair codes equal the reference's, 17..20 keys included", "[api][groups]") {
     for (unsigned k = 0; k < 21; ++k)
-        for (unsigned s = 0; s < 21; ++s) REQUIRE(multisig_pair_code(s, k) == reference::encode_multisig_pair(s, k));
+        for (unsigned s = 0; s < 21; ++s) {
+            const auto want = reference::encode_multisig_pair(s, k);
+            REQUIRE(multisig_pair_code(s, k) == want);
+            REQUIRE(sigverify_multisig_pair_code(s, k) == (want ? int(*want) : -1));  // the C twin
+        }
     // A 2-of-18 group through the installed calls: signature 0 by key 16,
     // signature 1 by key 17 (band: signature i against keys i..i+16).
     std::vector<GroupRow> rows;

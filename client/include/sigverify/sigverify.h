@@ -139,8 +139,7 @@ SIGVERIFY_API void sigverify_set_cancel_token(sigverify_cancel_token* token);
  * rules; docs/client.md). A row's grouping fields: */
 typedef struct sigverify_group_row {
     uint8_t mn;        /* multisig: pair byte, signature index << 4 | key index up to 16 keys
-                          (keys 16..19: docs/columns.md, multisig_pair_code in groups.hpp);
-                          threshold: m */
+                          (keys 16..19: sigverify_multisig_pair_code below); threshold: m */
     uint8_t reserved;  /* 0 */
     uint16_t group;    /* group number within the block */
     uint32_t block_fk; /* 24 bits; 0xFFFFFF = being written (skipped) */
@@ -152,6 +151,17 @@ typedef struct sigverify_block_verdict {
     uint32_t failed_groups;
     int pass; /* 1: every group of the block passes */
 } sigverify_block_verdict;
+
+/* The multisig pair byte for signature index s tried against key index k
+ * (0-based; docs/columns.md): s << 4 | k while k < 16 (libbitcoin's nibbles),
+ * keys 16..19 in codes libbitcoin's band never writes; -1 when k >= 20 or
+ * s > k (an attempt CHECKMULTISIG can never use). Inline: not a library call. */
+static inline int sigverify_multisig_pair_code(unsigned s, unsigned k) {
+    if (k >= 20 || s > k) return -1;
+    if (k < 16) return (int)(s << 4 | k);
+    if (s < 12) return (int)((12 + (k - 16)) << 4 | s);
+    return (int)((4 + (s - 12)) << 4 | (k - 16));
+}
 
 #define SIGVERIFY_GROUP_MULTISIG 0  /* CHECKMULTISIG groups, and single signatures */
 #define SIGVERIFY_GROUP_THRESHOLD 1 /* tapscript CHECKSIGADD groups */
