@@ -247,7 +247,6 @@ int run_columns(const ColumnsArgs& a) {
     return int(ExitCode::ok);
 }
 
-
 int run_groups(const GroupsArgs& a) {
     const bool from_columns = !a.columns.empty();
     if (from_columns == !a.in.empty()) {
@@ -427,8 +426,8 @@ void add_column_subcommands(CLI::App& app) {
     g->add_option("--in", s.groups.in, "Row file with the canonical tail (mn || group || block_fk, or block_fk)")
         ->check(CLI::ExistingFile);
     g->add_option("--columns", s.groups.columns,
-                  "Column directory instead of --in: ECDSA with the libbitcoin correlate, an ecdsa/schnorr table "
-                  "with the libbitcoin correlate, or a table with the row tail as correlate")
+                  "Column directory instead of --in: the libbitcoin correlate (ECDSA: multisig groups and singles; "
+                  "Schnorr, threshold rows included: each row alone), or a table with the row tail as correlate")
         ->check(CLI::ExistingDirectory);
     g->add_option("--sig-format", s.groups.sig_format, "ECDSA signature encoding of --in: opaque or compact")
         ->check(sig_check)
