@@ -89,6 +89,7 @@ private:
                          std::uint64_t invalid, std::uint32_t detail);
     bool socket_alive();
     void end_session();
+    void announce_closing();  // marks an established header closing and rings both bells
     void refuse(shm::Status status, const std::string& text);
 
     DaemonContext& ctx_;
