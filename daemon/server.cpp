@@ -533,6 +533,9 @@ int Server::run() {
     scheduler_ = std::make_unique<Scheduler>(*backend_, cpu_fallback_.get(), cfg.chunk_rows);
     scheduler_->set_metrics(&ctx_.metrics);
     scheduler_->set_planner(planner_.get());
+    // The CPU backend: a worker pauses its chunk every few rows for a waiting
+    // 1-row or block-sized batch (the GPU path's chunks are not cut).
+    if (cpu_fallback_ == nullptr && backend_->cheap_small_chunks()) scheduler_->set_yield_rows(Scheduler::kYieldRows);
     ctx_.scheduler = scheduler_.get();
 
     // Signals are handled synchronously through a signalfd; block them in
