@@ -1,5 +1,7 @@
 #include "daemon/scheduler.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <tuple>
 #include <utility>
@@ -333,6 +335,12 @@ void Scheduler::repair_groups(unsigned worker, const Job& j) {
 }
 
 void Scheduler::worker_loop(unsigned worker) {
+    if (worker_nice_ > 0) {
+        // Linux nice values are per thread; raising one needs no privilege. A
+        // refusal (a sandbox) leaves the worker at the daemon's priority.
+        const int nice_now = ::getpriority(PRIO_PROCESS, 0);
+        (void)::setpriority(PRIO_PROCESS, 0, std::min(19, nice_now + worker_nice_));
+    }
     std::unique_lock lock(mutex_);
     for (;;) {
         if (runnable_.empty() && !stopping_) {

@@ -153,6 +153,9 @@ public:
     // scheduler's backend without a CPU fallback (the CPU backend) yield.
     // Set before start().
     void set_yield_rows(std::size_t rows) { yield_rows_ = rows; }
+    // Each worker thread raises its own nice value by `offset` when it starts
+    // (--worker-nice; unprivileged). Set before start().
+    void set_worker_nice(int offset) { worker_nice_ = offset; }
     // Chunks whose rest a worker handed back to yield to the lane.
     std::uint64_t chunks_yielded() {
         std::lock_guard lock(mutex_);
@@ -205,6 +208,7 @@ private:
     std::uint64_t chunks_run_ = 0;
     unsigned lane_streak_ = 0;  // small-batch picks since a bulk queue was last served
     std::size_t yield_rows_ = 0;
+    int worker_nice_ = 0;
     std::uint64_t chunks_yielded_ = 0;
     std::atomic<bool> lane_waiting_{false};     // some runnable queue has lane work
     std::atomic<unsigned> idle_workers_{0};     // workers looking for work (spinning or asleep)
