@@ -31,8 +31,9 @@ struct Config {
     // Nice offset of the verification workers over the rest of the daemon
     // (ring readers, main loop): a quiet client's wake-up and its session's
     // reader are not queued behind bulk verification (raising nice needs no
-    // privileges; 0 = same priority).
-    unsigned worker_nice = 5;
+    // privileges). Off by default: against other CPU-bound processes on the
+    // host it also lowers the workers' share (BENCHMARKS.md §7).
+    unsigned worker_nice = 0;
     std::uint32_t ring_entries = 64;     // default and maximum per client
     std::uint64_t arena_size = 64ull << 20;  // default and maximum per client
     std::string group;                   // members may connect (besides root and our uid)

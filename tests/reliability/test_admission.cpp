@@ -234,6 +234,8 @@ TEST_CASE("a connect/handshake/close loop neither locks honest clients out nor f
     const std::size_t lines = log_lines(d) - lines0;
     const std::uint64_t limited = counter(d, "connections_rate_limited");
     const std::uint64_t accepted = counter(d, "connections_accepted");
+    const std::uint64_t over_budget = counter(d, "connections_over_shm_budget");
+    std::printf("connect loop: over the shared memory budget %llu\n", static_cast<unsigned long long>(over_budget));
     INFO("honest failures " << failed << "; attacker CPU " << attacker_cpu << " s; daemon CPU " << cpu << " s; log lines " << lines << "; accepted "
                             << accepted << "; rate-limited " << limited);
     std::printf("connect loop: attacker CPU %.3f s\n", attacker_cpu);
