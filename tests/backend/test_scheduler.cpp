@@ -230,6 +230,8 @@ public:
     std::mutex mutex;
     std::condition_variable cv;
     bool hold = true, holding = false;
+    int passes = 0;  // calls let through while hold is set
+    int calls = 0;
     std::vector<std::uint64_t> order;  // first 8 message bytes of each chunk's first record
     std::vector<std::size_t> sizes;
 
@@ -245,8 +247,10 @@ public:
             order.push_back(id);
             sizes.push_back(records.count);
             holding = true;
+            ++calls;
             cv.notify_all();
-            cv.wait(lock, [&] { return !hold; });
+            cv.wait(lock, [&] { return !hold || passes > 0; });
+            if (hold) --passes;
         }
         ChunkResult r;
         r.tally = cpu_[worker].run(records, 0, records.count, Mode::results, verdicts);
@@ -560,4 +564,61 @@ TEST_CASE("yielding to the lane under load: two workers, bulk and 1-row batches 
         tallied += tally.valid + tally.invalid;
     }
     CHECK(tallied == kBulk * kRows);
+}
+
+TEST_CASE("yielding to the lane: a job cancelled while rows it handed back wait completes at once, without them",
+          "[scheduler][yield][cancel]") {
+    Data bulk = make(wire::Table::ecdsa, 1000);
+    Data quiet = make(wire::Table::schnorr, 1);
+    OrderBackend backend;  // one worker, holds every verify call but those let through
+    daemon::Scheduler scheduler(backend, nullptr, 100);
+    scheduler.set_yield_rows(16);
+    scheduler.start();
+    Sink bulk_sink, quiet_sink;
+    std::shared_ptr<daemon::JobQueue> bulk_q = scheduler.make_queue(bulk_sink, 1);
+    std::shared_ptr<daemon::JobQueue> quiet_q = scheduler.make_queue(quiet_sink, 1);
+    std::vector<std::uint8_t> bulk_results(1000), quiet_results(1);
+    bulk_q->job(0) = row_job(bulk, Mode::results, bulk_results.data());
+    quiet_q->job(0) = row_job(quiet, Mode::results, quiet_results.data());
+    scheduler.submit(bulk_q, 0);
+    {
+        std::unique_lock lock(backend.mutex);
+        REQUIRE(backend.cv.wait_for(lock, std::chrono::seconds(10), [&] { return backend.calls == 1; }));
+    }
+    scheduler.submit(quiet_q, 0);
+    {
+        // Let the bulk chunk's first piece finish: the worker hands rows [16, 100) back
+        // and takes the 1-row batch, whose verify call is held.
+        std::unique_lock lock(backend.mutex);
+        backend.passes = 1;
+        backend.cv.notify_all();
+        REQUIRE(backend.cv.wait_for(lock, std::chrono::seconds(10), [&] { return backend.calls == 2; }));
+        REQUIRE(backend.order[1] == first_id(quiet));
+    }
+    // The bulk job has no running chunk now, only rows waiting: cancel completes it at once.
+    scheduler.cancel(*bulk_q, shm::Status::cancelled);
+    {
+        std::lock_guard lock(bulk_sink.mutex);
+        REQUIRE(bulk_sink.done.size() == 1);
+        CHECK(bulk_sink.done[0].first == shm::Status::cancelled);
+    }
+    {
+        std::lock_guard lock(backend.mutex);
+        backend.hold = false;
+        backend.cv.notify_all();
+    }
+    CHECK(quiet_sink.wait().first == shm::Status::ok);
+    REQUIRE(scheduler.wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(30)));
+    scheduler.stop();
+    CHECK(quiet_results == quiet.truth);
+    // The one piece verified was published; the rows handed back never were (zero: fail closed).
+    for (std::size_t i = 0; i < 1000; ++i) {
+        INFO("row " << i);
+        CHECK(bulk_results[i] == (i < 16 ? bulk.truth[i] : 0));
+    }
+    std::lock_guard lock(backend.mutex);
+    CHECK(backend.order.size() == 2);
+    CHECK(scheduler.chunks_yielded() == 1);
+    std::lock_guard sink_lock(bulk_sink.mutex);
+    CHECK(bulk_sink.done.size() == 1);  // completed exactly once
 }
