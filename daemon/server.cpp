@@ -100,6 +100,9 @@ void Server::set_segment_budget() {
     const std::uint64_t per_uid_segments =
         ctx_.config.max_segments_per_uid != 0 ? ctx_.config.max_segments_per_uid : slots + (slots + 1) / 2;
     ctx_.segment_budget.set_limits(total, std::min(total, per_uid_segments * segment));
+    smallest_segment_ = shm::compute_layout(shm::kMinRingEntries, shm::kMinRingEntries, shm::kMinArenaSize, layout)
+                            ? layout.segment_size
+                            : shm::kMinArenaSize;
 }
 
 // Sessions that hold a slot: those running, less those whose client has
@@ -294,8 +297,9 @@ bool Server::accept_one() {
         return true;
     }
     // The checks, cheapest and least revealing first: who the peer is (an
-    // unpermitted uid learns nothing else), a free slot, then the rate limit
-    // (last, so that only sessions that start take a token). A refusal formats
+    // unpermitted uid learns nothing else), a free slot, room in the shared
+    // memory budget, then the rate limit (last, so that only sessions that
+    // start take a token). A refusal formats
     // its reason into `why` on the stack, sends one reply and closes: no
     // allocation, no thread, no segment (refuse_connection).
     char why[256];
@@ -313,6 +317,18 @@ bool Server::accept_one() {
                            ctx_.config.max_clients);
         std::snprintf(why, sizeof why, "%u clients", ctx_.config.max_clients);
         refuse_connection(fd, shm::Status::busy, "sigverifyd is serving its maximum of ", why);
+        return true;
+    }
+    if (!ctx_.segment_budget.would_fit(cred.uid, smallest_segment_)) {
+        // Not even the smallest segment would fit: refused here, not after a
+        // session thread read its hello (the exact check is there).
+        ++ctx_.refused;
+        ctx_.metrics.refused_shm_budget.fetch_add(1, std::memory_order_relaxed);
+        if (ctx_.log_limit.allow(*ctx_.log, "refused: shared memory budget"))
+            ctx_.log->warn("refused connection from pid {} uid {}: shared memory budget (uid or total) reached",
+                           cred.pid, cred.uid);
+        std::snprintf(why, sizeof why, "uid %u or the daemon is at its shared memory budget", unsigned(cred.uid));
+        refuse_connection(fd, shm::Status::busy, "sigverifyd is busy: ", why);
         return true;
     }
     if (!connection_rate_.admit(cred.uid, cred.pid, std::chrono::steady_clock::now(), why, sizeof why)) {

@@ -75,6 +75,7 @@ private:
     // sees a reset instead of the reason. Bounded.
     std::vector<std::pair<int, std::chrono::steady_clock::time_point>> refused_;
     std::vector<pollfd> poll_fds_;     // the main loop's, reused every round
+    std::uint64_t smallest_segment_ = 0;  // bytes of the smallest segment a session can get (set_segment_budget)
     std::vector<Session*> watched_;    // sessions whose hang-up the main loop polls
     std::size_t max_lingering_ = 256;  // lowered at start-up to what RLIMIT_NOFILE leaves
     AcceptBackoff accept_backoff_;     // accept() out of descriptors: stop polling listen_fd_ for a while
