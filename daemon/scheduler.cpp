@@ -363,11 +363,16 @@ void Scheduler::worker_loop(unsigned worker) {
         const auto first_small = std::find_if(runnable_.begin(), runnable_.end(), small);
         const auto first_bulk = std::find_if_not(runnable_.begin(), runnable_.end(), small);
         auto pick = runnable_.begin();
+        // A bulk chunk taken because the lane had its kLaneBurst picks runs
+        // whole: yielding it to the waiting small batches would shrink the
+        // bulk queues' guaranteed share to one piece.
+        bool may_yield = true;
         if (first_small != runnable_.end() && (lane_streak_ < kLaneBurst || first_bulk == runnable_.end())) {
             pick = first_small;
             lane_streak_ = std::min(lane_streak_ + 1, kLaneBurst);
         } else {
             pick = first_bulk != runnable_.end() ? first_bulk : runnable_.begin();
+            may_yield = first_small == runnable_.end();
             lane_streak_ = 0;
         }
         std::shared_ptr<JobQueue> q = std::move(*pick);
@@ -400,7 +405,7 @@ void Scheduler::worker_loop(unsigned worker) {
 
         // Reads only the job's submitter-set fields, which nobody writes while it runs.
         std::size_t verified_end = end;
-        const ChunkResult r = run_chunk(worker, j, begin, end, &verified_end);
+        const ChunkResult r = run_chunk(worker, j, begin, end, may_yield ? &verified_end : nullptr);
         if (metrics_ != nullptr) metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
 
         lock.lock();

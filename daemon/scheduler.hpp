@@ -18,7 +18,9 @@
 // verified and hands the rest of the chunk back to its job (Job::returned,
 // handed out again before the job's next rows; its queue goes to the front
 // of the round-robin line), then picks again, so a 1-row batch waits for
-// one piece, not for a whole chunk. Rows handed back were neither verified
+// one piece, not for a whole chunk. The bulk chunk the lane burst limit
+// forces runs whole (a flood of small batches still leaves the bulk queues
+// one full chunk in five). Rows handed back were neither verified
 // nor published: every row is verified and published exactly once.
 //
 // Every chunk, rows or columns, takes the same three steps in its worker:

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <utility>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -621,4 +622,60 @@ TEST_CASE("yielding to the lane: a job cancelled while rows it handed back wait 
     CHECK(scheduler.chunks_yielded() == 1);
     std::lock_guard sink_lock(bulk_sink.mutex);
     CHECK(bulk_sink.done.size() == 1);  // completed exactly once
+}
+
+TEST_CASE("yielding to the lane: under a flood of small batches the bulk chunk forced every fifth pick runs whole",
+          "[scheduler][yield]") {
+    Data bulk = make(wire::Table::ecdsa, 1000);  // 10 chunks of 100
+    Data small = make(wire::Table::schnorr, 1);
+    OrderBackend backend;
+    daemon::Scheduler scheduler(backend, nullptr, 100);
+    scheduler.set_yield_rows(16);
+    scheduler.start();
+    Sink sink;
+    std::shared_ptr<daemon::JobQueue> bulk_q = scheduler.make_queue(sink, 1);
+    std::vector<std::uint8_t> bulk_results(1000);
+    bulk_q->job(0) = row_job(bulk, Mode::results, bulk_results.data());
+    scheduler.submit(bulk_q, 0);
+    {
+        std::unique_lock lock(backend.mutex);
+        REQUIRE(backend.cv.wait_for(lock, std::chrono::seconds(10), [&] { return backend.holding; }));
+    }
+    constexpr std::uint32_t kFlood = 40;
+    std::shared_ptr<daemon::JobQueue> flood_q = scheduler.make_queue(sink, kFlood);
+    std::vector<std::vector<std::uint8_t>> flood_results(kFlood, std::vector<std::uint8_t>(1));
+    for (std::uint32_t i = 0; i < kFlood; ++i) {
+        flood_q->job(i) = row_job(small, Mode::results, flood_results[i].data());
+        scheduler.submit(flood_q, i);
+    }
+    {
+        std::lock_guard lock(backend.mutex);
+        backend.hold = false;
+        backend.cv.notify_all();
+    }
+    REQUIRE(scheduler.wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+    scheduler.stop();
+    // The chunk that was running when the flood came yielded after one piece;
+    // the bulk chunks forced every fifth pick ran whole (100 rows between two
+    // small batches). Near its end the bulk batch's last chunk is lane work
+    // itself and may yield once more.
+    CHECK(scheduler.chunks_yielded() <= 2);
+    std::lock_guard lock(backend.mutex);
+    std::size_t run = 0, seen = 0;
+    std::vector<std::size_t> runs;
+    for (std::size_t s : backend.sizes) {
+        seen += s;
+        if (s == 1 && run != 0) runs.push_back(std::exchange(run, 0));
+        else if (s != 1) run += s;
+    }
+    if (run != 0) runs.push_back(run);
+    CHECK(seen == 1000 + kFlood);
+    REQUIRE(runs.size() >= 5);
+    CHECK(runs[0] == 16);   // the first piece, then the flood's first four
+    CHECK(runs[1] == 84);   // the rest handed back, forced: whole
+    CHECK(runs[2] == 100);  // then whole chunks, four small batches apart
+    CHECK(runs[3] == 100);
+    CHECK(runs[4] == 100);
+    CHECK(bulk_results == bulk.truth);
+    for (const auto& r : flood_results) CHECK(r == small.truth);
 }
