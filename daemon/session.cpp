@@ -287,8 +287,11 @@ bool Session::handshake() {
     }
     mapped_in_backend_ = true;
     stage_rows_.store(!ctx_.scheduler->map_client_memory(base_, region_->get_size()), std::memory_order_relaxed);
-    ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
-                   arena_size_, sq_entries_);
+    // Rate-limited like every line a client can repeat (a connect loop): the
+    // connections_accepted counter keeps the exact number.
+    if (ctx_.log->should_log(spdlog::level::info) && ctx_.log_limit.allow(*ctx_.log, "client connected"))
+        ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
+                       arena_size_, sq_entries_);
     // seq_cst with set_closing's closing_ store: of a shutdown that begins
     // now, at least one side sees the other's flag and marks the header.
     established_.store(true);
@@ -582,8 +585,9 @@ void Session::end_session() {
     }
     if (violated_.load() && ctx_.log_limit.allow(*ctx_.log, "protocol violation"))
         ctx_.log->warn("client {} '{}' ({}) disconnected for a protocol violation", id_, name_, peer_);
-    ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_.load(),
-                   rows_.load());
+    if (ctx_.log->should_log(spdlog::level::info) && ctx_.log_limit.allow(*ctx_.log, "session ended"))
+        ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_.load(),
+                       rows_.load());
 }
 
 void Session::cancel_jobs(shm::Status status) {
