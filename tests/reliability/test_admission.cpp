@@ -60,10 +60,21 @@ int take_segment_and_leave(const std::string& path, std::uint32_t* status) {
 
 // An honest client in its own process (its own pid, as a node or a CLI
 // command is): handshake, one verified row, close. 0 when all went well.
-int honest_session_in_child(const std::string& path) {
+// busy_retries: how many times it tries again, 50 ms later, when the daemon
+// answers busy (what a client of an attacker's own uid must do while the
+// attacker's burst holds that uid's share; docs/security.md).
+int honest_session_in_child(const std::string& path, int busy_retries = 0) {
     const pid_t pid = run_in_child([&] {
-        RawSession s;
-        return s.handshake(path) && s.verify_one(7);
+        for (int attempt = 0;; ++attempt) {
+            RawSession s;
+            if (s.handshake(path)) return s.verify_one(7);
+            if (s.reply.status != static_cast<std::uint32_t>(Status::busy) || attempt >= busy_retries) {
+                std::fprintf(stderr, "honest client: attempt %d refused, reply status %u: %.*s\n", attempt,
+                             s.reply.status, int(sizeof s.reply.error), s.reply.error);
+                return false;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
     });
     int st = 0;
     waitpid(pid, &st, 0);
@@ -218,11 +229,14 @@ TEST_CASE("a connect/handshake/close loop neither locks honest clients out nor f
         }
         _exit(sessions > 0 ? 0 : 1);
     }
-    // 20 honest clients meanwhile, each its own process, each must be served at once.
+    // 20 honest clients meanwhile, each its own process, each must be served:
+    // at once, or after one retry when the attacker's burst (20 sessions at
+    // once, before its process's rate applies) briefly held their uid's share
+    // of segments (about 1 run in 10 on a loaded 2-core machine).
     const auto t0 = Clock::now();
     int failed = 0;
     for (int i = 0; i < 20; ++i) {
-        failed += honest_session_in_child(path) != 0;
+        failed += honest_session_in_child(path, 1) != 0;
         std::this_thread::sleep_until(t0 + kAttack * (i + 1) / 20);
     }
     int st = 0;
