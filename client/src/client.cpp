@@ -39,6 +39,7 @@ Status Client::Impl::connect_locked() {
     conn.close();
     conn = c;
     live = true;
+    ++session_serial;
     setup_slots();
     return Status::ok;
 }

@@ -75,6 +75,33 @@ void check_columns(const shm::SubmissionEntry& e, std::uint64_t arena, shm::Stat
     FUZZ_CHECK(c.mode != wire::Mode::results || c.results_offset == e.results_offset);
 }
 
+// verify_registered_columns (ABI 1.4): results mode, no tail, the results in
+// the arena; then the columns against a buffer of `buffer` bytes (taken from
+// the arena bound: any 64-bit value).
+void check_registered(const shm::SubmissionEntry& e, std::uint64_t arena, shm::Status st,
+                      const shm::CheckedSubmission& c, const std::uint64_t col[3], std::uint64_t buffer) {
+    bool fields_ok = (e.flags & ~std::uint16_t(1)) == 0 && e.record_kind <= 1 && e.encoding <= 1 &&
+                     !(e.record_kind == 1 && e.encoding != 0) && e.mode == 0 && e.key_size == 0;
+    if (e.table != 0xFF) fields_ok = fields_ok && e.table <= 3 && ((e.table >= 2) == (e.record_kind == 1));
+    if (!fields_ok) {
+        FUZZ_CHECK(st == shm::Status::bad_entry);
+        return;
+    }
+    if (u128(e.results_offset) + e.row_count > arena) {
+        FUZZ_CHECK(st == shm::Status::bad_range);
+        return;
+    }
+    FUZZ_CHECK(st == shm::Status::ok && c.opcode == shm::Opcode::verify_registered_columns);
+    FUZZ_CHECK(c.buffer_id == col[2] && c.key_offset == col[0] && c.signature_offset == col[1]);
+    shm::CheckedSubmission checked = c;
+    const shm::Status in_buffer = shm::check_registered_columns(checked, buffer);
+    const u128 n = e.row_count;
+    const bool fits = u128(e.rows_offset) + n * 32 <= buffer &&
+                      u128(col[0]) + n * (e.record_kind == 0 ? 33 : 32) <= buffer && u128(col[1]) + n * 64 <= buffer;
+    FUZZ_CHECK((in_buffer == shm::Status::ok) == fits);
+    if (!fits) FUZZ_CHECK(in_buffer == shm::Status::bad_range);
+}
+
 void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     shm::SubmissionEntry e{};
     std::uint64_t arena = 0;
@@ -122,6 +149,10 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     // (key, signature, correlate) for verify_columns.
     std::uint64_t col[3];
     std::memcpy(col, reinterpret_cast<const std::uint8_t*>(&e) + 40, sizeof col);
+    if (e.opcode == 5) {
+        check_registered(e, arena, st, c, col, raw);
+        return;
+    }
     const bool is_nop = e.opcode == 2, is_verify = e.opcode == 1, is_columns = e.opcode == 3, is_cancel = e.opcode == 4;
     bool fields_ok = (e.flags & ~std::uint16_t(1)) == 0;  // bit 0: kSubmitStrictConfirm (ABI 1.2)
     if (!is_columns) fields_ok = fields_ok && (col[0] | col[1] | col[2]) == 0;
