@@ -158,7 +158,7 @@ TEST_CASE("registered memfds and files verify in place like the copy path", "[da
     };
     const Case cases[] = {{Table::ecdsa, SigEncoding::opaque, 3001, false, 0},
                           {Table::multisig, SigEncoding::compact, 1, false, 4097},
-                          {Table::schnorr, SigEncoding::opaque, 6000, true, 123},
+                          {Table::schnorr, SigEncoding::opaque, 2500, true, 123},
                           {Table::ecdsa, SigEncoding::compact, 777, true, 0}};
     const std::string dir = make_temp_dir();
     for (const Case& k : cases) {
