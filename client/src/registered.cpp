@@ -37,9 +37,10 @@ using detail::kAlign;
 
 namespace {
 
-// Rows per registered piece: the arena holds only their verdicts, so pieces
-// can be far larger than the copy API's; the daemon splits each over its workers.
-constexpr std::size_t kRegisteredChunkRows = std::size_t(1) << 17;
+// Rows per registered piece: as the copy API's (the arena would hold far more
+// verdicts, but larger pieces measured no faster and a cancel waits for
+// whole pieces' running chunks); the daemon splits each over its workers.
+constexpr std::size_t kRegisteredChunkRows = detail::kMaxChunkRows;
 // Longest wait for the daemon's answer to a registration (it reads its
 // control socket at once when rung, else within 20 ms).
 constexpr auto kControlReplyTimeout = std::chrono::seconds(2);

@@ -1,4 +1,4 @@
-// Registered buffers against the column copy API (BENCHMARKS.md §7): rows/s
+// Registered buffers against the column copy API (BENCHMARKS.md §8): rows/s
 // through a private sigverifyd, and the bytes the CLIENT process copies per
 // row, measured, not derived: this program defines memcpy (the client
 // library is linked in statically, so its copies come here) and counts the
@@ -13,6 +13,7 @@
 // each size; every verdict is checked against those of the distinct rows.
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -66,8 +67,15 @@ using Clock = std::chrono::steady_clock;
 struct Figure {
     double rows_per_s = 0;
     double bytes_per_row = 0;
+    double client_cpu_ns_per_row = 0;  // user + system time of this process (all its threads)
     bool verdicts_ok = true;
 };
+
+double cpu_seconds() {
+    rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
 
 template <class Call>
 Figure measure(std::size_t n, int repeat, const std::vector<std::uint8_t>& want, std::vector<std::uint8_t>& results,
@@ -77,9 +85,11 @@ Figure measure(std::size_t n, int repeat, const std::vector<std::uint8_t>& want,
     for (int r = 0; r < repeat; ++r) {
         g_copied = 0;
         g_counting = true;
+        const double cpu0 = cpu_seconds();
         const auto t0 = Clock::now();
         const BatchResult res = call();
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double cpu = cpu_seconds() - cpu0;
         g_counting = false;
         if (!res.ok()) {
             std::fprintf(stderr, "call failed: %s\n", std::string(shm::to_string(res.status)).c_str());
@@ -90,6 +100,7 @@ Figure measure(std::size_t n, int repeat, const std::vector<std::uint8_t>& want,
         if (s < best) {
             best = s;
             f.bytes_per_row = double(g_copied.load()) / double(n);
+            f.client_cpu_ns_per_row = cpu * 1e9 / double(n);
         }
     }
     f.rows_per_s = double(n) / best;
@@ -161,8 +172,8 @@ int main(int argc, char** argv) {
 
     std::printf("kind %s, daemon %s, client arena %llu bytes\n", kind_name.c_str(), o.binary.c_str(),
                 static_cast<unsigned long long>(client->arena_size()));
-    std::printf("%10s  %14s %12s  %14s %12s  %s\n", "rows", "copy rows/s", "copy B/row", "reg rows/s", "reg B/row",
-                "verdicts");
+    std::printf("%10s  %12s %10s %12s  %12s %10s %12s  %s\n", "rows", "copy rows/s", "copy B/row", "copy cpu/row",
+                "reg rows/s", "reg B/row", "reg cpu/row", "verdicts");
     const std::size_t kw = wire::column_key_width(distinct.kind);
     for (const std::size_t n : sizes) {
         // The columns of n rows in a memfd, mapped as a node maps its table file.
@@ -198,8 +209,9 @@ int main(int argc, char** argv) {
         rc.signature_offset = rc.key_offset + std::uint64_t(n) * kw;
         const Figure reg = measure(n, repeat, want, results,
                                    [&] { return client->verify_registered_columns(buf, rc, results.data()); });
-        std::printf("%10zu  %14.0f %12.2f  %14.0f %12.2f  %s\n", n, copy.rows_per_s, copy.bytes_per_row,
-                    reg.rows_per_s, reg.bytes_per_row, copy.verdicts_ok && reg.verdicts_ok ? "identical" : "DIFFER");
+        std::printf("%10zu  %12.0f %10.2f %9.0f ns  %12.0f %10.2f %9.0f ns  %s\n", n, copy.rows_per_s,
+                    copy.bytes_per_row, copy.client_cpu_ns_per_row, reg.rows_per_s, reg.bytes_per_row,
+                    reg.client_cpu_ns_per_row, copy.verdicts_ok && reg.verdicts_ok ? "identical" : "DIFFER");
         buf.reset();
         munmap(map, bytes);
         close(fd);
