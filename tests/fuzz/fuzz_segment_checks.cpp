@@ -4,7 +4,10 @@
 //   - check_submission(): accepted row entries lie inside the arena, results do not
 //     overlap rows; accepted column entries (verify_columns) have every column
 //     inside the arena and a written range (results, or the correlate in collect
-//     mode) that overlaps no column; enums and reserved fields are honoured; and
+//     mode) that overlaps no column; accepted registered column entries
+//     (verify_registered_columns) are results-only with the results in the
+//     arena, and check_registered_columns accepts exactly the columns inside
+//     the buffer; enums and reserved fields are honoured; and
 //     every entry the oracle finds in range with valid fields is accepted (no
 //     false refusals)
 //   - check_header() (the client's check of a daemon segment): an accepted
@@ -96,7 +99,8 @@ void check_registered(const shm::SubmissionEntry& e, std::uint64_t arena, shm::S
     shm::CheckedSubmission checked = c;
     const shm::Status in_buffer = shm::check_registered_columns(checked, buffer);
     const u128 n = e.row_count;
-    const bool fits = u128(e.rows_offset) + n * 32 <= buffer &&
+    // The rows must fit the buffer as a whole too (row_count <= size / record).
+    const bool fits = n * (e.record_kind == 0 ? 129 : 128) <= buffer && u128(e.rows_offset) + n * 32 <= buffer &&
                       u128(col[0]) + n * (e.record_kind == 0 ? 33 : 32) <= buffer && u128(col[1]) + n * 64 <= buffer;
     FUZZ_CHECK((in_buffer == shm::Status::ok) == fits);
     if (!fits) FUZZ_CHECK(in_buffer == shm::Status::bad_range);
@@ -140,6 +144,15 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
         e.mode &= 1;
         if (e.mode == 1 && (sel & 0x40)) e.results_offset = 0;
         e.table = shm::kTableUnspecified;
+        if ((sel & 0x30) == 0x30) {
+            // a registered column entry (ABI 1.4): results in the arena, the
+            // offsets checked against the buffer size taken from `raw`
+            e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_registered_columns);
+            e.mode = 0;
+            e.key_size = 0;
+            const std::uint64_t span = arena + 1 == 0 ? arena : arena + 1;
+            e.results_offset = span != 0 ? e.results_offset % span : 0;
+        }
     }
 
     shm::CheckedSubmission c;
