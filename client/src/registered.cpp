@@ -247,8 +247,9 @@ BatchResult Client::Impl::run_registered(RegisteredBuffer::State& b, const Regis
             return local.run_columns(sub_batch(begin, count), wire::Mode::results, results + begin);
         },
         [&](Status st) { return is_daemon_failure(st) || st == Status::too_large; });
-    if (total.status == Status::buffer_lost) {
-        // The daemon dropped the registration; the next call registers again.
+    if (total.status == Status::buffer_lost || total.status == Status::not_found) {
+        // The daemon dropped the registration (or another thread's batch saw
+        // it lost first); the next call registers the buffer again.
         std::lock_guard lk(mu);
         b.daemon_id = 0;
         b.serial = 0;
