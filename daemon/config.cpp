@@ -80,6 +80,15 @@ void add_options(CLI::App& app, Config& cfg, RawOptions& raw) {
         ->check(CLI::Range(0u, 1024u));
     app.add_option("--max-clients", cfg.max_clients, "Maximum connected clients")
         ->check(CLI::Range(1u, 4096u));
+    app.add_option("--max-segments-per-uid", cfg.max_segments_per_uid,
+                   "Shared memory segments (of the largest size) one uid may hold at once, its sessions' and those "
+                   "of its ended sessions not yet released (0 = 1.5 per --max-clients slot, about three quarters of "
+                   "the daemon's budget of 2 per slot)")
+        ->check(CLI::Range(0u, 8192u))->capture_default_str();
+    app.add_option("--worker-nice", cfg.worker_nice,
+                   "Nice offset of the verification workers over the daemon's other threads, so that a small "
+                   "batch's wake-ups are not queued behind bulk verification (0 = none)")
+        ->check(CLI::Range(0u, 19u))->capture_default_str();
     app.add_option("--ring-entries", cfg.ring_entries,
                    "Submission/completion ring entries per client (power of two, default and maximum)")
         ->check(CLI::Range(shm::kMinRingEntries, shm::kMaxRingEntries));

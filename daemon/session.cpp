@@ -291,9 +291,15 @@ bool Session::handshake() {
     }
     mapped_in_backend_ = true;
     stage_rows_.store(!ctx_.scheduler->map_client_memory(base_, region_->get_size()), std::memory_order_relaxed);
-    ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
-                   arena_size_, sq_entries_);
-    established_.store(true, std::memory_order_release);
+    // Rate-limited like every line a client can repeat (a connect loop): the
+    // connections_accepted counter keeps the exact number.
+    if (ctx_.log->should_log(spdlog::level::info) && ctx_.log_limit.allow(*ctx_.log, "client connected"))
+        ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
+                       arena_size_, sq_entries_);
+    // seq_cst with set_closing's closing_ store: of a shutdown that begins
+    // now, at least one side sees the other's flag and marks the header.
+    established_.store(true);
+    if (closing_.load()) announce_closing();
     return true;
 }
 
@@ -322,13 +328,20 @@ void Session::run() noexcept {
 }
 
 void Session::set_closing() {
-    closing_.store(true);
-    if (header_ != nullptr && !guard::poisoned(guard_slot_)) {
-        shm::word(header_->state).store(static_cast<std::uint32_t>(shm::SegmentState::closing),
-                                        std::memory_order_release);
-        shm::ring_force(header_->client_bell);
-        shm::ring_force(header_->daemon_bell);
-    }
+    closing_.store(true);  // seq_cst, paired with established_ (see handshake's end)
+    // Before the handshake ends the session thread is still writing the
+    // header with plain stores: the header is not ours to touch yet. The
+    // session thread marks it closing itself once established.
+    if (established_.load()) announce_closing();
+}
+
+void Session::announce_closing() {
+    // A mapping the SIGBUS guard replaced is no longer the client's.
+    if (guard::poisoned(guard_slot_)) return;
+    shm::word(header_->state).store(static_cast<std::uint32_t>(shm::SegmentState::closing),
+                                    std::memory_order_release);
+    shm::ring_force(header_->client_bell);
+    shm::ring_force(header_->daemon_bell);
 }
 
 bool Session::peer_gone() const {
@@ -349,7 +362,8 @@ void Session::peer_hung_up() {
 
 void Session::request_stop() {
     stop_.store(true);
-    if (header_ != nullptr) shm::ring_force(header_->daemon_bell);
+    // Before the handshake ends the reader has not started; it checks stop_ first.
+    if (established() && !guard::poisoned(guard_slot_)) shm::ring_force(header_->daemon_bell);
 }
 
 bool Session::control_message(const std::uint8_t* data, std::size_t size, int fd) {
@@ -682,8 +696,9 @@ void Session::end_session() {
     }
     if (violated_.load() && ctx_.log_limit.allow(*ctx_.log, "protocol violation"))
         ctx_.log->warn("client {} '{}' ({}) disconnected for a protocol violation", id_, name_, peer_);
-    ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_.load(),
-                   rows_.load());
+    if (ctx_.log->should_log(spdlog::level::info) && ctx_.log_limit.allow(*ctx_.log, "session ended"))
+        ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_.load(),
+                       rows_.load());
 }
 
 void Session::cancel_jobs(shm::Status status) {

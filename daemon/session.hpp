@@ -93,6 +93,7 @@ private:
     // answered on the socket. False for anything else (a protocol error).
     bool control_message(const std::uint8_t* data, std::size_t size, int fd);
     void end_session();
+    void announce_closing();  // marks an established header closing and rings both bells
     void refuse(shm::Status status, const std::string& text);
 
     DaemonContext& ctx_;

@@ -173,7 +173,8 @@ SIGVERIFY_API void sigverify_set_cancel_token(sigverify_cancel_token* token);
 /* Group and block verdicts from row verdicts (sigverify/groups.hpp has the
  * rules; docs/client.md). A row's grouping fields: */
 typedef struct sigverify_group_row {
-    uint8_t mn;        /* multisig: signature index << 4 | key index; threshold: m */
+    uint8_t mn;        /* multisig: pair byte, signature index << 4 | key index up to 16 keys
+                          (keys 16..19: sigverify_multisig_pair_code below); threshold: m */
     uint8_t reserved;  /* 0 */
     uint16_t group;    /* group number within the block */
     uint32_t block_fk; /* 24 bits; 0xFFFFFF = being written (skipped) */
@@ -186,11 +187,24 @@ typedef struct sigverify_block_verdict {
     int pass; /* 1: every group of the block passes */
 } sigverify_block_verdict;
 
+/* The multisig pair byte for signature index s tried against key index k
+ * (0-based; docs/columns.md): s << 4 | k while k < 16 (libbitcoin's nibbles),
+ * keys 16..19 in codes libbitcoin's band never writes; -1 when k >= 20 or
+ * s > k (an attempt CHECKMULTISIG can never use). Inline: not a library call. */
+static inline int sigverify_multisig_pair_code(unsigned s, unsigned k) {
+    if (k >= 20 || s > k) return -1;
+    if (k < 16) return (int)(s << 4 | k);
+    if (s < 12) return (int)((12 + (k - 16)) << 4 | s);
+    return (int)((4 + (s - 12)) << 4 | (k - 16));
+}
+
 #define SIGVERIFY_GROUP_MULTISIG 0  /* CHECKMULTISIG groups, and single signatures */
 #define SIGVERIFY_GROUP_THRESHOLD 1 /* tapscript CHECKSIGADD groups */
 
 /* Grouping fields of n single signatures (each its own group; compute them
- * with SIGVERIFY_GROUP_MULTISIG), from their block_fk values. */
+ * with SIGVERIFY_GROUP_MULTISIG), from their block_fk values. Also for every
+ * row of a Schnorr libbitcoin correlate (threshold rows included: libbitcoin
+ * fails a block on any failed Schnorr row). */
 SIGVERIFY_API int sigverify_single_signature_group_rows(const uint32_t* block_fks, size_t n,
                                                         sigverify_group_row* out);
 /* Grouping fields from an ECDSA libbitcoin correlate column (n entries of
