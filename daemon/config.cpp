@@ -52,6 +52,7 @@ namespace {
 struct RawOptions {
     std::string backend = "auto";
     std::string arena = "64M";
+    std::string registered_bytes = "64G";
     std::string confirm = "groups";
     std::string split = "auto";
     std::string log_format = "auto";
@@ -92,6 +93,13 @@ void add_options(CLI::App& app, Config& cfg, RawOptions& raw) {
                    "Submission/completion ring entries per client (power of two, default and maximum)")
         ->check(CLI::Range(shm::kMinRingEntries, shm::kMaxRingEntries));
     app.add_option("--arena-size", raw.arena, "Shared data arena per client, e.g. 256M (default and maximum)");
+    app.add_option("--max-registered-bytes", raw.registered_bytes,
+                   "Bytes a client may register for in-place verification (its own memfds or table files, mapped "
+                   "read-only), e.g. 64G; 0 = no registered buffers")
+        ->capture_default_str();
+    app.add_option("--max-registered-buffers", cfg.max_registered_buffers,
+                   "Registered buffers a client may hold at once (0 = none)")
+        ->check(CLI::Range(0u, 1024u))->capture_default_str();
     app.add_option("--group", cfg.group, "Group whose members may connect (root and the daemon's uid always may)");
     app.add_option("--log-level", cfg.log_level, "trace|debug|info|warn|error|critical|off")
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
@@ -154,6 +162,12 @@ bool finish(Config& cfg, const RawOptions& raw, std::string& error) {
         error = "--arena-size: expected a size between 64K and 16G, got '" + raw.arena + "'";
         return false;
     }
+    const auto registered = parse_size(raw.registered_bytes);
+    if (!registered) {
+        error = "--max-registered-bytes: expected a size such as 64G, got '" + raw.registered_bytes + "'";
+        return false;
+    }
+    cfg.max_registered_bytes = *registered;
     if (cfg.runtime_dir.empty()) {
         error = "--runtime-dir must not be empty";
         return false;

@@ -36,6 +36,10 @@ struct Config {
     unsigned worker_nice = 0;
     std::uint32_t ring_entries = 64;     // default and maximum per client
     std::uint64_t arena_size = 64ull << 20;  // default and maximum per client
+    // Registered buffers (ABI 1.4) per client session: total bytes and count.
+    // Only address space of the daemon: the pages are the client's files.
+    std::uint64_t max_registered_bytes = 64ull << 30;
+    unsigned max_registered_buffers = 64;
     std::string group;                   // members may connect (besides root and our uid)
     std::string log_level = "info";
     std::string log_file;                // empty = stderr (journal under systemd)

@@ -20,6 +20,8 @@
 
 namespace sigverify::daemon {
 
+class RegisteredMapping;
+
 struct Job {
     // --- set by the submitter before Scheduler::submit, then read-only -------
     std::uint64_t user_tag = 0;
@@ -31,6 +33,11 @@ struct Job {
     // (columns.count == rows.count).
     bool is_columns = false;
     reference::ColumnBatch columns;
+    // Opcode::verify_registered_columns: the registered buffer the columns
+    // point into (is_columns is set too), held until the job finishes so an
+    // unregister or the session's end cannot unmap it under a chunk.
+    std::shared_ptr<const RegisteredMapping> buffer;
+    std::uint64_t buffer_id = 0;
     std::uint8_t* results = nullptr;  // results mode: rows.count bytes in the arena, zeroed (fail closed)
     wire::Mode mode = wire::Mode::results;
     std::uint8_t table = shm::kTableUnspecified;
