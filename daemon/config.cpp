@@ -52,6 +52,7 @@ namespace {
 struct RawOptions {
     std::string backend = "auto";
     std::string arena = "64M";
+    std::string registered_bytes = "64G";
     std::string confirm = "groups";
     std::string split = "auto";
     std::string log_format = "auto";
@@ -79,10 +80,26 @@ void add_options(CLI::App& app, Config& cfg, RawOptions& raw) {
         ->check(CLI::Range(0u, 1024u));
     app.add_option("--max-clients", cfg.max_clients, "Maximum connected clients")
         ->check(CLI::Range(1u, 4096u));
+    app.add_option("--max-segments-per-uid", cfg.max_segments_per_uid,
+                   "Shared memory segments (of the largest size) one uid may hold at once, its sessions' and those "
+                   "of its ended sessions not yet released (0 = 1.5 per --max-clients slot, about three quarters of "
+                   "the daemon's budget of 2 per slot)")
+        ->check(CLI::Range(0u, 8192u))->capture_default_str();
+    app.add_option("--worker-nice", cfg.worker_nice,
+                   "Nice offset of the verification workers over the daemon's other threads, so that a small "
+                   "batch's wake-ups are not queued behind bulk verification (0 = none)")
+        ->check(CLI::Range(0u, 19u))->capture_default_str();
     app.add_option("--ring-entries", cfg.ring_entries,
                    "Submission/completion ring entries per client (power of two, default and maximum)")
         ->check(CLI::Range(shm::kMinRingEntries, shm::kMaxRingEntries));
     app.add_option("--arena-size", raw.arena, "Shared data arena per client, e.g. 256M (default and maximum)");
+    app.add_option("--max-registered-bytes", raw.registered_bytes,
+                   "Bytes a client may register for in-place verification (its own memfds or table files, mapped "
+                   "read-only), e.g. 64G; 0 = no registered buffers")
+        ->capture_default_str();
+    app.add_option("--max-registered-buffers", cfg.max_registered_buffers,
+                   "Registered buffers a client may hold at once (0 = none)")
+        ->check(CLI::Range(0u, 1024u))->capture_default_str();
     app.add_option("--group", cfg.group, "Group whose members may connect (root and the daemon's uid always may)");
     app.add_option("--log-level", cfg.log_level, "trace|debug|info|warn|error|critical|off")
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
@@ -145,6 +162,12 @@ bool finish(Config& cfg, const RawOptions& raw, std::string& error) {
         error = "--arena-size: expected a size between 64K and 16G, got '" + raw.arena + "'";
         return false;
     }
+    const auto registered = parse_size(raw.registered_bytes);
+    if (!registered) {
+        error = "--max-registered-bytes: expected a size such as 64G, got '" + raw.registered_bytes + "'";
+        return false;
+    }
+    cfg.max_registered_bytes = *registered;
     if (cfg.runtime_dir.empty()) {
         error = "--runtime-dir must not be empty";
         return false;

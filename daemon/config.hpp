@@ -24,8 +24,22 @@ struct Config {
     BackendChoice backend = BackendChoice::automatic;
     unsigned cpu_threads = 0;            // 0 = all cores
     unsigned max_clients = 64;
+    // Shared-memory segments of the largest size one uid may hold at once
+    // (0 = max-clients + (max-clients + 1) / 2, about three quarters of the
+    // total budget of 2 x max-clients: one uid cannot take the last quarter).
+    unsigned max_segments_per_uid = 0;
+    // Nice offset of the verification workers over the rest of the daemon
+    // (ring readers, main loop): a quiet client's wake-up and its session's
+    // reader are not queued behind bulk verification (raising nice needs no
+    // privileges). Off by default: against other CPU-bound processes on the
+    // host it also lowers the workers' share (BENCHMARKS.md §7).
+    unsigned worker_nice = 0;
     std::uint32_t ring_entries = 64;     // default and maximum per client
     std::uint64_t arena_size = 64ull << 20;  // default and maximum per client
+    // Registered buffers (ABI 1.4) per client session: total bytes and count.
+    // Only address space of the daemon: the pages are the client's files.
+    std::uint64_t max_registered_bytes = 64ull << 30;
+    unsigned max_registered_buffers = 64;
     std::string group;                   // members may connect (besides root and our uid)
     std::string log_level = "info";
     std::string log_file;                // empty = stderr (journal under systemd)

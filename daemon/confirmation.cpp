@@ -101,22 +101,23 @@ std::size_t mark_rows_to_confirm(const ChunkGroups& g, const std::uint8_t* verdi
     for (std::size_t a = 0; a < order.size();) {
         std::size_t b = a;
         // The group rule of reference/group_verdicts.hpp, on this group's rows.
-        std::uint16_t present[16] = {}, failed[16] = {};
+        // Pairs of up to 20 keys (reference/multisig_pair.hpp).
+        std::uint32_t present[reference::kMaxMultisigKeys] = {}, failed[reference::kMaxMultisigKeys] = {};
         unsigned m = 0;
         bool any_invalid = false;
         for (; b < order.size() && order[b].first == order[a].first; ++b) {
             const std::uint32_t i = order[b].second;
-            const unsigned s = g.mn[i] >> 4, k = g.mn[i] & 15;
-            present[s] |= std::uint16_t(1u << k);
+            const reference::MultisigPair p = reference::decode_multisig_pair(g.mn[i]);
+            present[p.signature] |= 1u << p.key;
             if (verdicts[i] != 1) {
-                failed[s] |= std::uint16_t(1u << k);
+                failed[p.signature] |= 1u << p.key;
                 any_invalid = true;
             }
-            m = std::max(m, s + 1);
+            m = std::max(m, p.signature + 1u);
         }
         if (any_invalid) {
-            std::uint16_t usable[16];
-            for (unsigned s = 0; s < 16; ++s) usable[s] = std::uint16_t(present[s] & ~failed[s]);
+            std::uint32_t usable[reference::kMaxMultisigKeys];
+            for (unsigned s = 0; s < reference::kMaxMultisigKeys; ++s) usable[s] = present[s] & ~failed[s];
             if (!reference::multisig_satisfied(usable, m)) {
                 for (std::size_t c = a; c < b; ++c) {
                     const std::uint32_t i = order[c].second;

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <unordered_map>
 
@@ -43,26 +44,32 @@ public:
     const Limits& limits() const { return limits_; }
 
     // One connection attempt of (uid, pid): true when it may go on (a token of
-    // both buckets taken); false with the reason otherwise (nothing taken).
-    bool admit(uid_t uid, pid_t pid, Clock::time_point now, std::string& why) {
+    // both buckets taken); false with the reason in `why` (NUL-terminated,
+    // truncated to `size`) otherwise (nothing taken). No allocation once the
+    // process and the uid are tracked: a refusal in a connect loop is cheap.
+    bool admit(uid_t uid, pid_t pid, Clock::time_point now, char* why, std::size_t size) {
         Bucket& p = bucket(processes_, std::uint64_t(std::uint32_t(uid)) << 32 | std::uint32_t(pid),
                            limits_.per_process_burst, limits_.per_process_rate, now);
         Bucket& u = bucket(uids_, uid, limits_.per_uid_burst, limits_.per_uid_rate, now);
         if (p.tokens < 1) {
-            why = "connection rate limit: process " + std::to_string(pid) + " opened more than " +
-                  std::to_string(unsigned(limits_.per_process_burst)) + " sessions at " +
-                  std::to_string(unsigned(limits_.per_process_rate)) + "/s";
+            std::snprintf(why, size, "connection rate limit: process %d opened more than %u sessions at %u/s", int(pid),
+                          unsigned(limits_.per_process_burst), unsigned(limits_.per_process_rate));
             return false;
         }
         if (u.tokens < 1) {
-            why = "connection rate limit: uid " + std::to_string(uid) + " opened more than " +
-                  std::to_string(unsigned(limits_.per_uid_burst)) + " sessions at " +
-                  std::to_string(unsigned(limits_.per_uid_rate)) + "/s";
+            std::snprintf(why, size, "connection rate limit: uid %u opened more than %u sessions at %u/s",
+                          unsigned(uid), unsigned(limits_.per_uid_burst), unsigned(limits_.per_uid_rate));
             return false;
         }
         p.tokens -= 1;
         u.tokens -= 1;
         return true;
+    }
+    bool admit(uid_t uid, pid_t pid, Clock::time_point now, std::string& why) {
+        char text[160];
+        if (admit(uid, pid, now, text, sizeof text)) return true;
+        why = text;
+        return false;
     }
 
 private:

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "daemon/confirmation.hpp"
 #include "reference/columns.hpp"
@@ -17,6 +19,8 @@
 #include "shm_protocol/wire_format.hpp"
 
 namespace sigverify::daemon {
+
+class RegisteredMapping;
 
 struct Job {
     // --- set by the submitter before Scheduler::submit, then read-only -------
@@ -29,6 +33,11 @@ struct Job {
     // (columns.count == rows.count).
     bool is_columns = false;
     reference::ColumnBatch columns;
+    // Opcode::verify_registered_columns: the registered buffer the columns
+    // point into (is_columns is set too), held until the job finishes so an
+    // unregister or the session's end cannot unmap it under a chunk.
+    std::shared_ptr<const RegisteredMapping> buffer;
+    std::uint64_t buffer_id = 0;
     std::uint8_t* results = nullptr;  // results mode: rows.count bytes in the arena, zeroed (fail closed)
     wire::Mode mode = wire::Mode::results;
     std::uint8_t table = shm::kTableUnspecified;
@@ -42,6 +51,11 @@ struct Job {
 
     // --- scheduling state: the scheduler's, guarded by its mutex --------------
     std::uint64_t next_row = 0;   // first row not yet handed to a worker
+    // Row ranges a worker handed back unverified when it paused its chunk for
+    // the latency lane (Scheduler::set_yield_rows); they are handed out again
+    // before next_row. returned_rows is their total.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> returned;
+    std::uint64_t returned_rows = 0;
     std::uint32_t running = 0;    // chunks being verified
     reference::Tally tally;
     shm::Status status = shm::Status::ok;
@@ -55,6 +69,9 @@ struct Job {
     std::uint64_t gpu_rows = 0;
     std::uint64_t backend_chunk_rows = 0;
     std::uint64_t cpu_chunk_rows = 0;
+
+    // Rows no worker holds or has verified: the job is in its queue's pending line while this is not 0.
+    std::uint64_t unassigned() const { return rows.count - next_row + returned_rows; }
 };
 
 // Implemented by the owner of a JobQueue (a Session). Called by the scheduler,

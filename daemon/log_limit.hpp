@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include <spdlog/logger.h>
 
@@ -24,11 +25,15 @@ public:
     explicit LogLimit(unsigned burst = 10, std::chrono::milliseconds interval = std::chrono::seconds(10))
         : burst_(burst), interval_(interval) {}
 
-    // True when the caller may write its line for `key` now.
-    bool allow(spdlog::logger& log, const std::string& key) {
+    // True when the caller may write its line for `key` now. Allocates only
+    // the first time a key is seen (a refusal in a connect loop costs no
+    // allocation here).
+    bool allow(spdlog::logger& log, std::string_view key) {
         const auto now = Clock::now();
         std::lock_guard lock(mutex_);
-        Window& w = windows_[key];
+        auto it = windows_.find(key);
+        if (it == windows_.end()) it = windows_.emplace(std::string(key), Window{}).first;
+        Window& w = it->second;
         if (now >= w.end) {
             summarize(log, key, w);
             w.end = now + interval_;
@@ -57,7 +62,7 @@ private:
         std::uint64_t suppressed = 0;
     };
 
-    void summarize(spdlog::logger& log, const std::string& key, Window& w) {
+    void summarize(spdlog::logger& log, std::string_view key, Window& w) {
         if (w.suppressed == 0) return;
         log.warn("suppressed {} similar messages ({}) in the last {} s", w.suppressed, key,
                  std::chrono::duration_cast<std::chrono::seconds>(interval_).count());
@@ -67,7 +72,7 @@ private:
     const unsigned burst_;
     const std::chrono::milliseconds interval_;
     std::mutex mutex_;
-    std::map<std::string, Window> windows_;
+    std::map<std::string, Window, std::less<>> windows_;
 };
 
 }  // namespace sigverify::daemon

@@ -39,8 +39,12 @@ ReloadPlan plan_reload(const Config& a, const Config& b) {
     restart_key(p, "backend", a.backend, b.backend);
     restart_key(p, "cpu-threads", a.cpu_threads, b.cpu_threads);
     restart_key(p, "max-clients", a.max_clients, b.max_clients);
+    restart_key(p, "max-segments-per-uid", a.max_segments_per_uid, b.max_segments_per_uid);
+    restart_key(p, "worker-nice", a.worker_nice, b.worker_nice);
     restart_key(p, "ring-entries", a.ring_entries, b.ring_entries);
     restart_key(p, "arena-size", a.arena_size, b.arena_size);
+    restart_key(p, "max-registered-bytes", a.max_registered_bytes, b.max_registered_bytes);
+    restart_key(p, "max-registered-buffers", a.max_registered_buffers, b.max_registered_buffers);
     restart_key(p, "group", a.group, b.group);
     restart_key(p, "foreground", a.foreground, b.foreground);
     restart_key(p, "shutdown-timeout-ms", a.shutdown_timeout_ms, b.shutdown_timeout_ms);

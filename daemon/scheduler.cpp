@@ -1,6 +1,9 @@
 #include "daemon/scheduler.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "daemon/metrics.hpp"
@@ -38,8 +41,8 @@ void Scheduler::submit(const std::shared_ptr<JobQueue>& q, std::uint32_t index) 
         if (!q->in_runnable_) {
             q->in_runnable_ = true;
             runnable_.push_back(q);
-            runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
         }
+        runnable_changed();
     }
     work_cv_.notify_one();
 }
@@ -51,6 +54,8 @@ void Scheduler::cancel(JobQueue& q, shm::Status status) {
         for (std::uint32_t index : q.pending_) {
             Job& j = q.jobs_[index];
             j.next_row = j.rows.count;
+            j.returned.clear();
+            j.returned_rows = 0;
             j.status = status;
             if (j.running == 0) {
                 j.ledger.reset();
@@ -66,7 +71,7 @@ void Scheduler::cancel(JobQueue& q, shm::Status status) {
             runnable_.erase(std::remove_if(runnable_.begin(), runnable_.end(),
                                            [&](const std::shared_ptr<JobQueue>& p) { return p.get() == &q; }),
                             runnable_.end());
-            runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
+            runnable_changed();
             q.in_runnable_ = false;
         }
     }
@@ -87,6 +92,8 @@ std::size_t Scheduler::cancel_job(JobQueue& q, std::uint64_t tag) {
             if (!matches(index)) continue;
             Job& j = q.jobs_[index];
             j.next_row = j.rows.count;
+            j.returned.clear();
+            j.returned_rows = 0;
             j.status = shm::Status::cancelled;
             ++cancelled;
             if (j.running == 0) {
@@ -108,7 +115,7 @@ std::size_t Scheduler::cancel_job(JobQueue& q, std::uint64_t tag) {
             runnable_.erase(std::remove_if(runnable_.begin(), runnable_.end(),
                                            [&](const std::shared_ptr<JobQueue>& p) { return p.get() == &q; }),
                             runnable_.end());
-            runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
+            runnable_changed();
             q.in_runnable_ = false;
         }
     }
@@ -139,7 +146,42 @@ void Scheduler::stop() {
     workers_.clear();
     std::lock_guard lock(mutex_);
     runnable_.clear();
-    runnable_count_.store(0, std::memory_order_release);
+    runnable_changed();
+}
+
+bool Scheduler::lane_work(const JobQueue& q) const {
+    const Job& front = q.jobs_[q.pending_.front()];
+    return front.returned.empty() && front.rows.count - front.next_row <= chunk_rows_;
+}
+
+void Scheduler::runnable_changed() {
+    runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
+    // Workers yield for small batches only, not for the last chunk of a bulk
+    // batch (which lane_work also serves first): that would cut the chunks of
+    // every bulk batch's end, for no one waiting on a round trip.
+    const auto small_batch = [&](const std::shared_ptr<JobQueue>& q) {
+        return lane_work(*q) && q->jobs_[q->pending_.front()].rows.count <= chunk_rows_;
+    };
+    lane_waiting_.store(yield_rows_ != 0 && std::any_of(runnable_.begin(), runnable_.end(), small_batch),
+                        std::memory_order_release);
+}
+
+void Scheduler::hand_back(const std::shared_ptr<JobQueue>& q, std::uint32_t index, std::uint64_t begin,
+                          std::uint64_t end) {
+    Job& j = q->jobs_[index];
+    ++chunks_yielded_;
+    // A cancelled or failed job completes without these rows (they stay as
+    // submitted: zero verdicts, tails kept; the status says why).
+    if (j.status != shm::Status::ok) return;
+    if (j.unassigned() == 0) q->pending_.push_front(index);  // submission order: older than what is pending
+    j.returned.emplace_back(begin, end);
+    j.returned_rows += end - begin;
+    if (!q->in_runnable_) {
+        // It had its turn: it goes on right after the lane.
+        q->in_runnable_ = true;
+        runnable_.push_front(q);
+    }
+    runnable_changed();
 }
 
 bool Scheduler::use_groups_rule(const Job& j) const {
@@ -194,7 +236,9 @@ ChunkResult Scheduler::verify_staged(unsigned worker, const wire::RowSpan& recor
     return r;
 }
 
-ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begin, std::size_t end) {
+ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begin, std::size_t end,
+                                 std::size_t* verified_end) {
+    if (verified_end != nullptr) *verified_end = end;
     ChunkResult failed;
     failed.status = shm::Status::backend_error;
     const wire::RecordKind kind = j.is_columns ? j.columns.kind : j.rows.kind;
@@ -227,16 +271,36 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
         j.ledger->register_chunk(begin, end, st.groups);
         groups = &st.groups;
     }
-    // 2. Verify into private verdicts.
+    // 2. Verify into private verdicts: whole, or in pieces between which the
+    //    worker may stop to yield to the latency lane.
     const auto t0 = std::chrono::steady_clock::now();
-    const ChunkResult r = verify_staged(worker, staged, groups, on_cpu, st.verdicts.data());
+    std::size_t verified = n;
+    ChunkResult r;
+    if (verified_end != nullptr && yield_rows_ != 0 && n > yield_rows_ && groups == nullptr && !on_cpu &&
+        !in_place && cpu_fallback_ == nullptr) {
+        for (std::size_t a = 0; a < n;) {
+            const std::size_t b = std::min(n, a + yield_rows_);
+            const ChunkResult piece = verify_staged(worker, subspan(staged, a, b), nullptr, false, st.verdicts.data() + a);
+            if (piece.status != shm::Status::ok) return piece;  // nothing published
+            r.tally += piece.tally;
+            r.rows_rewritten = r.rows_rewritten || piece.rows_rewritten;
+            a = b;
+            if (a < n && lane_waits()) {
+                verified = a;
+                break;
+            }
+        }
+    } else {
+        r = verify_staged(worker, staged, groups, on_cpu, st.verdicts.data());
+    }
     if (on_cpu && planner_ != nullptr && r.status == shm::Status::ok)
         planner_->observe_cpu(n, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (r.status != shm::Status::ok) return r;  // nothing published
-    // 3. Publish to the client, in the job's mode.
+    // 3. Publish to the client, in the job's mode: only rows verified.
     const wire::TailSpan tails =
         j.is_columns ? wire::correlate_tails(j.columns.correlate, j.columns.tail_size) : wire::row_tails(j.rows);
-    wire::publish_verdicts(j.mode, tails, j.results, begin, st.verdicts.data(), n);
+    wire::publish_verdicts(j.mode, tails, j.results, begin, st.verdicts.data(), verified);
+    if (verified_end != nullptr) *verified_end = begin + verified;
     return r;
 }
 
@@ -271,67 +335,87 @@ void Scheduler::repair_groups(unsigned worker, const Job& j) {
 }
 
 void Scheduler::worker_loop(unsigned worker) {
+    if (worker_nice_ > 0) {
+        // Linux nice values are per thread; raising one needs no privilege. A
+        // refusal (a sandbox) leaves the worker at the daemon's priority.
+        const int nice_now = ::getpriority(PRIO_PROCESS, 0);
+        (void)::setpriority(PRIO_PROCESS, 0, std::min(19, nice_now + worker_nice_));
+    }
     std::unique_lock lock(mutex_);
     for (;;) {
         if (runnable_.empty() && !stopping_) {
             // Busy-poll briefly before sleeping: a condition-variable wakeup
             // costs ~100 us on a loaded VM, longer than a 1-row verification.
+            idle_workers_.fetch_add(1, std::memory_order_acq_rel);
             lock.unlock();
             shm::spin_before_sleep([&] { return runnable_count_.load(std::memory_order_acquire) != 0; });
             lock.lock();
+            work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty(); });
+            idle_workers_.fetch_sub(1, std::memory_order_acq_rel);
         }
-        work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty(); });
         if (stopping_) return;
         // Latency lane: a queue whose next job fits in one chunk goes first,
         // so a node's block-sized or 1-row batch never waits behind the
         // chunks of every bulk verifier on the host; bulk queues round-robin.
         // At most kLaneBurst lane picks in a row: a client flooding small
         // batches cannot starve the bulk queues (they get every fifth chunk).
-        const auto small = [&](const std::shared_ptr<JobQueue>& sq) {
-            const Job& front = sq->jobs_[sq->pending_.front()];
-            return front.rows.count - front.next_row <= chunk_rows_;
-        };
+        const auto small = [&](const std::shared_ptr<JobQueue>& sq) { return lane_work(*sq); };
         const auto first_small = std::find_if(runnable_.begin(), runnable_.end(), small);
         const auto first_bulk = std::find_if_not(runnable_.begin(), runnable_.end(), small);
         auto pick = runnable_.begin();
+        // A bulk chunk taken because the lane had its kLaneBurst picks runs
+        // whole: yielding it to the waiting small batches would shrink the
+        // bulk queues' guaranteed share to one piece.
+        bool may_yield = true;
         if (first_small != runnable_.end() && (lane_streak_ < kLaneBurst || first_bulk == runnable_.end())) {
             pick = first_small;
             lane_streak_ = std::min(lane_streak_ + 1, kLaneBurst);
         } else {
             pick = first_bulk != runnable_.end() ? first_bulk : runnable_.begin();
+            may_yield = first_small == runnable_.end();
             lane_streak_ = 0;
         }
         std::shared_ptr<JobQueue> q = std::move(*pick);
         runnable_.erase(pick);
         const std::uint32_t index = q->pending_.front();
         Job& j = q->jobs_[index];
-        const std::uint64_t begin = j.next_row;
-        if (begin == 0) plan_job(j);
-        const std::uint64_t end = begin < j.gpu_rows ? std::min<std::uint64_t>(j.gpu_rows, begin + j.backend_chunk_rows)
-                                                     : std::min<std::uint64_t>(j.rows.count, begin + j.cpu_chunk_rows);
-        j.next_row = end;
+        std::uint64_t begin = 0, end = 0;
+        if (!j.returned.empty()) {
+            // Rows a yielding worker handed back go first (at most one chunk each).
+            std::tie(begin, end) = j.returned.back();
+            j.returned.pop_back();
+            j.returned_rows -= end - begin;
+        } else {
+            begin = j.next_row;
+            if (begin == 0) plan_job(j);
+            end = begin < j.gpu_rows ? std::min<std::uint64_t>(j.gpu_rows, begin + j.backend_chunk_rows)
+                                     : std::min<std::uint64_t>(j.rows.count, begin + j.cpu_chunk_rows);
+            j.next_row = end;
+        }
         ++j.running;
-        if (j.next_row >= j.rows.count) q->pending_.pop_front();
+        if (j.unassigned() == 0) q->pending_.pop_front();
         if (!q->pending_.empty()) {
             runnable_.push_back(q);  // round robin: back of the line
             work_cv_.notify_one();
         } else {
             q->in_runnable_ = false;
         }
-        runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
+        runnable_changed();
         lock.unlock();
 
         // Reads only the job's submitter-set fields, which nobody writes while it runs.
-        const ChunkResult r = run_chunk(worker, j, begin, end);
+        std::size_t verified_end = end;
+        const ChunkResult r = run_chunk(worker, j, begin, end, may_yield ? &verified_end : nullptr);
         if (metrics_ != nullptr) metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
 
         lock.lock();
         ++chunks_run_;
+        if (r.status == shm::Status::ok && verified_end < end) hand_back(q, index, verified_end, end);
         j.tally += r.tally;
         j.rows_rewritten = j.rows_rewritten || r.rows_rewritten;
         if (r.status != shm::Status::ok && j.status == shm::Status::ok) j.status = r.status;
         --j.running;
-        if (j.running == 0 && j.next_row >= j.rows.count) {
+        if (j.running == 0 && j.unassigned() == 0) {
             // j is complete: no chunk of it runs any more, cancel() leaves it
             // alone, and its slot is not reused before finish_job. Its group
             // repairs run before it counts as done (idle() stays false).

@@ -12,6 +12,17 @@
 // big job spread over all workers, and on the CPU backend so do those of a
 // small one (chunks down to kMinSpreadRows rows).
 //
+// Yielding to the lane (set_yield_rows, the CPU backend): a worker verifies
+// its chunk in pieces of yield_rows rows, and between pieces looks whether
+// a small batch (one chunk or less) waits while no worker is idle. If so it publishes the pieces it
+// verified and hands the rest of the chunk back to its job (Job::returned,
+// handed out again before the job's next rows; its queue goes to the front
+// of the round-robin line), then picks again, so a 1-row batch waits for
+// one piece, not for a whole chunk. The bulk chunk the lane burst limit
+// forces runs whole (a flood of small batches still leaves the bulk queues
+// one full chunk in five). Rows handed back were neither verified
+// nor published: every row is verified and published exactly once.
+//
 // Every chunk, rows or columns, takes the same three steps in its worker:
 //   1. stage:   copy the chunk's records out of shared memory into the
 //               worker's private rows (daemon/staging.hpp);
@@ -90,6 +101,9 @@ public:
     static constexpr std::uint64_t kMinSpreadRows = 16;
     // Lane picks in a row before the round-robin line's front is served.
     static constexpr unsigned kLaneBurst = 4;
+    // Piece size for yielding to the lane on the CPU backend (~0.5 ms of one
+    // core verifying ECDSA rows).
+    static constexpr std::size_t kYieldRows = 16;
 
     Scheduler(Backend& backend, Backend* cpu_fallback, std::size_t chunk_rows);
     ~Scheduler();
@@ -136,11 +150,38 @@ public:
     // is one) by measured rates, and learns from every chunk; set before
     // start(). Without a planner every row goes to the backend.
     void set_planner(SplitPlanner* planner) { planner_ = planner; }
+    // Workers yield to the latency lane every `rows` rows of a chunk (see
+    // above; 0: never, the default). Only chunks verified whole by the
+    // scheduler's backend without a CPU fallback (the CPU backend) yield.
+    // Set before start().
+    void set_yield_rows(std::size_t rows) { yield_rows_ = rows; }
+    // Each worker thread raises its own nice value by `offset` when it starts
+    // (--worker-nice; unprivileged). Set before start().
+    void set_worker_nice(int offset) { worker_nice_ = offset; }
+    // Chunks whose rest a worker handed back to yield to the lane.
+    std::uint64_t chunks_yielded() {
+        std::lock_guard lock(mutex_);
+        return chunks_yielded_;
+    }
 
 private:
     void worker_loop(unsigned worker);
-    // Stage (or hand in place), verify, publish rows [begin, end) of job j (see above).
-    ChunkResult run_chunk(unsigned worker, const Job& j, std::size_t begin, std::size_t end);
+    // Stage (or hand in place), verify, publish rows [begin, end) of job j (see
+    // above). With may_yield, *verified_end is where it stopped to yield to
+    // the lane: rows [begin, *verified_end) are published, the rest untouched.
+    ChunkResult run_chunk(unsigned worker, const Job& j, std::size_t begin, std::size_t end,
+                          std::size_t* verified_end = nullptr);
+    // Whether a worker in a chunk should yield: lane work waits, no worker is idle.
+    bool lane_waits() const noexcept {
+        return lane_waiting_.load(std::memory_order_acquire) && idle_workers_.load(std::memory_order_acquire) == 0;
+    }
+    // Whether q's next job is latency-lane work: few enough unassigned rows
+    // for one chunk, and none of them handed back by a yielding worker.
+    bool lane_work(const JobQueue& q) const;
+    // Rows [begin, end) of q's job `index` go back to be handed out again (lock held).
+    void hand_back(const std::shared_ptr<JobQueue>& q, std::uint32_t index, std::uint64_t begin, std::uint64_t end);
+    // After runnable_ changed: the counts workers read without the lock.
+    void runnable_changed();
     // Verifies staged records on the backend, re-running a failed chunk on the
     // CPU fallback when there is one.
     // on_cpu: straight to the CPU fallback (the planner's CPU share).
@@ -168,6 +209,11 @@ private:
     std::atomic<std::uint32_t> runnable_count_{0};  // runnable_.size(), readable without the lock
     std::uint64_t chunks_run_ = 0;
     unsigned lane_streak_ = 0;  // small-batch picks since a bulk queue was last served
+    std::size_t yield_rows_ = 0;
+    int worker_nice_ = 0;
+    std::uint64_t chunks_yielded_ = 0;
+    std::atomic<bool> lane_waiting_{false};     // some runnable queue has lane work
+    std::atomic<unsigned> idle_workers_{0};     // workers looking for work (spinning or asleep)
     bool stopping_ = false;
     Metrics* metrics_ = nullptr;
     SplitPlanner* planner_ = nullptr;

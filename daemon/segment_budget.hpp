@@ -51,6 +51,16 @@ public:
         return false;
     }
 
+    // Whether `bytes` more for `uid` would fit now (nothing is counted); the
+    // server asks with the smallest segment before it starts a session thread,
+    // so a uid already at its bound is refused without one. No allocation.
+    bool would_fit(uid_t uid, std::uint64_t bytes) const {
+        std::lock_guard lock(mutex_);
+        const auto it = by_uid_.find(uid);
+        const std::uint64_t mine = it == by_uid_.end() ? 0 : it->second;
+        return total_ + bytes <= total_limit_ && mine + bytes <= per_uid_limit_;
+    }
+
     // Gives back what try_reserve counted, once the segment is truncated.
     void release(uid_t uid, std::uint64_t bytes) {
         std::lock_guard lock(mutex_);

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 
@@ -34,13 +35,14 @@
 namespace sigverify::daemon {
 namespace {
 
-void send_refusal(int fd, shm::Status status, std::uint64_t epoch, const std::string& text) {
+// The refusal reply: status and "prefix text" as the reason; no allocation.
+void send_refusal(int fd, shm::Status status, std::uint64_t epoch, const char* prefix, const char* text) {
     shm::HelloReply reply{};
     reply.magic = shm::kReplyMagic;
     reply.protocol_version = shm::kProtocolVersion;
     reply.status = static_cast<std::uint32_t>(status);
     reply.epoch = epoch;
-    shm::copy_text(reply.error, text);
+    std::snprintf(reply.error, sizeof reply.error, "%s%s", prefix, text);
     (void)send(fd, &reply, sizeof reply, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
@@ -82,16 +84,25 @@ Server::~Server() {
 // get per --max-clients slot: one of the session in the slot, one of a
 // session that ended there and whose segment is not released yet (a client
 // that hung up frees its slot at once; its segment is truncated once its last
-// running chunk finished, normally within milliseconds). One uid may use all
-// of it, as it may use every session slot (a node with several connections).
+// running chunk finished, normally within milliseconds). One uid may hold
+// --max-segments-per-uid segments of that size (default 1.5 per slot, three
+// quarters of the total: enough for a node using every slot while some of its
+// ended sessions' segments are being released, and about a quarter is always
+// left to other uids).
 void Server::set_segment_budget() {
     shm::Layout layout;
     const std::uint64_t segment = shm::compute_layout(ctx_.config.ring_entries, ctx_.config.ring_entries,
                                                       std::max(ctx_.config.arena_size, shm::kMinArenaSize), layout)
                                       ? layout.segment_size
                                       : ctx_.config.arena_size;
-    const std::uint64_t total = 2 * segment * std::max(1u, unsigned(ctx_.config.max_clients));
-    ctx_.segment_budget.set_limits(total, total);
+    const std::uint64_t slots = std::max(1u, unsigned(ctx_.config.max_clients));
+    const std::uint64_t total = 2 * segment * slots;
+    const std::uint64_t per_uid_segments =
+        ctx_.config.max_segments_per_uid != 0 ? ctx_.config.max_segments_per_uid : slots + (slots + 1) / 2;
+    ctx_.segment_budget.set_limits(total, std::min(total, per_uid_segments * segment));
+    smallest_segment_ = shm::compute_layout(shm::kMinRingEntries, shm::kMinRingEntries, shm::kMinArenaSize, layout)
+                            ? layout.segment_size
+                            : shm::kMinArenaSize;
 }
 
 // Sessions that hold a slot: those running, less those whose client has
@@ -207,7 +218,7 @@ bool Server::setup_socket() {
     return true;
 }
 
-bool Server::peer_allowed(int fd, const ucred& cred, std::string& why) {
+bool Server::peer_allowed(int fd, const ucred& cred, char* why, std::size_t size) {
     if (cred.uid == 0 || cred.uid == geteuid()) return true;
     if (have_group_) {
         if (cred.gid == group_gid_) return true;
@@ -217,12 +228,12 @@ bool Server::peer_allowed(int fd, const ucred& cred, std::string& why) {
             for (socklen_t i = 0; i < len / sizeof(gid_t); ++i)
                 if (groups[i] == group_gid_) return true;
         }
-        why = "uid " + std::to_string(cred.uid) + " gid " + std::to_string(cred.gid) +
-              " is not root, not the daemon's uid " + std::to_string(geteuid()) + " and not a member of group '" +
-              ctx_.config.group + "'";
+        std::snprintf(why, size,
+                      "uid %u gid %u is not root, not the daemon's uid %u and not a member of group '%s'",
+                      unsigned(cred.uid), unsigned(cred.gid), unsigned(geteuid()), ctx_.config.group.c_str());
     } else {
-        why = "uid " + std::to_string(cred.uid) + " is not root and not the daemon's uid " +
-              std::to_string(geteuid()) + " (no --group configured)";
+        std::snprintf(why, size, "uid %u is not root and not the daemon's uid %u (no --group configured)",
+                      unsigned(cred.uid), unsigned(geteuid()));
     }
     return false;
 }
@@ -285,13 +296,18 @@ bool Server::accept_one() {
         close(fd);
         return true;
     }
-    std::string why;
-    if (!peer_allowed(fd, cred, why)) {
+    // The checks, cheapest and least revealing first: who the peer is (an
+    // unpermitted uid learns nothing else), a free slot, room in the shared
+    // memory budget, then the rate limit (last, so that only sessions that
+    // start take a token). A refusal formats
+    // its reason into `why` on the stack, sends one reply and closes: no
+    // allocation, no thread, no segment (refuse_connection).
+    char why[256];
+    if (!peer_allowed(fd, cred, why, sizeof why)) {
         ++ctx_.refused;
         if (ctx_.log_limit.allow(*ctx_.log, "refused: permission denied"))
             ctx_.log->warn("refused connection from pid {}: {}", cred.pid, why);
-        send_refusal(fd, shm::Status::permission_denied, ctx_.epoch, "permission denied: " + why);
-        linger_refused(fd);
+        refuse_connection(fd, shm::Status::permission_denied, "permission denied: ", why);
         return true;
     }
     if (occupied_slots() >= ctx_.config.max_clients) {
@@ -299,20 +315,28 @@ bool Server::accept_one() {
         if (ctx_.log_limit.allow(*ctx_.log, "refused: busy"))
             ctx_.log->warn("refused connection from pid {} uid {}: --max-clients {} reached", cred.pid, cred.uid,
                            ctx_.config.max_clients);
-        send_refusal(fd, shm::Status::busy, ctx_.epoch,
-                     "sigverifyd is serving its maximum of " + std::to_string(ctx_.config.max_clients) + " clients");
-        linger_refused(fd);
+        std::snprintf(why, sizeof why, "%u clients", ctx_.config.max_clients);
+        refuse_connection(fd, shm::Status::busy, "sigverifyd is serving its maximum of ", why);
         return true;
     }
-    if (!connection_rate_.admit(cred.uid, cred.pid, std::chrono::steady_clock::now(), why)) {
-        // Checked last, so that only sessions that start take a token; refused
-        // before anything is set up for it: one reply, no thread, no segment.
+    if (!ctx_.segment_budget.would_fit(cred.uid, smallest_segment_)) {
+        // Not even the smallest segment would fit: refused here, not after a
+        // session thread read its hello (the exact check is there).
+        ++ctx_.refused;
+        ctx_.metrics.refused_shm_budget.fetch_add(1, std::memory_order_relaxed);
+        if (ctx_.log_limit.allow(*ctx_.log, "refused: shared memory budget"))
+            ctx_.log->warn("refused connection from pid {} uid {}: shared memory budget (uid or total) reached",
+                           cred.pid, cred.uid);
+        std::snprintf(why, sizeof why, "uid %u or the daemon is at its shared memory budget", unsigned(cred.uid));
+        refuse_connection(fd, shm::Status::busy, "sigverifyd is busy: ", why);
+        return true;
+    }
+    if (!connection_rate_.admit(cred.uid, cred.pid, std::chrono::steady_clock::now(), why, sizeof why)) {
         ++ctx_.refused;
         ctx_.metrics.refused_rate_limited.fetch_add(1, std::memory_order_relaxed);
         if (ctx_.log_limit.allow(*ctx_.log, "refused: rate limit"))
             ctx_.log->warn("refused connection from pid {} uid {}: {}", cred.pid, cred.uid, why);
-        send_refusal(fd, shm::Status::busy, ctx_.epoch, "sigverifyd is busy: " + why);
-        linger_refused(fd);
+        refuse_connection(fd, shm::Status::busy, "sigverifyd is busy: ", why);
         return true;
     }
     ctx_.active_sessions.fetch_add(1);
@@ -326,6 +350,22 @@ bool Server::accept_one() {
         ctx_.active_sessions.fetch_sub(1);
     }
     return true;
+}
+
+// If the peer's hello arrived already, it is read and the connection closed
+// at once: the reply stays readable for the peer after the close, and with
+// nothing of the peer's left unread the close does not reset the connection.
+// Otherwise (the peer has not sent yet: closing now would make its send fail
+// with EPIPE before it reads the reason) the connection lingers.
+void Server::refuse_connection(int fd, shm::Status status, const char* prefix, const char* text) {
+    alignas(8) char hello[512];
+    const ssize_t got = recv(fd, hello, sizeof hello, MSG_DONTWAIT);
+    send_refusal(fd, status, ctx_.epoch, prefix, text);
+    if (got >= 0) {
+        close(fd);  // got == 0: the peer is gone already
+        return;
+    }
+    linger_refused(fd);
 }
 
 void Server::linger_refused(int fd) {
@@ -533,6 +573,10 @@ int Server::run() {
     scheduler_ = std::make_unique<Scheduler>(*backend_, cpu_fallback_.get(), cfg.chunk_rows);
     scheduler_->set_metrics(&ctx_.metrics);
     scheduler_->set_planner(planner_.get());
+    // The CPU backend: a worker pauses its chunk every few rows for a waiting
+    // 1-row or block-sized batch (the GPU path's chunks are not cut).
+    if (cpu_fallback_ == nullptr && backend_->cheap_small_chunks()) scheduler_->set_yield_rows(Scheduler::kYieldRows);
+    scheduler_->set_worker_nice(int(cfg.worker_nice));
     ctx_.scheduler = scheduler_.get();
 
     // Signals are handled synchronously through a signalfd; block them in
@@ -552,7 +596,12 @@ int Server::run() {
     guard::install();
     if (!setup_socket()) return exit_status::runtime_failure;
     stats_ = std::make_unique<StatsServer>(
-        ctx_.metrics, [this](int fd, const ucred& cred, std::string& why) { return peer_allowed(fd, cred, why); },
+        ctx_.metrics, [this](int fd, const ucred& cred, std::string& why) {
+            char text[256];
+            if (peer_allowed(fd, cred, text, sizeof text)) return true;
+            why = text;
+            return false;
+        },
         [this] { return snapshot(); }, ctx_.log);
     stats_->set_log_limit(&ctx_.log_limit);
     if (std::string err; !stats_->open(cfg.runtime_dir + "/stats.sock", have_group_ ? 0660 : 0600,
@@ -582,14 +631,19 @@ int Server::run() {
 
     for (;;) {
         const auto now = std::chrono::steady_clock::now();
-        std::vector<pollfd> fds = {{accept_backoff_.poll_fd(listen_fd_, now), POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+        // Reused every round (no allocation per wake-up: a connect loop wakes it often).
+        std::vector<pollfd>& fds = poll_fds_;
+        fds.clear();
+        fds.push_back({accept_backoff_.poll_fd(listen_fd_, now), POLLIN, 0});
+        fds.push_back({signal_fd_, POLLIN, 0});
         fds.push_back({session_ended_fd_, POLLIN, 0});
         const std::size_t stats_at = fds.size();
         stats_->add_pollfds(fds);
         const std::size_t refused_at = fds.size();
         for (const auto& [fd, deadline] : refused_) fds.push_back({fd, POLLIN | POLLRDHUP, 0});
         const std::size_t sessions_at = fds.size();
-        std::vector<Session*> watched;
+        std::vector<Session*>& watched = watched_;
+        watched.clear();
         watch_hang_ups(fds, watched);
         const std::size_t parked_at = fds.size();
         for (const auto& [session, deadline] : parked_) fds.push_back({session->control_fd(), POLLRDHUP, 0});

@@ -48,7 +48,8 @@ private:
     void shutdown_gracefully();
     void reload();       // SIGHUP
     void reopen_logs();
-    bool peer_allowed(int fd, const ucred& cred, std::string& why);
+    // Whether the peer may connect; else the reason in why[0, size).
+    bool peer_allowed(int fd, const ucred& cred, char* why, std::size_t size);
 
     DaemonContext ctx_;
     std::shared_ptr<spdlog::sinks::dist_sink_mt> dist_;
@@ -73,6 +74,9 @@ private:
     // when the peer has read it (hang-up) or after a second, so the peer never
     // sees a reset instead of the reason. Bounded.
     std::vector<std::pair<int, std::chrono::steady_clock::time_point>> refused_;
+    std::vector<pollfd> poll_fds_;     // the main loop's, reused every round
+    std::uint64_t smallest_segment_ = 0;  // bytes of the smallest segment a session can get (set_segment_budget)
+    std::vector<Session*> watched_;    // sessions whose hang-up the main loop polls
     std::size_t max_lingering_ = 256;  // lowered at start-up to what RLIMIT_NOFILE leaves
     AcceptBackoff accept_backoff_;     // accept() out of descriptors: stop polling listen_fd_ for a while
     ConnectionRate connection_rate_;   // sessions per process and per uid (daemon/connection_rate.hpp)
@@ -81,6 +85,8 @@ private:
     unsigned occupied_slots() const;
     void watch_hang_ups(std::vector<::pollfd>& fds, std::vector<Session*>& watched) const;
     void linger_refused(int fd);
+    // Replies `status` with "prefix text" and closes fd, or leaves it to linger_refused.
+    void refuse_connection(int fd, shm::Status status, const char* prefix, const char* text);
     void drain_refused(const ::pollfd* fds, std::size_t n);
 
     // Stats socket, systemd notification, metrics textfile (daemon/stats_server.hpp, notify.hpp).

@@ -65,7 +65,11 @@ std::string sanitize_name(std::string_view raw) {
 }  // namespace
 
 Session::Session(DaemonContext& ctx, int fd, const ucred& cred, std::uint64_t id)
-    : ctx_(ctx), fd_(fd), cred_(cred), id_(id) {
+    : ctx_(ctx),
+      fd_(fd),
+      cred_(cred),
+      id_(id),
+      registered_(ctx.config.max_registered_bytes, ctx.config.max_registered_buffers) {
     peer_ = "pid=" + std::to_string(cred.pid) + " uid=" + std::to_string(cred.uid) +
             " gid=" + std::to_string(cred.gid);
 }
@@ -287,9 +291,15 @@ bool Session::handshake() {
     }
     mapped_in_backend_ = true;
     stage_rows_.store(!ctx_.scheduler->map_client_memory(base_, region_->get_size()), std::memory_order_relaxed);
-    ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
-                   arena_size_, sq_entries_);
-    established_.store(true, std::memory_order_release);
+    // Rate-limited like every line a client can repeat (a connect loop): the
+    // connections_accepted counter keeps the exact number.
+    if (ctx_.log->should_log(spdlog::level::info) && ctx_.log_limit.allow(*ctx_.log, "client connected"))
+        ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
+                       arena_size_, sq_entries_);
+    // seq_cst with set_closing's closing_ store: of a shutdown that begins
+    // now, at least one side sees the other's flag and marks the header.
+    established_.store(true);
+    if (closing_.load()) announce_closing();
     return true;
 }
 
@@ -322,13 +332,20 @@ void Session::leave() noexcept {
 }
 
 void Session::set_closing() {
-    closing_.store(true);
-    if (header_ != nullptr && !guard::poisoned(guard_slot_)) {
-        shm::word(header_->state).store(static_cast<std::uint32_t>(shm::SegmentState::closing),
-                                        std::memory_order_release);
-        shm::ring_force(header_->client_bell);
-        shm::ring_force(header_->daemon_bell);
-    }
+    closing_.store(true);  // seq_cst, paired with established_ (see handshake's end)
+    // Before the handshake ends the session thread is still writing the
+    // header with plain stores: the header is not ours to touch yet. The
+    // session thread marks it closing itself once established.
+    if (established_.load()) announce_closing();
+}
+
+void Session::announce_closing() {
+    // A mapping the SIGBUS guard replaced is no longer the client's.
+    if (guard::poisoned(guard_slot_)) return;
+    shm::word(header_->state).store(static_cast<std::uint32_t>(shm::SegmentState::closing),
+                                    std::memory_order_release);
+    shm::ring_force(header_->client_bell);
+    shm::ring_force(header_->daemon_bell);
 }
 
 bool Session::peer_gone() const {
@@ -349,14 +366,54 @@ void Session::peer_hung_up() {
 
 void Session::request_stop() {
     stop_.store(true);
-    if (header_ != nullptr) shm::ring_force(header_->daemon_bell);
+    // Before the handshake ends the reader has not started; it checks stop_ first.
+    if (established() && !guard::poisoned(guard_slot_)) shm::ring_force(header_->daemon_bell);
+}
+
+bool Session::control_message(const std::uint8_t* data, std::size_t size, int fd) {
+    shm::RegisterReply reply{};
+    std::uint32_t magic = 0;
+    if (size >= sizeof magic) std::memcpy(&magic, data, sizeof magic);
+    if (size == sizeof(shm::RegisterRequest) && magic == shm::kRegisterMagic) {
+        shm::RegisterRequest req;
+        std::memcpy(&req, data, sizeof req);
+        reply.magic = shm::kRegisterReplyMagic;
+        RegisterOutcome out;
+        if (req.flags != 0) {
+            out.status = shm::Status::invalid_argument;
+            out.error = "reserved flags set";
+        } else {
+            out = registered_.add(fd, req.offset, req.size);
+        }
+        reply.status = static_cast<std::uint32_t>(out.status);
+        reply.buffer_id = out.id;
+        reply.detail = out.detail;
+        shm::copy_text(reply.error, out.error);
+        if (out.status == shm::Status::ok)
+            ctx_.log->debug("client {} '{}': registered buffer {} ({} bytes at offset {})", id_, name_, out.id,
+                            req.size, req.offset);
+        else if (ctx_.log_limit.allow(*ctx_.log, "buffer registration refused"))
+            ctx_.log->info("client {} '{}' ({}): buffer registration refused: {}", id_, name_, peer_, out.error);
+    } else if (size == sizeof(shm::UnregisterRequest) && magic == shm::kUnregisterMagic && fd < 0) {
+        shm::UnregisterRequest req;
+        std::memcpy(&req, data, sizeof req);
+        reply.magic = shm::kUnregisterReplyMagic;
+        reply.buffer_id = req.buffer_id;
+        reply.status = static_cast<std::uint32_t>(req.flags != 0 ? shm::Status::invalid_argument
+                                                                  : registered_.remove(req.buffer_id));
+    } else {
+        return false;
+    }
+    shm::send_packet(fd_, &reply, sizeof reply);
+    return true;
 }
 
 bool Session::socket_alive() {
-    // Nothing is expected after the handshake: EOF ends the session, any
-    // other packet (of any size, with or without descriptors) is a protocol
-    // error, drained and ignored; passed descriptors are closed at once. At
-    // most 16 packets per check (every 20 ms), so a flooder cannot hold the
+    // After the handshake only the buffer registration messages are expected
+    // (control_message). EOF ends the session; any other packet (of any size,
+    // with or without descriptors) is a protocol error, drained and ignored;
+    // passed descriptors are closed at once (a registered buffer's once it is
+    // mapped). At most 16 packets per check, so a flooder cannot hold the
     // reader here; the rest wait in its socket buffer, which blocks it.
     for (int i = 0; i < 16; ++i) {
         pollfd p{fd_, POLLIN | POLLRDHUP, 0};
@@ -364,10 +421,17 @@ bool Session::socket_alive() {
         if (r <= 0) return true;
         if ((p.revents & POLLIN) == 0) return (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) == 0;
         alignas(8) std::uint8_t buf[512];
-        const shm::ReceivedPacket got = shm::receive_packet(fd_, buf, sizeof buf, shm::KeepDescriptor::none);
-        if (got.bytes == 0 && !got.truncated && got.fds_closed == 0) return false;  // EOF
+        shm::ReceivedPacket got = shm::receive_packet(fd_, buf, sizeof buf, shm::KeepDescriptor::first);
+        if (got.bytes == 0 && !got.truncated && got.fds_closed == 0 && got.fd < 0) return false;  // EOF
         if (got.bytes < 0)
             return got.error == EAGAIN || got.error == EWOULDBLOCK || got.error == EINTR;
+        const bool handled = !got.truncated && got.fds_closed == 0 &&
+                             control_message(buf, static_cast<std::size_t>(got.bytes), got.fd);
+        if (got.fd >= 0) {
+            ::close(got.fd);
+            ++got.fds_closed;
+        }
+        if (handled) continue;
         ++ctx_.protocol_errors;
         if (ctx_.log_limit.allow(*ctx_.log, "packet after the handshake"))
             ctx_.log->warn("client {} '{}' ({}): unexpected packet after the handshake ({} bytes{}{}); ignored", id_,
@@ -395,7 +459,20 @@ void Session::post_completion(std::uint64_t tag, shm::Status status, std::uint64
 }
 
 void Session::finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) {
-    const Job& j = queue_->job(index);
+    Job& j = queue_->job(index);
+    if (j.buffer != nullptr) {
+        // The file shrank under a chunk: the guard gave it zeros to read, so
+        // no verdict of this batch is the file's. Drop the registration.
+        if (j.buffer->lost()) {
+            status = shm::Status::buffer_lost;
+            registered_.remove(j.buffer_id);
+            if (ctx_.log_limit.allow(*ctx_.log, "registered buffer lost"))
+                ctx_.log->warn("client {} '{}' ({}) truncated registered buffer {} under verification; "
+                               "registration dropped",
+                               id_, name_, peer_, j.buffer_id);
+        }
+        j.buffer.reset();  // may unmap it (unregistered meanwhile)
+    }
     if (j.rows_rewritten && !stage_rows_.exchange(true, std::memory_order_relaxed) &&
         ctx_.log_limit.allow(*ctx_.log, "rows rewritten"))
         ctx_.log->warn("client {} '{}' ({}) rewrote rows while they were verified; its batches are staged from now on",
@@ -441,6 +518,27 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
         complete_now(n != 0 ? shm::Status::ok : shm::Status::not_found);
         return;
     }
+    std::shared_ptr<const RegisteredMapping> buffer;
+    if (c.opcode == shm::Opcode::verify_registered_columns) {
+        buffer = registered_.find(c.buffer_id);
+        shm::Status bst = shm::Status::ok;
+        if (buffer == nullptr) {
+            bst = shm::Status::not_found;
+        } else if (buffer->lost()) {
+            registered_.remove(c.buffer_id);
+            bst = shm::Status::buffer_lost;
+        } else {
+            bst = shm::check_registered_columns(c, buffer->size(), &detail);
+        }
+        if (bst != shm::Status::ok) {
+            ++ctx_.protocol_errors;
+            shm::word(header_->dropped).fetch_add(1, std::memory_order_relaxed);
+            ctx_.log->debug("client {} '{}': rejected registered batch tag {} (buffer {}): {} (detail {})", id_,
+                            name_, e.user_tag, c.buffer_id, shm::to_string(bst), detail);
+            complete_now(bst, detail);
+            return;
+        }
+    }
     if (c.opcode == shm::Opcode::nop || c.row_count == 0) {
         complete_now(shm::Status::ok);
         return;
@@ -456,8 +554,26 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     j.rows.kind = c.kind;
     j.rows.encoding = c.encoding;
     j.rows.count = static_cast<std::size_t>(c.row_count);
-    j.is_columns = c.opcode == shm::Opcode::verify_columns;
-    if (j.is_columns) {
+    j.is_columns = c.opcode == shm::Opcode::verify_columns || c.opcode == shm::Opcode::verify_registered_columns;
+    j.buffer_id = c.buffer_id;
+    if (buffer != nullptr) {
+        // Every column was checked inside the buffer by check_registered_columns;
+        // the scheduler stages column batches, so it copies each row out of
+        // the buffer before verifying it and never writes the buffer.
+        j.rows.tail_size = 0;
+        j.rows.data = nullptr;
+        j.columns = reference::ColumnBatch{};
+        j.columns.kind = c.kind;
+        j.columns.encoding = c.encoding;
+        j.columns.count = static_cast<std::size_t>(c.row_count);
+        j.columns.tail_size = 0;
+        const std::uint8_t* base = buffer->data();
+        j.columns.message = base + c.rows_offset;
+        j.columns.key = base + c.key_offset;
+        j.columns.signature = base + c.signature_offset;
+        j.columns.correlate = nullptr;
+        j.buffer = std::move(buffer);
+    } else if (j.is_columns) {
         // Every range was checked inside the arena by check_submission.
         j.rows.tail_size = 0;
         j.rows.data = nullptr;
@@ -537,6 +653,7 @@ void Session::reader_loop() {
     auto bell_seq = [&] {
         return std::atomic_ref<std::uint32_t>(header_->daemon_bell.seq).load(std::memory_order_seq_cst);
     };
+    std::uint32_t socket_checked_seq = bell_seq();
     while (!stop_.load(std::memory_order_relaxed)) {
         // Any event after this load (new submission, reaped completion, finished
         // job, stop request) bumps seq, so the FUTEX_WAIT below cannot miss it.
@@ -551,9 +668,15 @@ void Session::reader_loop() {
         // (A futex wakeup costs ~100 us on a loaded VM; a short busy-poll
         // catches the next submission of a client that is already active.)
         const bool changed = shm::spin_before_sleep([&] { return bell_seq() != seq; });
+        // The socket is checked every 20 ms, and at once when the bell rang
+        // since the last check with nothing in the ring: a client rings it
+        // after sending a control message (a buffer registration) and waits
+        // for the answer.
         const auto now = std::chrono::steady_clock::now();
-        if (now - last_socket_check >= std::chrono::milliseconds(20)) {
+        const std::uint32_t seq_now = bell_seq();
+        if (now - last_socket_check >= std::chrono::milliseconds(20) || seq_now != socket_checked_seq) {
             last_socket_check = now;
+            socket_checked_seq = seq_now;
             if (!socket_alive()) return;
         }
         if (changed) continue;
@@ -568,6 +691,8 @@ void Session::end_session() {
     // segment (workers hold references) and their completions are discarded
     // with the segment.
     cancel_jobs(shm::Status::cancelled);
+    // Unmapped now, or by the last running chunk of each (its Job holds it).
+    registered_.clear();
     if (header_ != nullptr && !guard::poisoned(guard_slot_)) {
         shm::word(header_->state).store(static_cast<std::uint32_t>(shm::SegmentState::closed),
                                         std::memory_order_release);
@@ -575,8 +700,9 @@ void Session::end_session() {
     }
     if (violated_.load() && ctx_.log_limit.allow(*ctx_.log, "protocol violation"))
         ctx_.log->warn("client {} '{}' ({}) disconnected for a protocol violation", id_, name_, peer_);
-    ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_.load(),
-                   rows_.load());
+    if (ctx_.log->should_log(spdlog::level::info) && ctx_.log_limit.allow(*ctx_.log, "session ended"))
+        ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_.load(),
+                       rows_.load());
 }
 
 void Session::cancel_jobs(shm::Status status) {

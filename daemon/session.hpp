@@ -31,6 +31,7 @@
 #include "daemon/daemon_context.hpp"
 #include "daemon/job.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/registered_buffers.hpp"
 #include "reference/reference_verifier.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
@@ -94,9 +95,13 @@ private:
     void post_completion(std::uint64_t tag, shm::Status status, std::uint64_t valid,
                          std::uint64_t invalid, std::uint32_t detail);
     bool socket_alive();
+    // A control message after the handshake (register / unregister a buffer):
+    // answered on the socket. False for anything else (a protocol error).
+    bool control_message(const std::uint8_t* data, std::size_t size, int fd);
     void end_session();
     // The end of run(): EOF to the client, the slot and the server's wake-up.
     void leave() noexcept;
+    void announce_closing();  // marks an established header closing and rings both bells
     void refuse(shm::Status status, const std::string& text);
 
     DaemonContext& ctx_;
@@ -124,6 +129,7 @@ private:
     std::uint64_t arena_size_ = 0;
     std::uint32_t sq_entries_ = 0, cq_entries_ = 0;
     std::unique_ptr<JobQueue> queue_;       // cq_entries job slots, created at handshake
+    RegisteredBuffers registered_;          // buffers the client registered (ABI 1.4)
 
     std::uint32_t sq_head_ = 0;             // private copy (reader thread only)
     std::mutex cq_mutex_;                   // serializes completion producers

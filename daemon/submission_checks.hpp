@@ -36,6 +36,10 @@ struct CheckedSubmission {
     std::uint64_t key_offset = 0;
     std::uint64_t signature_offset = 0;
     std::uint64_t correlate_offset = 0;  // 0 when tail_size (tail_size) is 0
+    // verify_registered_columns: the buffer the columns are in (rows_offset,
+    // key_offset and signature_offset are relative to it; checked against its
+    // size by check_registered_columns once the session has looked it up).
+    std::uint64_t buffer_id = 0;
 };
 
 namespace detail {
@@ -53,11 +57,70 @@ constexpr bool ranges_overlap(std::uint64_t a, std::uint64_t a_bytes, std::uint6
 }
 }  // namespace detail
 
+// The parts of a verify_registered_columns entry that do not depend on the
+// buffer: known enums, results mode, no tail, the results inside the arena.
+inline Status check_registered_entry(const SubmissionEntry& e, std::uint64_t arena_size, CheckedSubmission& out,
+                                     std::uint32_t* detail_out) {
+    CheckedSubmission c;
+    c.opcode = Opcode::verify_registered_columns;
+    if (e.record_kind > static_cast<std::uint8_t>(wire::RecordKind::schnorr)) return Status::bad_entry;
+    c.kind = static_cast<wire::RecordKind>(e.record_kind);
+    if (e.encoding > static_cast<std::uint8_t>(wire::SigEncoding::compact)) return Status::bad_entry;
+    if (c.kind == wire::RecordKind::schnorr && e.encoding != 0) return Status::bad_entry;
+    c.encoding = static_cast<wire::SigEncoding>(e.encoding);
+    // Collect mode would write into the buffer, which the daemon maps read-only.
+    if (e.mode != static_cast<std::uint8_t>(wire::Mode::results) || e.key_size != 0) return Status::bad_entry;
+    if (e.table != kTableUnspecified && e.table > static_cast<std::uint8_t>(wire::Table::threshold))
+        return Status::bad_entry;
+    if (e.table != kTableUnspecified && wire::record_kind(static_cast<wire::Table>(e.table)) != c.kind)
+        return Status::bad_entry;
+    c.table = e.table;
+    c.strict_confirm = (e.flags & kSubmitStrictConfirm) != 0;
+    c.stride = wire::record_size(c.kind);
+    c.row_count = e.row_count;
+    c.rows_offset = e.rows_offset;
+    c.results_offset = e.results_offset;
+    const RegisteredColumnOffsets o = registered_offsets(e);
+    c.key_offset = o.key_offset;
+    c.signature_offset = o.signature_offset;
+    c.buffer_id = o.buffer_id;
+    if (c.row_count > arena_size || !detail::range_in_arena(c.results_offset, c.row_count, 1, arena_size)) {
+        if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(ColumnDetail::results);
+        return Status::bad_range;
+    }
+    out = c;
+    return Status::ok;
+}
+
+// The columns of a checked verify_registered_columns entry inside its buffer
+// of buffer_size bytes, without overflow; sets rows_bytes. The results are in
+// the arena and the buffer is never written, so nothing can overlap.
+inline Status check_registered_columns(CheckedSubmission& c, std::uint64_t buffer_size,
+                                       std::uint32_t* detail_out = nullptr) {
+    auto range_error = [&](ColumnDetail d) {
+        if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(d);
+        return Status::bad_range;
+    };
+    // Keeps every count * width below from overflowing (width <= stride).
+    if (c.row_count > buffer_size / c.stride) return range_error(ColumnDetail::row_count);
+    c.rows_bytes = c.row_count * c.stride;
+    const std::uint64_t n = c.row_count;
+    if (!detail::range_in_arena(c.rows_offset, n, wire::kColumnMessageWidth, buffer_size))
+        return range_error(ColumnDetail::message);
+    if (!detail::range_in_arena(c.key_offset, n, wire::column_key_width(c.kind), buffer_size))
+        return range_error(ColumnDetail::key);
+    if (!detail::range_in_arena(c.signature_offset, n, wire::kColumnSignatureWidth, buffer_size))
+        return range_error(ColumnDetail::signature);
+    return Status::ok;
+}
+
 inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_size, CheckedSubmission& out,
                                std::uint32_t* detail_out = nullptr) {
     CheckedSubmission c;
     if (detail_out != nullptr) *detail_out = 0;
     if ((e.flags & ~kSubmitKnownFlags) != 0) return Status::bad_entry;
+    if (e.opcode == static_cast<std::uint8_t>(Opcode::verify_registered_columns))
+        return check_registered_entry(e, arena_size, out, detail_out);
     const bool columns = e.opcode == static_cast<std::uint8_t>(Opcode::verify_columns);
     if (!columns && !reserved_words_zero(e)) return Status::bad_entry;
     if (e.opcode == static_cast<std::uint8_t>(Opcode::nop)) {

@@ -60,13 +60,14 @@ std::vector<GroupRow> single_signature_group_rows(std::span<const std::uint32_t>
     return out;
 }
 
-bool multisig_satisfied(const std::uint16_t usable[16], unsigned m) {
-    if (m > 16) return false;
+bool multisig_satisfied(std::span<const std::uint32_t> usable, unsigned m) {
+    if (m > usable.size() || m > kMaxMultisigKeys) return false;
+    constexpr std::uint32_t kAllKeys = (1u << kMaxMultisigKeys) - 1;
     int previous = -1;  // key index used by the previous signature
     for (unsigned s = 0; s < m; ++s) {
         // Keys strictly after the previous one.
         const unsigned after = unsigned(previous + 1);
-        const std::uint32_t allowed = after >= 16 ? 0u : (0xFFFFu << after) & 0xFFFFu;
+        const std::uint32_t allowed = after >= kMaxMultisigKeys ? 0u : (kAllKeys << after) & kAllKeys;
         const std::uint32_t candidates = usable[s] & allowed;
         if (candidates == 0) return false;
         previous = std::countr_zero(candidates);
@@ -79,21 +80,22 @@ namespace {
 GroupVerdict evaluate_multisig(std::span<const std::pair<std::uint64_t, std::size_t>> members,
                                std::span<const GroupRow> rows, std::span<const std::uint8_t> verdicts) {
     GroupVerdict g;
-    std::uint16_t present[16] = {}, failed[16] = {};
+    // Masks of key indices per signature index, both 0..19 (multisig_pair.hpp).
+    std::uint32_t present[kMaxMultisigKeys] = {}, failed[kMaxMultisigKeys] = {};
     unsigned m = 0;
     for (const auto& [key, i] : members) {
-        const unsigned s = rows[i].mn >> 4, k = rows[i].mn & 15;
-        const auto bit = std::uint16_t(1u << k);
-        if (present[s] & bit) g.flags |= kGroupDuplicates;
-        present[s] |= bit;
+        const MultisigPair p = decode_multisig_pair(rows[i].mn);
+        const auto bit = std::uint32_t(1u << p.key);
+        if (present[p.signature] & bit) g.flags |= kGroupDuplicates;
+        present[p.signature] |= bit;
         const bool ok = verdicts[i] != 0;
-        if (!ok) failed[s] |= bit;
+        if (!ok) failed[p.signature] |= bit;
         ++g.rows;
         g.valid_rows += ok ? 1 : 0;
-        m = std::max(m, s + 1);
+        m = std::max(m, p.signature + 1u);
     }
-    std::uint16_t usable[16];
-    for (unsigned s = 0; s < 16; ++s) usable[s] = std::uint16_t(present[s] & ~failed[s]);
+    std::uint32_t usable[kMaxMultisigKeys];
+    for (unsigned s = 0; s < kMaxMultisigKeys; ++s) usable[s] = present[s] & ~failed[s];
     g.required = m;
     g.pass = multisig_satisfied(usable, m);
     if (!g.pass) g.flags |= kGroupUnmatched;
@@ -166,6 +168,13 @@ GroupReport compute_group_verdicts(GroupKind kind, std::span<const GroupRow> row
     }
     for (const auto& b : report.blocks) report.failed_blocks += b.all_groups_pass ? 0 : 1;
     return report;
+}
+
+std::vector<GroupVerdict> unsatisfiable_threshold_groups(std::span<const GroupRow> rows) {
+    const std::vector<std::uint8_t> all_verified(rows.size(), 1);
+    GroupReport r = compute_group_verdicts(GroupKind::threshold, rows, all_verified);
+    std::erase_if(r.groups, [](const GroupVerdict& g) { return g.pass; });
+    return std::move(r.groups);
 }
 
 }  // namespace sigverify::reference

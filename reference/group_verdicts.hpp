@@ -6,10 +6,14 @@
 // FF FF FF (still being written) belong to no group: they are skipped and
 // counted.
 //
-// Multisig (ECDSA, CHECKMULTISIG). A row's mn byte is (signature index s << 4)
-// | key index k, both 0-based (0..15). A (s, k) pair is USABLE when the group
-// has at least one row with that mn and every row with that mn verified (a
-// duplicate row that failed poisons its pair: fail closed). The group requires
+// Multisig (ECDSA, CHECKMULTISIG). A row's mn byte names signature index s
+// and key index k, both 0-based: s << 4 | k up to 16 keys (libbitcoin's
+// packing), extended to keys and signatures 0..19 (multisig_pair.hpp). A
+// (s, k) pair is USABLE when the group has at least one row with that mn and
+// every row with that mn verified (a duplicate row that failed poisons its
+// pair: fail closed; libbitcoin's correlation takes any verified copy, but its
+// band never writes one (s, k) twice, so the two agree on every table it
+// writes). The group requires
 // m = (largest signature index among its rows) + 1 signatures, and PASSES when
 // there are keys k_0 < k_1 < ... < k_{m-1} such that every (i, k_i) is usable:
 // signature i is matched to a key after the key of signature i-1, as
@@ -52,6 +56,7 @@
 #include <vector>
 
 #include "reference/columns.hpp"
+#include "reference/multisig_pair.hpp"
 #include "shm_protocol/wire_format.hpp"
 
 namespace sigverify::reference {
@@ -124,15 +129,23 @@ constexpr std::size_t kMaxSkippedListed = 16;
 // more than 65536 single signatures.
 std::vector<GroupRow> single_signature_group_rows(std::span<const std::uint32_t> block_fks);
 
+// Threshold groups that fail even when every row verifies (fewer rows than
+// m, rows disagreeing on m, m = 0), sorted by (block_fk, group). libbitcoin
+// never captures such a spend (it verifies it inline, where it fails), and its
+// Schnorr correlate, which carries no m, could not say the group fails: a
+// threshold table holding one cannot be written in that layout.
+std::vector<GroupVerdict> unsatisfiable_threshold_groups(std::span<const GroupRow> rows);
+
 // verdicts[i] != 0 means row i verified. rows.size() must equal verdicts.size()
 // (std::invalid_argument otherwise).
 GroupReport compute_group_verdicts(GroupKind kind, std::span<const GroupRow> rows,
                                    std::span<const std::uint8_t> verdicts);
 
-// Multisig rule on one group's pairs: usable[s] is the 16-bit mask of keys k
-// whose (s, k) pair is usable; m signatures are required. Greedy ordered
-// matching (the smallest usable key after the previous one), which is optimal
-// for a chain of increasing choices.
-bool multisig_satisfied(const std::uint16_t usable[16], unsigned m);
+// Multisig rule on one group's pairs: usable[s] is the mask of keys k (bits
+// 0..19) whose (s, k) pair is usable; m signatures are required (false when
+// m exceeds usable.size() or 20). Greedy ordered matching (the smallest usable
+// key after the previous one), which is optimal for a chain of increasing
+// choices.
+bool multisig_satisfied(std::span<const std::uint32_t> usable, unsigned m);
 
 }  // namespace sigverify::reference

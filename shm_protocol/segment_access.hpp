@@ -40,7 +40,8 @@ constexpr std::string_view to_string(Status s) {
     case Status::bad_segment: return "invalid shared segment";
     case Status::system_error: return "system error";
     case Status::pending: return "pending";
-    case Status::not_found: return "no batch in flight with that tag";
+    case Status::not_found: return "no batch in flight or registered buffer with that id";
+    case Status::buffer_lost: return "registered buffer truncated under verification";
     }
     return "unknown status";
 }
@@ -58,6 +59,14 @@ inline ColumnOffsets column_offsets(const SubmissionEntry& e) {
 }
 inline void set_column_offsets(SubmissionEntry& e, const ColumnOffsets& o) {
     std::memcpy(reinterpret_cast<std::uint8_t*>(&e) + offsetof(SubmissionEntry, columns), &o, sizeof o);
+}
+inline RegisteredColumnOffsets registered_offsets(const SubmissionEntry& e) {
+    RegisteredColumnOffsets o;
+    std::memcpy(&o, reinterpret_cast<const std::uint8_t*>(&e) + offsetof(SubmissionEntry, registered), sizeof o);
+    return o;
+}
+inline void set_registered_offsets(SubmissionEntry& e, const RegisteredColumnOffsets& o) {
+    std::memcpy(reinterpret_cast<std::uint8_t*>(&e) + offsetof(SubmissionEntry, registered), &o, sizeof o);
 }
 // True when bytes 40..63 are all zero (what verify and nop require).
 inline bool reserved_words_zero(const SubmissionEntry& e) {

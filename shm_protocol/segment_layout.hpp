@@ -45,8 +45,9 @@ namespace sigverify::shm {
 // ---------------------------------------------------------------------------
 constexpr std::uint32_t kSegmentMagic = 0x47535653;  // "SVSG" little-endian
 constexpr std::uint16_t kAbiMajor = 1;                // incompatible layout change
-constexpr std::uint16_t kAbiMinor = 3;                // compatible addition (1: Opcode::verify_columns,
-                                                      // 2: kSubmitStrictConfirm, 3: Opcode::cancel)
+constexpr std::uint16_t kAbiMinor = 4;                // compatible addition (1: Opcode::verify_columns,
+                                                      // 2: kSubmitStrictConfirm, 3: Opcode::cancel,
+                                                      // 4: registered buffers)
 constexpr std::uint32_t kProtocolVersion = 1;         // handshake version
 
 constexpr std::size_t kCacheLine = 64;
@@ -92,9 +93,12 @@ enum class Status : std::uint32_t {
     bad_segment = 17,       // segment header failed validation (magic, ABI, sizes)
     system_error = 18,      // an OS call failed (details in the error text)
     pending = 19,           // poll(): the batch has not completed yet
-    not_found = 20,         // Opcode::cancel named no batch in flight (unknown, or already completed)
+    not_found = 20,         // Opcode::cancel named no batch in flight (unknown, or already completed);
+                            // verify_registered_columns named no registered buffer of this session
+    buffer_lost = 21,       // a registered buffer shrank under the daemon (SIGBUS guard): the batch's
+                            // verdicts cannot be trusted and the registration is dropped
 };
-constexpr std::uint32_t kStatusCount = 21;
+constexpr std::uint32_t kStatusCount = 22;
 
 // ---------------------------------------------------------------------------
 // Ring entries
@@ -105,6 +109,7 @@ enum class Opcode : std::uint8_t {
     nop = 2,      // completes immediately with ok and zero counts (ping, latency)
     verify_columns = 3,  // ABI 1.1: verify row_count rows given as column tables
     cancel = 4,          // ABI 1.3: cancel the batch in flight whose user_tag is rows_offset
+    verify_registered_columns = 5,  // ABI 1.4: column tables inside a registered buffer
 };
 
 // The first ABI minor version whose daemon accepts Opcode::verify_columns; an
@@ -139,6 +144,22 @@ constexpr std::uint16_t kAbiMinorStrictConfirm = 2;
 // submitted, or its completion is already posted).
 constexpr std::uint16_t kAbiMinorCancel = 3;
 
+// Registered buffers (ABI 1.4; an older daemon answers the control messages
+// below by ignoring them and Opcode::verify_registered_columns with
+// bad_entry, so clients check SegmentHeader::abi_minor first). A client
+// registers memory it already has (a memfd, or a file it maps) over the
+// control socket (RegisterRequest + the descriptor); the daemon maps it
+// read-only and answers with a buffer id. A verify_registered_columns entry
+// then names the buffer and gives its columns as offsets into it:
+//   rows_offset                  the message column, row_count x 32 bytes
+//   registered.key_offset        the key column, row_count x 33 (ECDSA) / 32 (Schnorr)
+//   registered.signature_offset  the signature column, row_count x 64
+//   registered.buffer_id         the id from the RegisterReply
+// every offset relative to the start of the registered range. The verdicts
+// go to results_offset in the arena; only results mode, and key_size (the
+// tail) must be 0: the daemon never writes a registered buffer.
+constexpr std::uint16_t kAbiMinorRegistered = 4;
+
 // One request. Written by the client into sq slot (tail & mask), then the tail
 // is published with release. The daemon copies the whole entry out of shared
 // memory before looking at any field.
@@ -162,6 +183,15 @@ static_assert(offsetof(ColumnOffsets, key_offset) == 0);
 static_assert(offsetof(ColumnOffsets, signature_offset) == 8);
 static_assert(offsetof(ColumnOffsets, correlate_offset) == 16);
 
+// The last 24 bytes of a verify_registered_columns entry.
+struct RegisteredColumnOffsets {
+    std::uint64_t key_offset;
+    std::uint64_t signature_offset;
+    std::uint64_t buffer_id;
+};
+static_assert(sizeof(RegisteredColumnOffsets) == 24);
+static_assert(offsetof(RegisteredColumnOffsets, buffer_id) == 16);
+
 struct SubmissionEntry {
     std::uint64_t user_tag;        // returned verbatim in the completion
     std::uint64_t rows_offset;     // arena-relative byte offset of row 0 (verify_columns: message column)
@@ -180,6 +210,7 @@ struct SubmissionEntry {
     union {
         std::uint32_t reserved[6];  // verify, nop: must be 0
         ColumnOffsets columns;      // verify_columns
+        RegisteredColumnOffsets registered;  // verify_registered_columns
     };
 };
 static_assert(sizeof(SubmissionEntry) == 64);
@@ -196,6 +227,7 @@ static_assert(offsetof(SubmissionEntry, table) == 37);
 static_assert(offsetof(SubmissionEntry, flags) == 38);
 static_assert(offsetof(SubmissionEntry, reserved) == 40);
 static_assert(offsetof(SubmissionEntry, columns) == 40);
+static_assert(offsetof(SubmissionEntry, registered) == 40);
 static_assert(offsetof(SubmissionEntry, columns) + offsetof(ColumnOffsets, key_offset) == 40);
 static_assert(offsetof(SubmissionEntry, columns) + offsetof(ColumnOffsets, signature_offset) == 48);
 static_assert(offsetof(SubmissionEntry, columns) + offsetof(ColumnOffsets, correlate_offset) == 56);
@@ -214,6 +246,8 @@ enum class ColumnDetail : std::uint32_t {
     correlate = 5,
     results = 6,
     overlap = 7,     // the written range (results, or the correlate in collect mode) overlaps a column read
+    // verify_registered_columns: the message/key/signature details above mean
+    // "not inside the registered buffer"; row_count: more rows than the buffer holds.
 };
 
 // One answer. Written by the daemon into cq slot (tail & mask), then the tail
@@ -374,5 +408,59 @@ struct MappedAck {
     std::uint32_t status;  // ok, or bad_segment when the client rejected it
 };
 static_assert(sizeof(MappedAck) == 8);
+
+// ---------------------------------------------------------------------------
+// Control-socket messages after the handshake (ABI 1.4): registered buffers.
+//
+//   client -> daemon   RegisterRequest + the buffer's descriptor (SCM_RIGHTS)
+//   daemon -> client   RegisterReply (status ok with buffer_id, or the refusal)
+//   client -> daemon   UnregisterRequest
+//   daemon -> client   RegisterReply (magic kUnregisterReplyMagic, buffer_id echoed)
+//
+// One request at a time: the client waits for each reply before it sends the
+// next. The descriptor must be a regular file (a memfd counts) readable by the
+// daemon; [offset, offset + size) must lie inside the file (fstat), size > 0.
+// The daemon maps the range read-only (MAP_SHARED, PROT_READ), closes the
+// descriptor, and counts size against the session's limits
+// (--max-registered-bytes, --max-registered-buffers). Refusals:
+//   invalid_argument  size 0, range past the end of the file, not a regular
+//                     file, no descriptor, reserved fields not 0
+//   too_large         the session's registered bytes or buffer count would
+//                     pass the daemon's limit
+//   system_error      the mapping failed (detail: errno)
+//   not_found         unregister: no such buffer id
+// Batches in flight keep their buffer mapped until they complete; everything
+// is unmapped when the session ends. Ids are never reused within a session.
+// ---------------------------------------------------------------------------
+constexpr std::uint32_t kRegisterMagic = 0x47525653;       // "SVRG"
+constexpr std::uint32_t kUnregisterMagic = 0x52555653;     // "SVUR"
+constexpr std::uint32_t kRegisterReplyMagic = 0x52525653;  // "SVRR"
+constexpr std::uint32_t kUnregisterReplyMagic = 0x55525653;  // "SVRU"
+
+struct RegisterRequest {
+    std::uint32_t magic;   // kRegisterMagic
+    std::uint32_t flags;   // must be 0
+    std::uint64_t offset;  // byte offset of the range in the file
+    std::uint64_t size;    // bytes
+};
+static_assert(sizeof(RegisterRequest) == 24);
+
+struct UnregisterRequest {
+    std::uint32_t magic;   // kUnregisterMagic
+    std::uint32_t flags;   // must be 0
+    std::uint64_t buffer_id;
+};
+static_assert(sizeof(UnregisterRequest) == 16);
+
+struct RegisterReply {
+    std::uint32_t magic;      // kRegisterReplyMagic / kUnregisterReplyMagic
+    std::uint32_t status;     // Status
+    std::uint64_t buffer_id;  // the new id (register), the id named (unregister)
+    std::uint32_t detail;     // errno of a system_error, else 0
+    std::uint32_t reserved;
+    char error[kErrorTextSize];  // NUL-terminated reason of a refusal
+};
+static_assert(sizeof(RegisterReply) == 224);
+static_assert(offsetof(RegisterReply, error) == 24);
 
 }  // namespace sigverify::shm

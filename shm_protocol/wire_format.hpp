@@ -44,7 +44,8 @@ struct SchnorrRecord {
 //   single tables:          block_fk[3]                    (3 bytes)
 //   multisig and threshold: mn u8 || group[2] || block_fk[3] (6 bytes)
 // block_fk is 3 bytes little-endian; FF FF FF marks a row still being written.
-// multisig mn = (signature index << 4) | key index, 0-based.
+// multisig mn = (signature index << 4) | key index, 0-based, up to 16 keys;
+// keys 16..19 use codes nibbles cannot mean (reference/multisig_pair.hpp).
 // threshold mn = the required count m of the group.
 // group is 2 bytes little-endian.
 struct EcdsaRow {

@@ -179,6 +179,20 @@ State& state() {
     return s;
 }
 
+std::string flag_names(std::uint8_t flags) {
+    std::string s;
+    const auto add = [&](std::uint8_t bit, const char* name) {
+        if (flags & bit) s += s.empty() ? name : std::string(",") + name;
+    };
+    add(reference::kGroupUnmatched, "unmatched");
+    add(reference::kGroupDuplicates, "duplicate-rows");
+    add(reference::kGroupInconsistentM, "inconsistent-m");
+    add(reference::kGroupZeroM, "zero-m");
+    add(reference::kGroupShort, "short");
+    add(reference::kGroupFailedRow, "failed-row");
+    return s;
+}
+
 int run_columns(const ColumnsArgs& a) {
     if (!a.from_rows.empty()) {
         if (a.table.empty()) {
@@ -190,6 +204,20 @@ int run_columns(const ColumnsArgs& a) {
         const wire::RowSpan span = file.span(bytes);
         const auto table = *wire::parse_table(a.table);
         const auto layout = *reference::parse_correlate_layout(a.correlate);
+        if (layout == CorrelateLayout::libbitcoin && table == wire::Table::threshold &&
+            span.tail_size == wire::canonical_tail_size(table)) {
+            // libbitcoin's Schnorr correlate carries no m: every row is judged
+            // alone, which is right only for spends satisfied when all their
+            // signatures verify (the only ones libbitcoin captures).
+            const auto bad = reference::unsatisfiable_threshold_groups(
+                reference::group_rows_from_rows(span, reference::GroupKind::threshold));
+            if (!bad.empty())
+                throw InputError(a.from_rows + ": " + std::to_string(bad.size()) +
+                                 " threshold groups fail even with every signature valid (first: block " +
+                                 std::to_string(bad.front().block_fk) + " group " + std::to_string(bad.front().group) +
+                                 ", " + flag_names(bad.front().flags) +
+                                 "); the libbitcoin correlate has no m to fail them by (use --correlate tail)");
+        }
         ColumnDir dir;
         try {
             dir.table = reference::rows_to_columns(span, layout, table);
@@ -217,20 +245,6 @@ int run_columns(const ColumnsArgs& a) {
     std::printf("%zu %s rows (stride %zu) <- %s -> %s\n", dir.table.count,
                 std::string(wire::to_string(dir.table.kind)).c_str(), stride, a.to_rows.c_str(), a.out.c_str());
     return int(ExitCode::ok);
-}
-
-std::string flag_names(std::uint8_t flags) {
-    std::string s;
-    const auto add = [&](std::uint8_t bit, const char* name) {
-        if (flags & bit) s += s.empty() ? name : std::string(",") + name;
-    };
-    add(reference::kGroupUnmatched, "unmatched");
-    add(reference::kGroupDuplicates, "duplicate-rows");
-    add(reference::kGroupInconsistentM, "inconsistent-m");
-    add(reference::kGroupZeroM, "zero-m");
-    add(reference::kGroupShort, "short");
-    add(reference::kGroupFailedRow, "failed-row");
-    return s;
 }
 
 int run_groups(const GroupsArgs& a) {
@@ -274,12 +288,17 @@ int run_groups(const GroupsArgs& a) {
         }
         ColumnDir dir = load_column_dir(a.columns);
         const ColumnBatch batch = dir.table.view();
-        if (dir.row_table && (*dir.row_table == wire::Table::ecdsa || *dir.row_table == wire::Table::schnorr) &&
-            (dir.correlate == CorrelateLayout::libbitcoin ||
-             (dir.correlate == CorrelateLayout::tail && batch.tail_size == 3))) {
-            // Single signatures: the correlate starts with id / block_fk; each
-            // row is its own group whatever group number the correlate carries
-            // (columns written before each single got its own carry group 0).
+        if ((dir.correlate == CorrelateLayout::libbitcoin && batch.kind == wire::RecordKind::schnorr) ||
+            (dir.row_table && (*dir.row_table == wire::Table::ecdsa || *dir.row_table == wire::Table::schnorr) &&
+             (dir.correlate == CorrelateLayout::libbitcoin ||
+              (dir.correlate == CorrelateLayout::tail && batch.tail_size == 3)))) {
+            // Each row its own group: single signatures (the correlate starts
+            // with id / block_fk; whatever group number it carries, so columns
+            // written before each single got its own carry group 0 are judged
+            // right), and every row of libbitcoin's Schnorr correlate, threshold
+            // rows included: it holds only the id, and libbitcoin fails a block
+            // on any failed Schnorr row (a threshold spend is captured only when
+            // it is satisfied with all its signatures valid).
             single = true;
             kind = reference::GroupKind::multisig;
             std::vector<std::uint32_t> fks(batch.count);
@@ -300,8 +319,8 @@ int run_groups(const GroupsArgs& a) {
             }
         } else {
             throw InputError(a.columns +
-                             ": group verdicts need ECDSA columns with the libbitcoin correlate, or a table named in "
-                             "the manifest whose correlate is the canonical row tail (or libbitcoin for ecdsa/schnorr)");
+                             ": group verdicts need the libbitcoin correlate (ECDSA or Schnorr), or a table named in "
+                             "the manifest whose correlate is the canonical row tail");
         }
         verify_here([&] { reference::ColumnVerifier(a.threads).verify(batch, verdicts.data()); });
     }
@@ -407,8 +426,8 @@ void add_column_subcommands(CLI::App& app) {
     g->add_option("--in", s.groups.in, "Row file with the canonical tail (mn || group || block_fk, or block_fk)")
         ->check(CLI::ExistingFile);
     g->add_option("--columns", s.groups.columns,
-                  "Column directory instead of --in: ECDSA with the libbitcoin correlate, an ecdsa/schnorr table "
-                  "with the libbitcoin correlate, or a table with the row tail as correlate")
+                  "Column directory instead of --in: the libbitcoin correlate (ECDSA: multisig groups and singles; "
+                  "Schnorr, threshold rows included: each row alone), or a table with the row tail as correlate")
         ->check(CLI::ExistingDirectory);
     g->add_option("--sig-format", s.groups.sig_format, "ECDSA signature encoding of --in: opaque or compact")
         ->check(sig_check)

@@ -29,6 +29,7 @@ std::string_view status_key(shm::Status s) {
     case Status::system_error: return "system_error";
     case Status::pending: return "pending";
     case Status::not_found: return "not_found";
+    case Status::buffer_lost: return "buffer_lost";
     }
     return "unknown";  // a status from a newer protocol than this tool knows
 }

@@ -29,6 +29,7 @@
 #include "client/cli/columns_commands.hpp"
 #include "client/cli/stats_commands.hpp"
 #include "client/cli/verify_command.hpp"
+#include "reference/multisig_pair.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 
@@ -127,8 +128,11 @@ int run_inspect(const InspectArgs& a) {
         }
         const std::uint8_t* tail = row + sv::wire::record_size(span.kind);
         if (canonical && (table == sv::wire::Table::multisig || table == sv::wire::Table::threshold)) {
-            if (table == sv::wire::Table::multisig)
-                std::printf("  mn     0x%02x (signature %u, key %u)\n", tail[0], tail[0] >> 4, tail[0] & 15);
+            if (table == sv::wire::Table::multisig) {
+                const auto pair = sv::reference::decode_multisig_pair(tail[0]);
+                std::printf("  mn     0x%02x (signature %u, key %u)\n", tail[0], unsigned(pair.signature),
+                            unsigned(pair.key));
+            }
             else
                 std::printf("  mn     %u (required signatures)\n", tail[0]);
             std::printf("  group  %u\n", sv::wire::read_u16le(tail + 1));

@@ -35,9 +35,16 @@ SIGVERIFY_CHECK_CODE(SIGVERIFY_E_BAD_SEGMENT, bad_segment);
 SIGVERIFY_CHECK_CODE(SIGVERIFY_E_SYSTEM, system_error);
 SIGVERIFY_CHECK_CODE(SIGVERIFY_E_PENDING, pending);
 SIGVERIFY_CHECK_CODE(SIGVERIFY_E_NOT_FOUND, not_found);
+SIGVERIFY_CHECK_CODE(SIGVERIFY_E_BUFFER_LOST, buffer_lost);
+static_assert(SIGVERIFY_KIND_ECDSA == static_cast<int>(sigverify::wire::RecordKind::ecdsa));
+static_assert(SIGVERIFY_KIND_SCHNORR == static_cast<int>(sigverify::wire::RecordKind::schnorr));
 
 struct sigverify_client {
     std::unique_ptr<sigverify::Client> client;
+};
+
+struct sigverify_buffer {
+    sigverify::RegisteredBuffer buffer;
 };
 
 struct sigverify_cancel_token {
@@ -204,6 +211,43 @@ int sigverify_collect_schnorr_columns(sigverify_client* c, const uint8_t* messag
     if (c == nullptr) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
     return finish(c, run_columns(c, RecordKind::schnorr, message, key, signature, correlate, n, tail_size,
                                  SIGVERIFY_ENCODING_OPAQUE, Mode::collect, nullptr));
+}
+
+int sigverify_register_buffer(sigverify_client* c, int fd, uint64_t offset, uint64_t size, sigverify_buffer** out) {
+    if (out != nullptr) *out = nullptr;
+    if (c == nullptr || out == nullptr) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
+    auto* b = new (std::nothrow) sigverify_buffer;
+    if (b == nullptr) return finish(nullptr, {Status::system_error, 0, 0, 0});
+    const Status st = c->client->register_buffer(fd, offset, size, b->buffer);
+    if (st != Status::ok) {
+        delete b;
+        return finish(c, {st, 0, 0, 0});
+    }
+    *out = b;
+    return finish(c, {});
+}
+
+void sigverify_unregister_buffer(sigverify_buffer* buffer) { delete buffer; }
+
+const uint8_t* sigverify_buffer_data(const sigverify_buffer* buffer) {
+    return buffer != nullptr ? buffer->buffer.data() : nullptr;
+}
+
+int sigverify_verify_registered_columns(sigverify_client* c, const sigverify_buffer* buffer, int kind, int encoding,
+                                        size_t n, uint64_t message_offset, uint64_t key_offset,
+                                        uint64_t signature_offset, uint8_t* results) {
+    if (c == nullptr || buffer == nullptr || (kind != SIGVERIFY_KIND_ECDSA && kind != SIGVERIFY_KIND_SCHNORR) ||
+        (kind == SIGVERIFY_KIND_ECDSA && bad_encoding(encoding)))
+        return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
+    sigverify::RegisteredColumns cols;
+    cols.kind = static_cast<RecordKind>(kind);
+    cols.encoding = kind == SIGVERIFY_KIND_ECDSA ? static_cast<SigEncoding>(encoding) : SigEncoding::opaque;
+    cols.count = n;
+    cols.message_offset = message_offset;
+    cols.key_offset = key_offset;
+    cols.signature_offset = signature_offset;
+    return finish(c, c->client->verify_registered_columns(buffer->buffer, cols, results,
+                                                          sigverify::shm::kTableUnspecified, t_stop));
 }
 
 sigverify_cancel_token* sigverify_cancel_token_new(void) { return new (std::nothrow) sigverify_cancel_token; }

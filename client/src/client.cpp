@@ -39,11 +39,19 @@ Status Client::Impl::connect_locked() {
     conn.close();
     conn = c;
     live = true;
+    ++session_serial;
     setup_slots();
     return Status::ok;
 }
 
 void Client::Impl::maybe_reconnect_locked() {
+    // A session the daemon ended (it stopped, or dropped us) is dead even if
+    // no batch of ours was there to notice: without this check a client
+    // idle across a daemon restart kept submitting into the old segment and
+    // got shutting_down forever. One load of the state word, no system call.
+    if (live && shm::word(conn.h->state).load(std::memory_order_acquire) ==
+                    static_cast<std::uint32_t>(shm::SegmentState::closed))
+        mark_dead_locked("sigverifyd ended the session");
     if (live || !opt.reconnect) return;
     if (in_use != 0 || sleepers != 0) return;
     if (Clock::now() - last_reconnect < detail::kReconnectInterval) return;

@@ -93,6 +93,11 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         // Column batches: rows_offset is the message column.
         bool columns = false;
         std::uint64_t key_offset = 0, signature_offset = 0, correlate_offset = 0;
+        // Registered column batches (ABI 1.4): only the results are in the
+        // arena (results_offset); the columns are at these offsets (and
+        // key_offset, signature_offset) inside registered buffer buffer_id.
+        bool registered = false;
+        std::uint64_t buffer_id = 0, message_offset = 0;
         std::size_t count = 0;
         wire::RecordKind kind = wire::RecordKind::ecdsa;
         std::size_t tail_size = 0;
@@ -165,6 +170,20 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     BatchResult wait(detail::SlotRef b, bool block);      // with the local fallback, in place in the arena
     void release(detail::SlotRef b);
 
+    // --- registered buffers (registered.cpp) -----------------------------------
+    // Counts sessions: a registration's daemon id is valid only in the
+    // session it was made in (connect_locked bumps it).
+    std::uint64_t session_serial = 0;
+    Status register_locked(RegisteredBuffer::State& b);
+    void unregister_locked(RegisteredBuffer::State& b);
+    // One control-socket request and its reply (RegisterReply with `magic`).
+    Status control_round_trip_locked(const void* request, std::size_t size, int pass_fd, std::uint32_t magic,
+                                     shm::RegisterReply& reply);
+    Status reserve_registered(const RegisteredBuffer::State& b, const RegisteredColumns& cols, std::size_t begin,
+                              std::size_t count, ColumnBatch& batch, bool wait);
+    BatchResult run_registered(RegisteredBuffer::State& b, const RegisteredColumns& cols, std::uint8_t* results,
+                               std::uint8_t table, std::stop_token stop);
+
     // --- copy API (copy_api.cpp) ---------------------------------------------
     BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
                     std::stop_token stop);
@@ -174,6 +193,18 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     BatchResult pipeline(std::size_t n, std::size_t chunk, wire::Mode mode, wire::SigEncoding enc, std::uint8_t table,
                          const std::stop_token& stop, Fill&& fill, CopyBack&& copy_back, Local&& local_run,
                          FallsBack&& falls_back);
+};
+
+// The state of one registration (client.hpp's RegisteredBuffer).
+struct __attribute__((visibility("hidden"))) RegisteredBuffer::State {
+    Client::Impl* impl = nullptr;
+    int fd = -1;                        // our own descriptor: re-registers after a reconnect
+    std::uint64_t offset = 0, size = 0;
+    void* map = nullptr;                // our read-only mapping (the local fallback reads it)
+    std::size_t map_length = 0;
+    const std::uint8_t* data = nullptr;
+    std::uint64_t daemon_id = 0;        // the daemon's id in session `serial` (0: none)
+    std::uint64_t serial = 0;
 };
 
 }  // namespace sigverify

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "reference/group_verdicts.hpp"
+#include "reference/multisig_pair.hpp"
 #include "sigverify/groups.hpp"
 #include "sigverify/sigverify.h"
 
@@ -129,4 +130,29 @@ TEST_CASE("the rules a node relies on: singles, 2-of-3 multisig, threshold with 
     sigverify_group_row c_singles[5];
     REQUIRE(sigverify_single_signature_group_rows(fks, 5, c_singles) == SIGVERIFY_OK);
     for (int i = 0; i < 5; ++i) CHECK((c_singles[i].group == singles[i].group && c_singles[i].block_fk == fks[i]));
+}
+
+TEST_CASE("public multisig pair codes equal the reference's, 17..20 keys included", "[api][groups]") {
+    for (unsigned k = 0; k < 21; ++k)
+        for (unsigned s = 0; s < 21; ++s) {
+            const auto want = reference::encode_multisig_pair(s, k);
+            REQUIRE(multisig_pair_code(s, k) == want);
+            REQUIRE(sigverify_multisig_pair_code(s, k) == (want ? int(*want) : -1));  // the C twin
+        }
+    // A 2-of-18 group through the installed calls: signature 0 by key 16,
+    // signature 1 by key 17 (band: signature i against keys i..i+16).
+    std::vector<GroupRow> rows;
+    std::vector<std::uint8_t> verdicts;
+    for (unsigned s = 0; s < 2; ++s)
+        for (unsigned k = s; k <= s + 16; ++k) {
+            rows.push_back({*multisig_pair_code(s, k), 3, 9});
+            verdicts.push_back(k == 16 + s);
+        }
+    GroupReport r = compute_group_verdicts(GroupKind::multisig, rows, verdicts);
+    REQUIRE(r.groups.size() == 1);
+    CHECK(r.groups[0].pass);
+    CHECK(r.groups[0].required == 2);
+    verdicts[rows.size() - 1] = 0;  // signature 1 against key 17
+    r = compute_group_verdicts(GroupKind::multisig, rows, verdicts);
+    CHECK_FALSE(r.groups[0].pass);
 }

@@ -395,7 +395,11 @@ TEST_CASE("mark_rows_to_confirm marks exactly the invalid rows of the groups the
         std::vector<reference::GroupRow> rows(n);
         std::vector<std::uint8_t> verdicts(n);
         for (std::size_t i = 0; i < n; ++i) {
-            rows[i] = {std::uint8_t(rng() % 3 << 4 | rng() % 4), std::uint16_t(rng() % 4), std::uint32_t(rng() % 2)};
+            // Odd rounds: pairs of up to 20 keys (codes beyond the nibbles, multisig_pair.hpp).
+            const unsigned s = unsigned(rng() % 3), k = std::min(19u, s + unsigned(rng() % 18));
+            const std::uint8_t mn = round % 2 ? *reference::encode_multisig_pair(s, k)
+                                              : std::uint8_t(rng() % 3 << 4 | rng() % 4);
+            rows[i] = {mn, std::uint16_t(rng() % 4), std::uint32_t(rng() % 2)};
             g.key[i] = (std::uint64_t(rows[i].block_fk) << 16) | rows[i].group;
             g.mn[i] = rows[i].mn;
             verdicts[i] = rng() % 2;

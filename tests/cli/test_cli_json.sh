@@ -6,14 +6,7 @@
 # usage: test_cli_json.sh SIGVERIFY_BIN SIGVERIFYD_BIN
 set -euo pipefail
 CLI=$1 DAEMON=$2
-T=$(mktemp -d /tmp/sigverify-cli-json-XXXXXX)
-DPID=
-cleanup() {
-  if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then kill -TERM "$DPID"; wait "$DPID" || true; fi
-  rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon_test.sh" cli-json
 # The interpreter itself, once: a version manager's shim costs a second a call on a busy machine.
 PYTHON=$(python3 -c 'import sys; print(sys.executable)')
 
@@ -49,8 +42,7 @@ check_json "$T/verify-none.json" 'j["command"] == "verify"' 'j["status"] == "unr
 RUN=$T/run
 "$DAEMON" --foreground --runtime-dir "$RUN" --log-file "$T/daemon.log" --cpu-threads 2 &
 DPID=$!
-for _ in $(seq 200); do [ -S "$RUN/stats.sock" ] && break; sleep 0.05; done
-[ -S "$RUN/stats.sock" ] || fail "sigverifyd did not come up"
+wait_for_socket "$RUN/stats.sock"
 export SIGVERIFY_RUNTIME_DIR=$RUN
 epoch=$("$CLI" stats version | sed -n 's/.*epoch \([0-9a-f]\{16\}\).*/\1/p')
 [ -n "$epoch" ] || fail "no epoch in 'stats version': $("$CLI" stats version)"

@@ -162,6 +162,50 @@ f=$dir/g-multisig.rows
 "$SV" columns --from-rows "$f" --table multisig --correlate libbitcoin --out "$f.lb" >/dev/null
 expect_status 0 "groups libbitcoin columns" "$SV" groups --columns "$f.lb" --all
 cmp -s "$dir/out" "$f.txt" && ok || fail "groups from libbitcoin correlate differ"
+# Threshold through libbitcoin's Schnorr correlate (the id alone): every row is
+# its own group, libbitcoin's rule. On a table whose groups are satisfied when
+# all their signatures verify (the only spends libbitcoin captures), the block
+# verdicts equal the threshold rule's on the row table.
+f=$dir/g-lb-threshold.rows
+"$SV" gen --table threshold --count 4000 --invalid-rate 0.01 --seed 31 --out "$f.all" >/dev/null
+python3 - "$f.all" "$f" <<'PY'
+import sys
+src, dst = sys.argv[1:3]
+st = 128 + 6
+b = open(src, 'rb').read()
+last = b[-6+1:]  # group || block_fk of the last row: drop its group (perhaps cut short by --count)
+n = len(b) // st
+while n and b[n*st-5:n*st] == last: n -= 1
+open(dst, 'wb').write(b[:n*st])
+PY
+expect_status 0 "threshold to libbitcoin columns" "$SV" columns --from-rows "$f" --table threshold --correlate libbitcoin --out "$f.lb"
+expect_status 0 "groups threshold rows" "$SV" groups --table threshold --in "$f" --json "$f.json"
+expect_status 0 "groups threshold libbitcoin columns" "$SV" groups --columns "$f.lb" --json "$f.lb.json"
+python3 - "$f.json" "$f.lb.json" <<'PY' && ok || fail "threshold: libbitcoin correlate block verdicts differ from the threshold rule"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a['kind'] == 'threshold' and b['kind'] == 'single', (a['kind'], b['kind'])
+assert b['rows'] == a['rows'] and len(b['groups']) == a['rows']
+assert [(x['block_fk'], x['pass']) for x in a['blocks']] == [(x['block_fk'], x['pass']) for x in b['blocks']]
+assert 0 < a['failed_blocks'] < len(a['blocks']), a['failed_blocks']
+PY
+# A group that fails even with every signature valid (m above its row count)
+# has no place in libbitcoin's table: the conversion refuses it.
+python3 - "$f" "$f.short" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+st = 128 + 6
+first = b[128+1:st]  # group || block_fk of row 0
+i = 0
+while i * st < len(b) and b[i*st+128+1:(i+1)*st] == first:
+    b[i*st+128] = 30  # m = 30 > the group's rows
+    i += 1
+open(sys.argv[2], 'wb').write(b)
+PY
+expect_status 3 "unsatisfiable threshold group to libbitcoin columns" "$SV" columns --from-rows "$f.short" --table threshold --correlate libbitcoin --out "$f.short.lb"
+grep -q 'fail even with every signature valid (first: block [0-9]* group 0, short)' "$dir/err" && ok || fail "unsatisfiable threshold message: $(cat "$dir/err")"
+expect_status 0 "unsatisfiable threshold group, row tail correlate" "$SV" columns --from-rows "$f.short" --table threshold --out "$f.short.cols"
+
 # Single signatures: each its own group, so a block fails iff one of its rows is invalid.
 cat >"$dir/singles.py" <<'PY'
 import json, sys

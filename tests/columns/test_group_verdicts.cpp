@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -37,34 +38,60 @@ struct RefGroup {
     std::uint32_t rows = 0, valid = 0;
 };
 
-// Multisig: try every strictly increasing choice of m keys (every subset of
-// the key indices of size m, taken in ascending order) and accept when each
-// signature i has a row (i, k_i) and every row with that (i, k_i) verified.
+// The pair byte as docs/columns.md states it, built from its table rather
+// than from reference/multisig_pair.hpp: nibbles up to 16 keys, and for keys
+// 16..19 the codes (12 + k - 16) << 4 | s (s < 12) and (4 + s - 12) << 4 |
+// (k - 16) (s >= 12); every other byte reads as its nibbles.
+struct DocPair {
+    unsigned s, k;
+};
+const std::map<std::uint8_t, DocPair>& doc_extended_codes() {
+    static const std::map<std::uint8_t, DocPair> codes = [] {
+        std::map<std::uint8_t, DocPair> c;
+        for (unsigned k = 16; k < 20; ++k)
+            for (unsigned s = 0; s <= k; ++s)
+                c[std::uint8_t(s < 12 ? (12 + k - 16) << 4 | s : (4 + s - 12) << 4 | (k - 16))] = {s, k};
+        return c;
+    }();
+    return codes;
+}
+DocPair doc_decode(std::uint8_t mn) {
+    const auto it = doc_extended_codes().find(mn);
+    return it != doc_extended_codes().end() ? it->second : DocPair{unsigned(mn >> 4), unsigned(mn & 15)};
+}
+std::uint8_t doc_encode(unsigned s, unsigned k) {
+    if (k < 16) return std::uint8_t(s << 4 | k);
+    for (const auto& [code, p] : doc_extended_codes())
+        if (p.s == s && p.k == k) return code;
+    throw std::logic_error("no code");
+}
+
+// Multisig: try every strictly increasing choice of m keys (depth first, in
+// ascending order) and accept when each signature i has a row (i, k_i) and
+// every row with that (i, k_i) verified.
 bool brute_multisig(const std::vector<std::pair<std::uint8_t, bool>>& rows) {
     unsigned m = 0, n = 0;
     for (auto [mn, ok] : rows) {
-        m = std::max(m, unsigned(mn >> 4) + 1);
-        n = std::max(n, unsigned(mn & 15) + 1);
+        m = std::max(m, doc_decode(mn).s + 1);
+        n = std::max(n, doc_decode(mn).k + 1);
     }
     const auto usable = [&](unsigned s, unsigned k) {
         bool seen = false;
         for (auto [mn, ok] : rows)
-            if (mn == ((s << 4) | k)) {
+            if (doc_decode(mn).s == s && doc_decode(mn).k == k) {
                 if (!ok) return false;
                 seen = true;
             }
         return seen;
     };
-    for (std::uint32_t subset = 0; subset < (1u << n); ++subset) {
-        if (unsigned(__builtin_popcount(subset)) != m) continue;
-        std::vector<unsigned> keys;
-        for (unsigned k = 0; k < n; ++k)
-            if (subset & (1u << k)) keys.push_back(k);  // ascending
-        bool all = true;
-        for (unsigned i = 0; i < m && all; ++i) all = usable(i, keys[i]);
-        if (all) return true;
-    }
-    return false;
+    // choose(i, from): signatures i.. can take increasing keys from `from` on.
+    const auto choose = [&](auto&& self, unsigned i, unsigned from) -> bool {
+        if (i == m) return true;
+        for (unsigned k = from; k < n; ++k)
+            if (usable(i, k) && self(self, i + 1, k + 1)) return true;
+        return false;
+    };
+    return choose(choose, 0, 0);
 }
 
 // BIP-342: every row is a non-empty signature, and one that fails fails the
@@ -134,9 +161,10 @@ struct Hand {
     std::vector<GroupRow> rows;
     std::vector<std::uint8_t> verdicts;
 
-    // Multisig row: signature s, key k.
+    // Multisig row: signature s, key k (k < s, an attempt CHECKMULTISIG
+    // cannot use, is written as its nibbles).
     Hand& ms(unsigned s, unsigned k, bool ok, std::uint16_t group = 1, std::uint32_t block = 500) {
-        rows.push_back({std::uint8_t((s << 4) | k), group, block});
+        rows.push_back({k < s ? std::uint8_t((s << 4) | k) : doc_encode(s, k), group, block});
         verdicts.push_back(ok ? 1 : 0);
         return *this;
     }
@@ -202,6 +230,93 @@ TEST_CASE("multisig n = 16: key and signature nibbles up to 15", "[groups]") {
     for (unsigned k = 0; k < 16; ++k) three.ms(0, k, k == 14);
     for (unsigned k = 1; k < 16; ++k) three.ms(1, k, k == 15);
     CHECK(three.pass(MS));
+}
+
+TEST_CASE("multisig pair byte: libbitcoin's nibbles unchanged, keys 16..19 in codes nibbles never name", "[groups]") {
+    using reference::decode_multisig_pair;
+    using reference::encode_multisig_pair;
+    std::set<std::uint8_t> codes;
+    for (unsigned k = 0; k < 20; ++k)
+        for (unsigned s = 0; s < 20; ++s) {
+            const auto code = encode_multisig_pair(s, k);
+            if (s > k) {  // an attempt CHECKMULTISIG can never use has no code
+                CHECK_FALSE(code.has_value());
+                continue;
+            }
+            REQUIRE(code.has_value());
+            CHECK(*code == doc_encode(s, k));
+            if (k < 16) CHECK(*code == std::uint8_t(s << 4 | k));  // what libbitcoin writes
+            else CHECK((*code >> 4) > (*code & 15));  // a code libbitcoin's band never writes
+            CHECK(decode_multisig_pair(*code) == reference::MultisigPair{std::uint8_t(s), std::uint8_t(k)});
+            codes.insert(*code);
+        }
+    CHECK(codes.size() == 210);  // every usable pair of 20 keys, each its own byte
+    CHECK_FALSE(encode_multisig_pair(0, 20).has_value());
+    for (unsigned b = 0; b < 256; ++b) {
+        const auto p = decode_multisig_pair(std::uint8_t(b));
+        CHECK(p.signature == doc_decode(std::uint8_t(b)).s);
+        CHECK(p.key == doc_decode(std::uint8_t(b)).k);
+    }
+}
+
+TEST_CASE("multisig n = 17..20: keys and signatures beyond the nibbles", "[groups]") {
+    std::mt19937_64 rng(1720);
+    std::size_t groups = 0;
+    for (unsigned n = 17; n <= 20; ++n)
+        for (unsigned m : {1u, 2u, n / 2, n - 3, n - 1, n}) {
+            // Honest signers: an increasing choice of m of the n keys; the
+            // band as libbitcoin expands it (signature i vs keys i..i+n-m).
+            std::vector<unsigned> keys(n);
+            for (unsigned k = 0; k < n; ++k) keys[k] = k;
+            std::shuffle(keys.begin(), keys.end(), rng);
+            std::vector<unsigned> signer(keys.begin(), keys.begin() + m);
+            std::sort(signer.begin(), signer.end());
+            Hand h;
+            std::vector<std::size_t> signer_row(m);
+            for (unsigned i = 0; i < m; ++i)
+                for (unsigned k = i; k <= i + (n - m); ++k) {
+                    if (k == signer[i]) signer_row[i] = h.rows.size();
+                    h.ms(i, k, k == signer[i]);
+                }
+            INFO(m << "-of-" << n);
+            const auto r = h.run(MS);
+            REQUIRE(r.groups.size() == 1);
+            CHECK(r.groups[0].pass);
+            CHECK(r.groups[0].required == m);
+            CHECK(r.groups[0].flags == 0);
+            // Any one signer's row failing fails the group (exactly m verified rows).
+            for (unsigned i = 0; i < m; ++i) {
+                Hand bad = h;
+                bad.verdicts[signer_row[i]] = 0;
+                CHECK_FALSE(bad.pass(MS));
+            }
+            ++groups;
+        }
+    CHECK(groups == 24);
+    // 20-of-20: signature i against key i only, signatures 16..19 included.
+    Hand all;
+    for (unsigned i = 0; i < 20; ++i) all.ms(i, i, true);
+    CHECK(all.pass(MS));
+    CHECK(all.run(MS).groups[0].required == 20);
+    Hand last_bad = all;
+    last_bad.verdicts[19] = 0;
+    CHECK_FALSE(last_bad.pass(MS));
+    // 1-of-20 matched by the last key only; 2-of-20 whose signature 0 only
+    // matches key 19 leaves nothing for signature 1; key 18 for signature 0
+    // leaves key 19 for signature 1.
+    Hand one;
+    for (unsigned k = 0; k < 20; ++k) one.ms(0, k, k == 19);
+    CHECK(one.pass(MS));
+    Hand two = one;
+    for (unsigned k = 1; k < 20; ++k) two.ms(1, k, true);
+    CHECK_FALSE(two.pass(MS));
+    Hand three;
+    for (unsigned k = 0; k < 19; ++k) three.ms(0, k, k == 18);
+    for (unsigned k = 1; k < 20; ++k) three.ms(1, k, k == 19);
+    CHECK(three.pass(MS));
+    // Signature 17 against key 16 (before its own index) is an attempt
+    // CHECKMULTISIG can never use: it has no code.
+    CHECK_FALSE(reference::encode_multisig_pair(17, 16).has_value());
 }
 
 TEST_CASE("multisig keys must be matched in increasing order", "[groups]") {
@@ -361,12 +476,12 @@ TEST_CASE("multisig_satisfied agrees with brute force on every small usable patt
     // All usable patterns of 3 signatures x 4 keys (2^12), m = 1..3.
     for (std::uint32_t pattern = 0; pattern < (1u << 12); ++pattern) {
         for (unsigned m = 1; m <= 3; ++m) {
-            std::uint16_t usable[16] = {};
+            std::uint32_t usable[reference::kMaxMultisigKeys] = {};
             std::vector<std::pair<std::uint8_t, bool>> rows;
             for (unsigned s = 0; s < m; ++s)
                 for (unsigned k = 0; k < 4; ++k) {
                     const bool ok = (pattern >> (s * 4 + k)) & 1;
-                    if (ok) usable[s] |= std::uint16_t(1u << k);
+                    if (ok) usable[s] |= 1u << k;
                     rows.push_back({std::uint8_t((s << 4) | k), ok});
                 }
             REQUIRE(reference::multisig_satisfied(usable, m) == brute_multisig(rows));

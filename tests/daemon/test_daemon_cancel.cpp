@@ -273,7 +273,7 @@ TEST_CASE("the copy API with a stop token and the C ABI cancel token return canc
         std::vector<std::uint8_t> res(100);
         CHECK(sigverify_verify_ecdsa(c, small.data(), 100, tail, SIGVERIFY_ENCODING_OPAQUE, res.data()) == SIGVERIFY_OK);
         CHECK(first_differences(res, std::vector<std::uint8_t>(big.expected.begin(), big.expected.begin() + 100)) == "");
-        CHECK(std::string(sigverify_strerror(SIGVERIFY_E_NOT_FOUND)) == "no batch in flight with that tag");
+        CHECK(std::string(sigverify_strerror(SIGVERIFY_E_NOT_FOUND)) == "no batch in flight or registered buffer with that id");
         sigverify_close(c);
     }
 }

@@ -4,7 +4,10 @@
 //   - check_submission(): accepted row entries lie inside the arena, results do not
 //     overlap rows; accepted column entries (verify_columns) have every column
 //     inside the arena and a written range (results, or the correlate in collect
-//     mode) that overlaps no column; enums and reserved fields are honoured; and
+//     mode) that overlaps no column; accepted registered column entries
+//     (verify_registered_columns) are results-only with the results in the
+//     arena, and check_registered_columns accepts exactly the columns inside
+//     the buffer; enums and reserved fields are honoured; and
 //     every entry the oracle finds in range with valid fields is accepted (no
 //     false refusals)
 //   - check_header() (the client's check of a daemon segment): an accepted
@@ -75,6 +78,34 @@ void check_columns(const shm::SubmissionEntry& e, std::uint64_t arena, shm::Stat
     FUZZ_CHECK(c.mode != wire::Mode::results || c.results_offset == e.results_offset);
 }
 
+// verify_registered_columns (ABI 1.4): results mode, no tail, the results in
+// the arena; then the columns against a buffer of `buffer` bytes (taken from
+// the arena bound: any 64-bit value).
+void check_registered(const shm::SubmissionEntry& e, std::uint64_t arena, shm::Status st,
+                      const shm::CheckedSubmission& c, const std::uint64_t col[3], std::uint64_t buffer) {
+    bool fields_ok = (e.flags & ~std::uint16_t(1)) == 0 && e.record_kind <= 1 && e.encoding <= 1 &&
+                     !(e.record_kind == 1 && e.encoding != 0) && e.mode == 0 && e.key_size == 0;
+    if (e.table != 0xFF) fields_ok = fields_ok && e.table <= 3 && ((e.table >= 2) == (e.record_kind == 1));
+    if (!fields_ok) {
+        FUZZ_CHECK(st == shm::Status::bad_entry);
+        return;
+    }
+    if (u128(e.results_offset) + e.row_count > arena) {
+        FUZZ_CHECK(st == shm::Status::bad_range);
+        return;
+    }
+    FUZZ_CHECK(st == shm::Status::ok && c.opcode == shm::Opcode::verify_registered_columns);
+    FUZZ_CHECK(c.buffer_id == col[2] && c.key_offset == col[0] && c.signature_offset == col[1]);
+    shm::CheckedSubmission checked = c;
+    const shm::Status in_buffer = shm::check_registered_columns(checked, buffer);
+    const u128 n = e.row_count;
+    // The rows must fit the buffer as a whole too (row_count <= size / record).
+    const bool fits = n * (e.record_kind == 0 ? 129 : 128) <= buffer && u128(e.rows_offset) + n * 32 <= buffer &&
+                      u128(col[0]) + n * (e.record_kind == 0 ? 33 : 32) <= buffer && u128(col[1]) + n * 64 <= buffer;
+    FUZZ_CHECK((in_buffer == shm::Status::ok) == fits);
+    if (!fits) FUZZ_CHECK(in_buffer == shm::Status::bad_range);
+}
+
 void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     shm::SubmissionEntry e{};
     std::uint64_t arena = 0;
@@ -113,6 +144,15 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
         e.mode &= 1;
         if (e.mode == 1 && (sel & 0x40)) e.results_offset = 0;
         e.table = shm::kTableUnspecified;
+        if ((sel & 0x30) == 0x30) {
+            // a registered column entry (ABI 1.4): results in the arena, the
+            // offsets checked against the buffer size taken from `raw`
+            e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_registered_columns);
+            e.mode = 0;
+            e.key_size = 0;
+            const std::uint64_t span = arena + 1 == 0 ? arena : arena + 1;
+            e.results_offset = span != 0 ? e.results_offset % span : 0;
+        }
     }
 
     shm::CheckedSubmission c;
@@ -122,6 +162,10 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     // (key, signature, correlate) for verify_columns.
     std::uint64_t col[3];
     std::memcpy(col, reinterpret_cast<const std::uint8_t*>(&e) + 40, sizeof col);
+    if (e.opcode == 5) {
+        check_registered(e, arena, st, c, col, raw);
+        return;
+    }
     const bool is_nop = e.opcode == 2, is_verify = e.opcode == 1, is_columns = e.opcode == 3, is_cancel = e.opcode == 4;
     bool fields_ok = (e.flags & ~std::uint16_t(1)) == 0;  // bit 0: kSubmitStrictConfirm (ABI 1.2)
     if (!is_columns) fields_ok = fields_ok && (col[0] | col[1] | col[2]) == 0;

@@ -481,7 +481,10 @@ private:
                     for (std::size_t k = 0; k < c.tail_size; ++k) writable_[c.rows_offset + r * c.stride + rec + k] = 1;
             }
         }
-        Expect expect{st, c.row_count, verifies};
+        // No buffer is ever registered here: a well-formed registered batch names none.
+        const shm::Status answer =
+            st == shm::Status::ok && c.opcode == shm::Opcode::verify_registered_columns ? shm::Status::not_found : st;
+        Expect expect{answer, c.row_count, verifies};
         if (st == shm::Status::ok && c.opcode == shm::Opcode::cancel) {
             expect.cancel = true;
             if (auto target = expect_.find(c.cancel_tag); target != expect_.end()) target->second.may_cancel = true;

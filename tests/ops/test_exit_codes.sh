@@ -6,14 +6,7 @@
 # usage: test_exit_codes.sh SIGVERIFYD_BIN SOURCE_DIR
 set -euo pipefail
 BIN=$1 SRC=$2
-T=$(mktemp -d /tmp/sigverify-exit-XXXXXX)
-DPID=
-cleanup() {
-  if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then kill -TERM "$DPID"; wait "$DPID" || true; fi
-  rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon_test.sh" exit
 
 # The numbers come from the header, so the test and the daemon cannot drift apart.
 code() { sed -n "s/.*inline constexpr int $1 = \([0-9]*\);.*/\1/p" "$SRC/daemon/exit_codes.hpp"; }

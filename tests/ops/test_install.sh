@@ -7,14 +7,7 @@
 # usage: test_install.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 BUILD=$1 SRC=$2
-T=$(mktemp -d /tmp/sigverify-install-XXXXXX)
-DPID=
-cleanup() {
-  if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then kill -TERM "$DPID"; wait "$DPID" || true; fi
-  rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$T/daemon.log" ] && tail -20 "$T/daemon.log" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon_test.sh" install
 
 P=$T/prefix
 cmake --install "$BUILD" --prefix "$P" > "$T/install.log" || { cat "$T/install.log"; fail "cmake --install"; }
@@ -33,8 +26,7 @@ echo "install layout: ok"
 RUN=$T/run
 "$P/sbin/sigverifyd" --foreground --runtime-dir "$RUN" --log-file "$T/daemon.log" --cpu-threads 2 &
 DPID=$!
-for _ in $(seq 200); do [ -S "$RUN/stats.sock" ] && break; sleep 0.05; done
-[ -S "$RUN/stats.sock" ] || fail "installed sigverifyd did not come up"
+wait_for_socket "$RUN/stats.sock"
 
 "$P/bin/sigverify" gen --table ecdsa --count 400 --invalid-rate 0.25 --seed 11 --threads 2 --out "$T/e.rows" >/dev/null
 local_line=$("$P/bin/sigverify" verify --local --threads 2 --table ecdsa --in "$T/e.rows")

@@ -11,14 +11,7 @@
 set -euo pipefail
 SRC=$1 B=$2
 shift 2
-T=$(mktemp -d /tmp/sigverify-layout-XXXXXX)
-DPID=
-cleanup() {
-  if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then kill -TERM "$DPID"; wait "$DPID" || true; fi
-  rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$T/daemon.log" ] && tail -20 "$T/daemon.log" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon_test.sh" layout
 
 SIGVERIFY_JOBS=${SIGVERIFY_JOBS:-2} "$SRC/scripts/package.sh" --no-deb "$B" "$@" >"$T/build.log" 2>&1 ||
   { tail -40 "$T/build.log"; fail "scripts/package.sh --no-deb"; }
@@ -66,8 +59,7 @@ grep -q -- "--config $S/etc/sigverifyd/sigverifyd.conf" <<<"${cmd[*]}" || fail "
 # (sigverifyd refuses to start when --config names a file it cannot read.)
 LD_LIBRARY_PATH=$S/usr/lib/$MA "${cmd[@]}" &
 DPID=$!
-for _ in $(seq 200); do [ -S "$RUN/sigverifyd.sock" ] && break; sleep 0.05; done
-[ -S "$RUN/sigverifyd.sock" ] || fail "the daemon from the unit's ExecStart did not come up"
+wait_for_socket "$RUN/sigverifyd.sock"
 "$S/usr/bin/sigverify" ping --runtime-dir "$RUN" --count 3 >"$T/ping.txt" || fail "sigverify ping: $(cat "$T/ping.txt")"
 kill -TERM "$DPID"
 wait "$DPID" || fail "sigverifyd exited with $?"

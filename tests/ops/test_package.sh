@@ -11,14 +11,7 @@
 set -euo pipefail
 SRC=$1 PKG_BUILD=$2
 shift 2
-T=$(mktemp -d /tmp/sigverify-package-XXXXXX)
-DPID=
-cleanup() {
-  if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then kill -TERM "$DPID"; wait "$DPID" || true; fi
-  rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$T/daemon.log" ] && tail -20 "$T/daemon.log" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon_test.sh" package
 
 SIGVERIFY_JOBS=${SIGVERIFY_JOBS:-2} "$SRC/scripts/package.sh" "$PKG_BUILD" "$@" >"$T/package.log" 2>&1 ||
   { tail -40 "$T/package.log"; fail "scripts/package.sh"; }
@@ -108,8 +101,7 @@ grep -q "$R/usr/lib/$MA/libsigverify.so.0" "$T/ldd.txt" || fail "the node does n
 RUN=$T/run
 "$R/usr/sbin/sigverifyd" --foreground --backend cpu --cpu-threads 2 --runtime-dir "$RUN" --log-file "$T/daemon.log" &
 DPID=$!
-for _ in $(seq 200); do [ -S "$RUN/stats.sock" ] && break; sleep 0.05; done
-[ -S "$RUN/stats.sock" ] || fail "installed sigverifyd did not come up"
+wait_for_socket "$RUN/stats.sock"
 "$R/usr/bin/sigverify" gen --table ecdsa --count 300 --invalid-rate 0.2 --seed 5 --threads 2 --out "$T/e.rows" >/dev/null
 want=$("$R/usr/bin/sigverify" verify --local --threads 2 --table ecdsa --in "$T/e.rows" |
   sed -n 's/.* \(valid=[0-9]*\) \(invalid=[0-9]*\) .*/\1 \2/p')

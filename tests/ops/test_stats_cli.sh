@@ -5,14 +5,7 @@
 # usage: test_stats_cli.sh SIGVERIFY_BIN SIGVERIFYD_BIN
 set -euo pipefail
 CLI=$1 DAEMON=$2
-T=$(mktemp -d /tmp/sigverify-stats-cli-XXXXXX)
-DPID=
-cleanup() {
-  if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then kill -TERM "$DPID"; wait "$DPID" || true; fi
-  rm -rf "$T"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon_test.sh" stats-cli
 
 # No daemon: exit code 4 and a reason.
 set +e
@@ -24,8 +17,7 @@ grep -q "is sigverifyd running" <<<"$out" || fail "stats without a daemon: '$out
 RUN=$T/run
 "$DAEMON" --foreground --runtime-dir "$RUN" --log-file "$T/daemon.log" --cpu-threads 2 &
 DPID=$!
-for _ in $(seq 200); do [ -S "$RUN/stats.sock" ] && break; sleep 0.05; done
-[ -S "$RUN/stats.sock" ] || fail "sigverifyd did not come up"
+wait_for_socket "$RUN/stats.sock"
 export SIGVERIFY_RUNTIME_DIR=$RUN
 
 "$CLI" gen --table schnorr --count 300 --invalid-rate 0.3 --seed 9 --threads 2 --out "$T/s.rows" >/dev/null

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <memory>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -59,10 +60,21 @@ int take_segment_and_leave(const std::string& path, std::uint32_t* status) {
 
 // An honest client in its own process (its own pid, as a node or a CLI
 // command is): handshake, one verified row, close. 0 when all went well.
-int honest_session_in_child(const std::string& path) {
+// busy_retries: how many times it tries again, 50 ms later, when the daemon
+// answers busy (what a client of an attacker's own uid must do while the
+// attacker's burst holds that uid's share; docs/security.md).
+int honest_session_in_child(const std::string& path, int busy_retries = 0) {
     const pid_t pid = run_in_child([&] {
-        RawSession s;
-        return s.handshake(path) && s.verify_one(7);
+        for (int attempt = 0;; ++attempt) {
+            RawSession s;
+            if (s.handshake(path)) return s.verify_one(7);
+            if (s.reply.status != static_cast<std::uint32_t>(Status::busy) || attempt >= busy_retries) {
+                std::fprintf(stderr, "honest client: attempt %d refused, reply status %u: %.*s\n", attempt,
+                             s.reply.status, int(sizeof s.reply.error), s.reply.error);
+                return false;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
     });
     int st = 0;
     waitpid(pid, &st, 0);
@@ -163,6 +175,30 @@ TEST_CASE("a client that keeps every segment and never acks holds no shared memo
     for (int k : kept) close(k);
 }
 
+TEST_CASE("one uid is held to --max-segments-per-uid while slots and the total budget are left",
+          "[reliability][hostile][shm]") {
+    DaemonProcess d({"--cpu-threads", "1", "--arena-size", "64K", "--ring-entries", "8", "--max-clients", "8",
+                     "--max-segments-per-uid", "2"});
+    const std::string path = d.socket_path();
+    std::vector<std::unique_ptr<RawSession>> held;
+    for (int i = 0; i < 2; ++i) {
+        held.push_back(std::make_unique<RawSession>());
+        REQUIRE(held.back()->handshake(path));
+    }
+    // A third session of the same uid: 6 slots and 14 of the 16 segments of
+    // the total budget are free, but the uid holds its 2.
+    RawSession third;
+    CHECK_FALSE(third.handshake(path));
+    CHECK(third.reply.status == std::uint32_t(Status::busy));
+    const std::string why(third.reply.error);
+    INFO(why);
+    CHECK(why.find("uid") != std::string::npos);
+    CHECK(counter(d, "connections_over_shm_budget") == 1);
+    // Once one of its sessions ended and its segment was released, the uid gets one again.
+    held.pop_back();
+    CHECK(eventually([&] { return RawSession().handshake(path); }, std::chrono::seconds(3)));
+}
+
 TEST_CASE("a closed session frees its slot at once", "[reliability][hostile][slots]") {
     DaemonProcess d({"--cpu-threads", "1", "--arena-size", "64K", "--ring-entries", "8", "--max-clients", "1"});
     // One client after the other, each in its own process, no pause: each
@@ -193,11 +229,14 @@ TEST_CASE("a connect/handshake/close loop neither locks honest clients out nor f
         }
         _exit(sessions > 0 ? 0 : 1);
     }
-    // 20 honest clients meanwhile, each its own process, each must be served at once.
+    // 20 honest clients meanwhile, each its own process, each must be served:
+    // at once, or after one retry when the attacker's burst (20 sessions at
+    // once, before its process's rate applies) briefly held their uid's share
+    // of segments (about 1 run in 10 on a loaded 2-core machine).
     const auto t0 = Clock::now();
     int failed = 0;
     for (int i = 0; i < 20; ++i) {
-        failed += honest_session_in_child(path) != 0;
+        failed += honest_session_in_child(path, 1) != 0;
         std::this_thread::sleep_until(t0 + kAttack * (i + 1) / 20);
     }
     int st = 0;
@@ -209,6 +248,8 @@ TEST_CASE("a connect/handshake/close loop neither locks honest clients out nor f
     const std::size_t lines = log_lines(d) - lines0;
     const std::uint64_t limited = counter(d, "connections_rate_limited");
     const std::uint64_t accepted = counter(d, "connections_accepted");
+    const std::uint64_t over_budget = counter(d, "connections_over_shm_budget");
+    std::printf("connect loop: over the shared memory budget %llu\n", static_cast<unsigned long long>(over_budget));
     INFO("honest failures " << failed << "; attacker CPU " << attacker_cpu << " s; daemon CPU " << cpu << " s; log lines " << lines << "; accepted "
                             << accepted << "; rate-limited " << limited);
     std::printf("connect loop: attacker CPU %.3f s\n", attacker_cpu);
@@ -221,14 +262,20 @@ TEST_CASE("a connect/handshake/close loop neither locks honest clients out nor f
     CHECK(limited > 0);
     // The attacker's sessions: its process's burst (20) plus 20/s, then refusals.
     CHECK(accepted <= 20 + 20 + 3 * 20);
-    // Two lines per session that started (connected, ended), the rate-limited
-    // refusal lines (10 per 10 s) and their summary: not a line per attempt.
-    CHECK(lines <= 2 * accepted + 30);
-    // A refused attempt costs the daemon about what it costs the attacker (it
-    // cost the daemon 1.4 cores against the attacker's ~0 before). Measured
-    // here: 1.4x in a release build, 2.2x under ASan (more of the daemon's
-    // share is instrumented C++, the attacker's is system calls).
+    // Session start and end lines and refusal lines are each rate-limited (10
+    // per kind per 10 s, then one summary): a bounded number of lines however
+    // many sessions the loop opens, not one or two per attempt.
+    CHECK(accepted > 30);  // more sessions than the limit lets lines through
+    CHECK(lines <= 4 * 11 + 4);
+    // A refused attempt costs the daemon no more than it costs the attacker
+    // (it cost the daemon 1.4 cores against the attacker's ~0 before rate
+    // limits). Under ASan more of the daemon's share is instrumented C++ (the
+    // attacker's is system calls): a looser bound there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     CHECK(cpu < 3 * attacker_cpu + 0.3);
+#else
+    CHECK(cpu <= 1.5 * attacker_cpu + 0.05);
+#endif
     CHECK(honest_session_in_child(path) == 0);
 }
 

@@ -140,6 +140,58 @@ struct Columns {
     std::uint8_t* correlate = nullptr;
 };
 
+// Registered buffers (docs/client.md, "Registered buffers"): memory the
+// caller already has (a memfd, or the file of a mapped table) registered with
+// the daemon, which maps it read-only; column batches inside it are then
+// verified without the library copying a byte of them (only the verdicts,
+// one byte per row, come back through the arena).
+//
+// A RegisteredBuffer is the handle of one registration: moving it moves the
+// registration, destroying it (or reset()) unregisters it. It must not
+// outlive the Client that made it. It keeps its own descriptor of the file
+// and its own read-only mapping of the range (data()), which the local
+// fallback verifies from, and which re-registers the buffer by itself with
+// the next daemon after a reconnect.
+class SIGVERIFY_API RegisteredBuffer {
+public:
+    RegisteredBuffer() noexcept;
+    ~RegisteredBuffer();
+    RegisteredBuffer(RegisteredBuffer&& other) noexcept;
+    RegisteredBuffer& operator=(RegisteredBuffer&& other) noexcept;
+    RegisteredBuffer(const RegisteredBuffer&) = delete;
+    RegisteredBuffer& operator=(const RegisteredBuffer&) = delete;
+
+    // True while it holds a registration.
+    bool registered() const noexcept;
+    // The registered range in this process (read-only), and its size.
+    const std::uint8_t* data() const noexcept;
+    std::uint64_t size() const noexcept;
+    // The daemon's id of the buffer in the current session (0: verified
+    // locally only: no daemon, or one older than ABI 1.4, with Fallback::local).
+    std::uint64_t id() const noexcept;
+    // Unregisters now (no-op when not registered).
+    void reset() noexcept;
+
+    struct State;  // internal
+
+private:
+    friend class Client;
+    State* state_ = nullptr;
+};
+
+// Column tables inside a registered buffer: each column starts at an offset
+// from the start of the registered range (message[count][32],
+// key[count][33] ECDSA compressed or [count][32] Schnorr x-only,
+// signature[count][64]), exactly as Columns describes them in memory.
+struct RegisteredColumns {
+    wire::RecordKind kind = wire::RecordKind::ecdsa;
+    wire::SigEncoding encoding = wire::SigEncoding::opaque;  // ignored for Schnorr
+    std::size_t count = 0;
+    std::uint64_t message_offset = 0;
+    std::uint64_t key_offset = 0;
+    std::uint64_t signature_offset = 0;
+};
+
 class SIGVERIFY_API Client {
 public:
     // Connects (handshake, segment mapping). Throws Error on failure, unless
@@ -213,6 +265,32 @@ public:
     BatchResult run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
                             std::stop_token stop);
 
+    // --- registered buffers (ring ABI 1.4) ----------------------------------
+    // Registers [offset, offset + size) of fd (a memfd or a regular file open
+    // for reading; the caller keeps its descriptor) with the daemon. Statuses:
+    // ok; invalid_argument (size 0, a range past the end of the file, not a
+    // regular file, not readable); too_large (the daemon's per-client limits
+    // --max-registered-bytes / --max-registered-buffers, or a range this
+    // process cannot map); bad_entry (a daemon older than ABI 1.4, without
+    // Fallback::local); unreachable / disconnected (no daemon, without
+    // Fallback::local). With Fallback::local a buffer is registered locally
+    // when the daemon cannot take it (id() == 0) and verified in-process.
+    Status register_buffer(int fd, std::uint64_t offset, std::uint64_t size, RegisteredBuffer& buffer);
+    // Throwing form (Error with the status above).
+    RegisteredBuffer register_buffer(int fd, std::uint64_t offset, std::uint64_t size);
+    // Verifies count rows whose columns lie inside the registered buffer
+    // (results mode: results gets count bytes, zeroed first, 1 = valid). The
+    // columns are never copied by the library. invalid_argument when a column
+    // passes the end of the buffer or the buffer is not registered by this
+    // client; buffer_lost when the file shrank under the daemon (the
+    // registration is dropped); with Fallback::local a batch the daemon fails
+    // is verified in-process from data().
+    BatchResult verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
+                                          std::uint8_t* results, std::uint8_t table = shm::kTableUnspecified);
+    // Cancellable form (as run() with a stop token).
+    BatchResult verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
+                                          std::uint8_t* results, std::uint8_t table, std::stop_token stop);
+
     // --- zero-copy API ------------------------------------------------------
     // Reserves count rows (and count result bytes) in the arena. Waits for
     // space when wait is true (at most batch_timeout when one is set, then
@@ -270,6 +348,7 @@ public:
 
 private:
     struct Impl;
+    friend class RegisteredBuffer;
     explicit Client(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
 };

@@ -5,12 +5,16 @@
 // CHECKSIGADD) group, and every single signature, of a block must pass. These
 // calls compute that from the rows' grouping fields and their verdicts, by
 // the rules of reference/group_verdicts.hpp (docs/columns.md states them):
-//   multisig   (i << 4 | k) pairs; the group passes when its m signatures
-//              match increasing keys through verified rows (m inferred)
+//   multisig   pair bytes (signature i, key k; i << 4 | k up to 16 keys,
+//              multisig_pair_code below for 17..20); the group passes when
+//              its m signatures match increasing keys through verified rows
+//              (m inferred)
 //   threshold  every row verified (BIP-342: a failing non-empty signature
 //              fails the script), at least m rows, one consistent m >= 1
 //   single     one row, its own group (single_signature_group_rows): passes
-//              iff it verified
+//              iff it verified. libbitcoin judges every row of its Schnorr
+//              table this way, threshold rows included (its correlate holds
+//              only the id): give those ids to single_signature_group_rows.
 // Rows with block_fk FF FF FF (still being written) belong to no group and
 // are counted as skipped. A block's verdict over several tables (ECDSA singles
 // and multisig, Schnorr threshold) is the AND of its per-table verdicts.
@@ -18,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -29,7 +34,7 @@ enum class GroupKind : std::uint8_t { multisig = 0, threshold = 1 };
 
 // The grouping fields of one row.
 struct GroupRow {
-    std::uint8_t mn = 0;         // multisig: signature index << 4 | key index; threshold: m
+    std::uint8_t mn = 0;         // multisig: multisig_pair_code(signature, key); threshold: m
     std::uint16_t group = 0;     // group number within the block
     std::uint32_t block_fk = 0;  // 24 bits; 0xFFFFFF = being written
 };
@@ -68,6 +73,17 @@ struct GroupReport {
     std::uint64_t failed_groups = 0;
     std::uint64_t failed_blocks = 0;
 };
+
+// The multisig pair byte for signature index s tried against key index k
+// (0-based, k < 20, s <= k; docs/columns.md): libbitcoin's nibbles s << 4 | k
+// while k < 16; keys 16..19 in codes libbitcoin's band never writes. Nothing
+// for an attempt CHECKMULTISIG can never use (s > k) or k >= 20.
+constexpr std::optional<std::uint8_t> multisig_pair_code(unsigned s, unsigned k) {
+    if (k >= 20 || s > k) return std::nullopt;
+    if (k < 16) return std::uint8_t(s << 4 | k);
+    if (s < 12) return std::uint8_t((12 + (k - 16)) << 4 | s);
+    return std::uint8_t((4 + (s - 12)) << 4 | (k - 16));
+}
 
 // verdicts[i] != 0: row i verified. Throws std::invalid_argument when the
 // spans differ in size.

@@ -54,7 +54,8 @@ extern "C" {
 #define SIGVERIFY_E_BAD_SEGMENT 17
 #define SIGVERIFY_E_SYSTEM 18
 #define SIGVERIFY_E_PENDING 19
-#define SIGVERIFY_E_NOT_FOUND 20 /* a cancel named no batch in flight */
+#define SIGVERIFY_E_NOT_FOUND 20 /* a cancel named no batch in flight; no such registered buffer */
+#define SIGVERIFY_E_BUFFER_LOST 21 /* a registered buffer shrank under the daemon (registration dropped) */
 
 /* Signature encodings of ECDSA records. */
 #define SIGVERIFY_ENCODING_OPAQUE 0  /* r LE || s LE (libsecp256k1's in-memory form) */
@@ -119,6 +120,40 @@ SIGVERIFY_API int sigverify_collect_schnorr_columns(sigverify_client* client, co
                                                     const uint8_t* key, const uint8_t* signature, uint8_t* correlate,
                                                     size_t n, size_t tail_size);
 
+/* Registered buffers (ring ABI 1.4; docs/client.md): memory the caller
+ * already has -- a memfd, or a regular file it maps, e.g. a table file --
+ * registered with the daemon, which maps [offset, offset + size) of fd
+ * read-only. Column batches inside it are then verified without the library
+ * copying their bytes; only the verdicts come back (one byte per row).
+ * The caller keeps its descriptor (the library duplicates it). On success
+ * *out is the buffer; free it with sigverify_unregister_buffer before
+ * sigverify_close. Errors as Client::register_buffer (client.hpp):
+ * SIGVERIFY_E_INVALID_ARGUMENT (size 0, range past the end of the file, not
+ * a regular file), SIGVERIFY_E_TOO_LARGE (the daemon's per-client limits),
+ * SIGVERIFY_E_BAD_ENTRY (a daemon older than ABI 1.4, without
+ * fallback_local). With fallback_local a buffer the daemon cannot take is
+ * verified in-process. */
+typedef struct sigverify_buffer sigverify_buffer;
+SIGVERIFY_API int sigverify_register_buffer(sigverify_client* client, int fd, uint64_t offset, uint64_t size,
+                                            sigverify_buffer** out);
+SIGVERIFY_API void sigverify_unregister_buffer(sigverify_buffer* buffer);
+/* The registered range, mapped read-only in this process (NULL for NULL). */
+SIGVERIFY_API const uint8_t* sigverify_buffer_data(const sigverify_buffer* buffer);
+
+#define SIGVERIFY_KIND_ECDSA 0
+#define SIGVERIFY_KIND_SCHNORR 1
+/* Verifies n rows whose columns lie in the registered buffer, each column at
+ * an offset from the start of the registered range: message[n][32],
+ * key[n][33] (ECDSA) / [n][32] (Schnorr), signature[n][64]; encoding is
+ * ignored for Schnorr. results[i] = 1 valid / 0 invalid, zeroed first.
+ * SIGVERIFY_E_INVALID_ARGUMENT when a column passes the end of the buffer;
+ * SIGVERIFY_E_BUFFER_LOST when the file shrank under the daemon. Honours the
+ * thread's cancel token. */
+SIGVERIFY_API int sigverify_verify_registered_columns(sigverify_client* client, const sigverify_buffer* buffer,
+                                                      int kind, int encoding, size_t n, uint64_t message_offset,
+                                                      uint64_t key_offset, uint64_t signature_offset,
+                                                      uint8_t* results);
+
 /* Cancel tokens (libbitcoin's batch hook takes one). A token is cancelled
  * once, from any thread. The verify/collect calls of a thread that bound a
  * token with sigverify_set_cancel_token return SIGVERIFY_E_CANCELLED soon
@@ -138,7 +173,8 @@ SIGVERIFY_API void sigverify_set_cancel_token(sigverify_cancel_token* token);
 /* Group and block verdicts from row verdicts (sigverify/groups.hpp has the
  * rules; docs/client.md). A row's grouping fields: */
 typedef struct sigverify_group_row {
-    uint8_t mn;        /* multisig: signature index << 4 | key index; threshold: m */
+    uint8_t mn;        /* multisig: pair byte, signature index << 4 | key index up to 16 keys
+                          (keys 16..19: sigverify_multisig_pair_code below); threshold: m */
     uint8_t reserved;  /* 0 */
     uint16_t group;    /* group number within the block */
     uint32_t block_fk; /* 24 bits; 0xFFFFFF = being written (skipped) */
@@ -151,11 +187,24 @@ typedef struct sigverify_block_verdict {
     int pass; /* 1: every group of the block passes */
 } sigverify_block_verdict;
 
+/* The multisig pair byte for signature index s tried against key index k
+ * (0-based; docs/columns.md): s << 4 | k while k < 16 (libbitcoin's nibbles),
+ * keys 16..19 in codes libbitcoin's band never writes; -1 when k >= 20 or
+ * s > k (an attempt CHECKMULTISIG can never use). Inline: not a library call. */
+static inline int sigverify_multisig_pair_code(unsigned s, unsigned k) {
+    if (k >= 20 || s > k) return -1;
+    if (k < 16) return (int)(s << 4 | k);
+    if (s < 12) return (int)((12 + (k - 16)) << 4 | s);
+    return (int)((4 + (s - 12)) << 4 | (k - 16));
+}
+
 #define SIGVERIFY_GROUP_MULTISIG 0  /* CHECKMULTISIG groups, and single signatures */
 #define SIGVERIFY_GROUP_THRESHOLD 1 /* tapscript CHECKSIGADD groups */
 
 /* Grouping fields of n single signatures (each its own group; compute them
- * with SIGVERIFY_GROUP_MULTISIG), from their block_fk values. */
+ * with SIGVERIFY_GROUP_MULTISIG), from their block_fk values. Also for every
+ * row of a Schnorr libbitcoin correlate (threshold rows included: libbitcoin
+ * fails a block on any failed Schnorr row). */
 SIGVERIFY_API int sigverify_single_signature_group_rows(const uint32_t* block_fks, size_t n,
                                                         sigverify_group_row* out);
 /* Grouping fields from an ECDSA libbitcoin correlate column (n entries of

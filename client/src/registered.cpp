@@ -1,0 +1,369 @@
+// libsigverify internals: registered buffers (client.hpp's RegisteredBuffer,
+// Client::register_buffer, Client::verify_registered_columns; ring ABI 1.4).
+//
+// Registering sends a RegisterRequest with the buffer's descriptor over the
+// control socket and waits for the daemon's RegisterReply, all under the
+// client's mutex: while a reply is pending no other thread may look at the
+// socket (alive_locked takes any readable data for a hang-up). The client
+// keeps a descriptor and a read-only mapping of its own: the local fallback
+// verifies from that mapping, and after a reconnect the next batch registers
+// the buffer again with the new daemon (ids belong to one session).
+//
+// A registered batch is pipelined like the column copy API, but a piece
+// reserves only its verdict bytes in the arena: the columns are named by
+// offsets into the buffer and never copied (0 bytes per row); the verdicts
+// are copied out to the caller (1 byte per row).
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "client_impl.hpp"
+#include "pipeline.hpp"
+#include "shm_protocol/doorbell.hpp"
+#include "shm_protocol/fd_passing.hpp"
+
+namespace sigverify {
+
+using detail::align_up;
+using detail::is_daemon_failure;
+using detail::kAlign;
+
+namespace {
+
+// Rows per registered piece: as the copy API's (the arena would hold far more
+// verdicts, but larger pieces measured no faster and a cancel waits for
+// whole pieces' running chunks); the daemon splits each over its workers.
+constexpr std::size_t kRegisteredChunkRows = detail::kMaxChunkRows;
+// Longest wait for the daemon's answer to a registration (it reads its
+// control socket at once when rung, else within 20 ms).
+constexpr auto kControlReplyTimeout = std::chrono::seconds(2);
+
+void release_state(RegisteredBuffer::State* st) {
+    if (st == nullptr) return;
+    if (st->map != nullptr) munmap(st->map, st->map_length);
+    if (st->fd >= 0) ::close(st->fd);
+    delete st;
+}
+
+// Offsets [offset, offset + count * width) inside size bytes, overflow-free.
+bool column_fits(std::uint64_t offset, std::uint64_t count, std::uint64_t width, std::uint64_t size) {
+    if (offset > size) return false;
+    return count <= (size - offset) / width;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// The control-socket exchange
+// ---------------------------------------------------------------------------
+Status Client::Impl::control_round_trip_locked(const void* request, std::size_t size, int pass_fd,
+                                               std::uint32_t magic, shm::RegisterReply& reply) {
+    if (!shm::send_packet(conn.fd, request, size, pass_fd)) {
+        mark_dead_locked(std::string("cannot send to sigverifyd: ") + std::strerror(errno));
+        return Status::disconnected;
+    }
+    shm::ring_force(conn.h->daemon_bell);  // the reader checks its socket when rung
+    const auto deadline = Clock::now() + kControlReplyTimeout;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) {
+            // A late reply would be taken for a hang-up later: give the session up.
+            mark_dead_locked("sigverifyd did not answer a buffer registration");
+            return Status::timeout;
+        }
+        pollfd p{conn.fd, POLLIN | POLLRDHUP, 0};
+        const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 20)));
+        if (r < 0 && errno != EINTR) {
+            mark_dead_locked(std::string("poll: ") + std::strerror(errno));
+            return Status::disconnected;
+        }
+        if (r <= 0) {
+            if (shm::word(conn.h->state).load(std::memory_order_acquire) ==
+                static_cast<std::uint32_t>(shm::SegmentState::closed)) {
+                mark_dead_locked("sigverifyd ended the session");
+                return Status::disconnected;
+            }
+            continue;
+        }
+        if ((p.revents & POLLIN) == 0) {
+            mark_dead_locked("sigverifyd went away (control socket closed)");
+            return Status::disconnected;
+        }
+        alignas(8) std::uint8_t buf[512];
+        const shm::ReceivedPacket got = shm::receive_packet(conn.fd, buf, sizeof buf, shm::KeepDescriptor::none);
+        std::uint32_t got_magic = 0;
+        if (got.bytes >= static_cast<ssize_t>(sizeof got_magic)) std::memcpy(&got_magic, buf, sizeof got_magic);
+        if (got.bytes != static_cast<ssize_t>(sizeof reply) || got.truncated || got.fds_closed != 0 ||
+            got_magic != magic) {
+            mark_dead_locked(got.bytes == 0 ? "sigverifyd went away (control socket closed)"
+                                            : "sigverifyd sent an unexpected control message");
+            return Status::disconnected;
+        }
+        std::memcpy(&reply, buf, sizeof reply);
+        reply.error[sizeof reply.error - 1] = '\0';
+        return Status::ok;
+    }
+}
+
+Status Client::Impl::register_locked(RegisteredBuffer::State& b) {
+    if (!live) return conn.h == nullptr ? Status::unreachable : Status::disconnected;
+    if (conn.abi_minor < shm::kAbiMinorRegistered) {
+        last_error = "sigverifyd speaks ring ABI " + std::to_string(shm::kAbiMajor) + "." +
+                     std::to_string(conn.abi_minor) + "; registered buffers need " + std::to_string(shm::kAbiMajor) +
+                     "." + std::to_string(shm::kAbiMinorRegistered);
+        return Status::bad_entry;
+    }
+    shm::RegisterRequest req{};
+    req.magic = shm::kRegisterMagic;
+    req.offset = b.offset;
+    req.size = b.size;
+    shm::RegisterReply reply{};
+    if (const Status st = control_round_trip_locked(&req, sizeof req, b.fd, shm::kRegisterReplyMagic, reply);
+        st != Status::ok)
+        return st;
+    if (reply.status != static_cast<std::uint32_t>(Status::ok)) {
+        last_error = std::string("sigverifyd refused the buffer: ") + reply.error;
+        return reply.status < shm::kStatusCount ? static_cast<Status>(reply.status) : Status::system_error;
+    }
+    b.daemon_id = reply.buffer_id;
+    b.serial = session_serial;
+    return Status::ok;
+}
+
+void Client::Impl::unregister_locked(RegisteredBuffer::State& b) {
+    if (b.daemon_id == 0 || b.serial != session_serial || !live) return;  // nothing registered in this session
+    shm::UnregisterRequest req{};
+    req.magic = shm::kUnregisterMagic;
+    req.buffer_id = b.daemon_id;
+    shm::RegisterReply reply{};
+    control_round_trip_locked(&req, sizeof req, -1, shm::kUnregisterReplyMagic, reply);
+    b.daemon_id = 0;
+    b.serial = 0;
+}
+
+// ---------------------------------------------------------------------------
+// Batches
+// ---------------------------------------------------------------------------
+Status Client::Impl::reserve_registered(const RegisteredBuffer::State& b, const RegisteredColumns& cols,
+                                        std::size_t begin, std::size_t count, ColumnBatch& batch, bool wait) {
+    std::unique_lock lk(mu);
+    if (!live) return Status::disconnected;
+    if (b.serial != session_serial || b.daemon_id == 0) return Status::disconnected;  // registered with another daemon
+    if (count > conn.arena_size - kAlign) return Status::too_large;
+    std::uint32_t index = 0;
+    if (const Status st = alloc_waiting_locked(lk, align_up(count), wait, index); st != Status::ok) return st;
+    Slot& s = slots[index];
+    s.registered = true;
+    s.buffer_id = b.daemon_id;
+    s.results_offset = s.rows_offset;
+    s.message_offset = cols.message_offset + std::uint64_t(begin) * wire::kColumnMessageWidth;
+    s.key_offset = cols.key_offset + std::uint64_t(begin) * wire::column_key_width(cols.kind);
+    s.signature_offset = cols.signature_offset + std::uint64_t(begin) * wire::kColumnSignatureWidth;
+    s.count = count;
+    s.kind = cols.kind;
+    s.tail_size = 0;
+    batch = ColumnBatch{};
+    batch.results = conn.arena + s.results_offset;
+    batch.count = count;
+    batch.kind = cols.kind;
+    batch.slot = index;
+    batch.generation = s.generation;
+    return Status::ok;
+}
+
+BatchResult Client::Impl::run_registered(RegisteredBuffer::State& b, const RegisteredColumns& cols,
+                                         std::uint8_t* results, std::uint8_t table, std::stop_token stop) {
+    BatchResult total;
+    const std::size_t n = cols.count;
+    const bool bad_enums = static_cast<std::uint8_t>(cols.kind) > 1 ||
+                           (cols.kind == wire::RecordKind::ecdsa && cols.encoding != wire::SigEncoding::opaque &&
+                            cols.encoding != wire::SigEncoding::compact);
+    if (bad_enums || (n != 0 && results == nullptr) ||
+        !column_fits(cols.message_offset, n, wire::kColumnMessageWidth, b.size) ||
+        !column_fits(cols.key_offset, n, wire::column_key_width(cols.kind), b.size) ||
+        !column_fits(cols.signature_offset, n, wire::kColumnSignatureWidth, b.size)) {
+        total.status = Status::invalid_argument;
+        return total;
+    }
+    if (n != 0) std::memset(results, 0, n);  // fail closed
+    if (n == 0) return total;
+    const wire::SigEncoding enc = cols.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : cols.encoding;
+    const std::size_t key_width = wire::column_key_width(cols.kind);
+    auto sub_batch = [&](std::size_t begin, std::size_t count) {
+        reference::ColumnBatch c;
+        c.kind = cols.kind;
+        c.encoding = enc;
+        c.count = count;
+        c.message = b.data + cols.message_offset + begin * wire::kColumnMessageWidth;
+        c.key = b.data + cols.key_offset + begin * key_width;
+        c.signature = b.data + cols.signature_offset + begin * wire::kColumnSignatureWidth;
+        return c;
+    };
+    std::size_t chunk = kRegisteredChunkRows;
+    Status registration = Status::ok;
+    {
+        std::lock_guard lk(mu);
+        maybe_reconnect_locked();
+        if (b.serial != session_serial || b.daemon_id == 0) registration = register_locked(b);
+        if (live && conn.arena_size / 4 > kAlign)
+            chunk = std::min<std::size_t>(chunk, static_cast<std::size_t>(conn.arena_size / 4 - kAlign));
+    }
+    if (registration != Status::ok) {
+        // No daemon, an old one, or one that refused the buffer now.
+        if (opt.fallback == Fallback::local && !stop.stop_requested()) {
+            for (std::size_t begin = 0; begin < n; begin += detail::kMaxChunkRows) {
+                if (stop.stop_requested()) {
+                    total.status = Status::cancelled;
+                    return total;
+                }
+                const std::size_t count = std::min(n - begin, detail::kMaxChunkRows);
+                const BatchResult r = local.run_columns(sub_batch(begin, count), wire::Mode::results, results + begin);
+                total.valid += r.valid;
+                total.invalid += r.invalid;
+                total.local_rows += r.local_rows;
+                if (r.status != Status::ok) total.status = r.status;
+            }
+            return total;
+        }
+        total.status = stop.stop_requested() ? Status::cancelled : registration;
+        return total;
+    }
+    total = pipeline<ColumnBatch>(
+        n, chunk, wire::Mode::results, enc, table, stop,
+        [&](std::size_t begin, std::size_t count, ColumnBatch& batch, bool wait) {
+            return reserve_registered(b, cols, begin, count, batch, wait);
+        },
+        [&](std::size_t begin, std::size_t count, const ColumnBatch& batch) {
+            std::memcpy(results + begin, batch.results, count);
+        },
+        [&](std::size_t begin, std::size_t count) {
+            return local.run_columns(sub_batch(begin, count), wire::Mode::results, results + begin);
+        },
+        [&](Status st) { return is_daemon_failure(st) || st == Status::too_large; });
+    if (total.status == Status::buffer_lost || total.status == Status::not_found) {
+        // The daemon dropped the registration (or another thread's batch saw
+        // it lost first); the next call registers the buffer again.
+        std::lock_guard lk(mu);
+        b.daemon_id = 0;
+        b.serial = 0;
+    }
+    return total;
+}
+
+// ---------------------------------------------------------------------------
+// RegisteredBuffer
+// ---------------------------------------------------------------------------
+RegisteredBuffer::RegisteredBuffer() noexcept = default;
+RegisteredBuffer::~RegisteredBuffer() { reset(); }
+RegisteredBuffer::RegisteredBuffer(RegisteredBuffer&& other) noexcept : state_(other.state_) {
+    other.state_ = nullptr;
+}
+RegisteredBuffer& RegisteredBuffer::operator=(RegisteredBuffer&& other) noexcept {
+    if (this != &other) {
+        reset();
+        state_ = other.state_;
+        other.state_ = nullptr;
+    }
+    return *this;
+}
+bool RegisteredBuffer::registered() const noexcept { return state_ != nullptr; }
+const std::uint8_t* RegisteredBuffer::data() const noexcept { return state_ != nullptr ? state_->data : nullptr; }
+std::uint64_t RegisteredBuffer::size() const noexcept { return state_ != nullptr ? state_->size : 0; }
+std::uint64_t RegisteredBuffer::id() const noexcept {
+    if (state_ == nullptr) return 0;
+    std::lock_guard lk(state_->impl->mu);
+    return state_->serial == state_->impl->session_serial ? state_->daemon_id : 0;
+}
+void RegisteredBuffer::reset() noexcept {
+    if (state_ == nullptr) return;
+    try {
+        std::lock_guard lk(state_->impl->mu);
+        state_->impl->unregister_locked(*state_);
+    } catch (...) {
+        // A lock that cannot be taken leaves the registration to the session's end.
+    }
+    release_state(state_);
+    state_ = nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// Client
+// ---------------------------------------------------------------------------
+Status Client::register_buffer(int fd, std::uint64_t offset, std::uint64_t size, RegisteredBuffer& buffer) {
+    buffer.reset();
+    struct stat sb;
+    if (fd < 0 || size == 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) return Status::invalid_argument;
+    const std::uint64_t file_size = sb.st_size > 0 ? static_cast<std::uint64_t>(sb.st_size) : 0;
+    if (offset > file_size || size > file_size - offset) return Status::invalid_argument;
+    if (size > std::numeric_limits<std::size_t>::max() / 2) return Status::too_large;
+    auto* st = new (std::nothrow) RegisteredBuffer::State;
+    if (st == nullptr) return Status::system_error;
+    st->impl = impl_.get();
+    st->offset = offset;
+    st->size = size;
+    st->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+    const std::uint64_t aligned = offset / page * page;
+    st->map_length = static_cast<std::size_t>(offset - aligned + size);
+    void* m = st->fd >= 0 ? mmap(nullptr, st->map_length, PROT_READ, MAP_SHARED, st->fd, static_cast<off_t>(aligned))
+                          : MAP_FAILED;
+    if (m == MAP_FAILED) {
+        const int e = errno;
+        release_state(st);
+        return e == EACCES ? Status::invalid_argument : Status::system_error;
+    }
+    st->map = m;
+    st->data = static_cast<const std::uint8_t*>(m) + (offset - aligned);
+    Status result;
+    {
+        std::lock_guard lk(impl_->mu);
+        impl_->maybe_reconnect_locked();
+        result = impl_->register_locked(*st);
+        // With the local fallback, a buffer no daemon can take now is verified
+        // here (and registered with a daemon on a later call when one can).
+        const bool refused = result == Status::invalid_argument || result == Status::too_large ||
+                             result == Status::system_error;
+        if (result != Status::ok && impl_->opt.fallback == Fallback::local && !refused) result = Status::ok;
+    }
+    if (result != Status::ok) {
+        release_state(st);
+        return result;
+    }
+    buffer.state_ = st;
+    return Status::ok;
+}
+
+RegisteredBuffer Client::register_buffer(int fd, std::uint64_t offset, std::uint64_t size) {
+    RegisteredBuffer b;
+    const Status st = register_buffer(fd, offset, size, b);
+    if (st != Status::ok) {
+        const std::string why = impl_->opt.fallback == Fallback::none ? last_error() : std::string();
+        throw Error(st, std::string("register_buffer: ") + std::string(shm::to_string(st)) +
+                            (why.empty() ? std::string() : ": " + why));
+    }
+    return b;
+}
+
+BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
+                                              std::uint8_t* results, std::uint8_t table) {
+    return verify_registered_columns(buffer, columns, results, table, {});
+}
+
+BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
+                                              std::uint8_t* results, std::uint8_t table, std::stop_token stop) {
+    if (buffer.state_ == nullptr || buffer.state_->impl != impl_.get()) {
+        BatchResult r;
+        r.status = Status::invalid_argument;
+        return r;
+    }
+    return impl_->run_registered(*buffer.state_, columns, results, table, std::move(stop));
+}
+
+}  // namespace sigverify
