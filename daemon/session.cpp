@@ -314,6 +314,10 @@ void Session::run() noexcept {
         ctx_.log->error("client {}: session error: {}", id_, e.what());
         if (header_ != nullptr) end_session();
     }
+    leave();
+}
+
+void Session::leave() noexcept {
     // Write side only: the client sees EOF, and the server can still tell
     // when the client hangs up (peer_gone) before the segment is truncated.
     if (fd_ >= 0) {

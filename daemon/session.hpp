@@ -79,6 +79,12 @@ public:
     void finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) override;
 
 private:
+    // Test seam: tests/fuzz/fuzz_session.cpp runs this class's steps
+    // (handshake, pump, socket_alive, end_session, leave) from its own thread,
+    // without a session thread, so that each input costs no thread start-up
+    // and no timed wait. Used by nothing else.
+    friend class SessionDriver;
+
     bool handshake();
     bool create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out);
     void reader_loop();
@@ -93,6 +99,8 @@ private:
     // answered on the socket. False for anything else (a protocol error).
     bool control_message(const std::uint8_t* data, std::size_t size, int fd);
     void end_session();
+    // The end of run(): EOF to the client, the slot and the server's wake-up.
+    void leave() noexcept;
     void announce_closing();  // marks an established header closing and rings both bells
     void refuse(shm::Status status, const std::string& text);
 

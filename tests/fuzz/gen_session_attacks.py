@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Writes the hostile-client seeds of fuzz_session into
+tests/fuzz/corpus/session/ (files named attack-*): the entry shapes and
+control-socket abuse of issue 17's attacks and of docs/security.md, each as
+one input of the harness, so that every CI fuzzing run starts from them and
+ctest fuzz_replay checks each one's invariants (the status check_submission
+gives, the session going on after a stray packet, no descriptor leaked, no
+arena byte written outside the accepted ranges).
+
+The attacks that need more than one session or a second process (retaining
+segment descriptors across connections, connect/close loops, EMFILE, stats
+siege) are not expressible as one input; tests/reliability covers them.
+
+Input format: tests/fuzz/fuzz_session.cpp reads its input through
+FuzzedDataProvider, which takes byte strings from the front of the input and
+integers from the back (the first integer from the last byte, most
+significant byte first; a value in [lo, hi] takes as many bytes as hi - lo
+needs). Input below mirrors that: it queues both and joins them.
+Run: python3 tests/fuzz/gen_session_attacks.py (idempotent)."""
+import os
+import struct
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "session")
+M64 = (1 << 64) - 1
+ARENA = 64 * 1024  # the harness's arena (--arena-size 64 KiB)
+
+# Client::operations's op codes (ConsumeIntegralInRange(0, OP_LAST)).
+OP_RAW, OP_REAP, OP_SQ_TAIL, OP_CQ_HEAD, OP_PACKET, OP_CANCEL, OP_SHUTDOWN, OP_TRUNCATE = 3, 6, 7, 8, 10, 11, 12, 13
+OP_BELL = OP_LAST = 14
+
+
+class Input:
+    def __init__(self):
+        self.front = bytearray()
+        self.back = []  # integer bytes in the order the harness consumes them
+
+    def integer(self, value, lo=0, hi=M64):
+        span, v, n = hi - lo, value - lo, 0
+        assert 0 <= v <= span
+        while n < 8 and (span >> (8 * n)) > 0:
+            n += 1
+        self.back += list(v.to_bytes(n, "big"))
+        return self
+
+    def u8(self, v):
+        return self.integer(v, 0, 255)
+
+    def u32(self, v):
+        return self.integer(v & 0xFFFFFFFF, 0, 0xFFFFFFFF)
+
+    def bytes(self, b):
+        self.front += b
+        return self
+
+    def data(self):
+        return bytes(self.front) + bytes(reversed(self.back))
+
+    # Client::handshake: a well-formed hello (how 0: default magic, version,
+    # arena, ring) named `name`, then a valid ack.
+    def hello(self, name):
+        self.u8(0)                      # how
+        self.integer(0, 0, 3)           # requested arena: 0 (the daemon's)
+        self.integer(0, 0, 7)           # requested ring entries: 0 (the daemon's)
+        self.bytes(name.encode().ljust(64, b"\0"))
+        self.u8(0)                      # ack: valid
+        return self
+
+    # op 3: a raw 64-byte entry (the harness sets user_tag), then the doorbell.
+    def entry(self, e):
+        assert len(e) == 64
+        self.integer(OP_RAW, 0, OP_LAST)
+        self.bytes(e)
+        self.u8(0)                      # push: ring the doorbell
+        return self
+
+    def op(self, code):
+        return self.integer(code, 0, OP_LAST)
+
+    # op 10: a packet on the control socket; size 2^exp (+1), with a descriptor or not.
+    def packet(self, size_exp=None, plus_one=False, with_fd=False, small=8):
+        self.op(OP_PACKET)
+        self.integer(small, 1, 32)
+        shape = (1 if size_exp is not None else 0) | (2 if plus_one else 0) | (4 if with_fd else 0)
+        self.u8(shape)
+        n = small
+        if size_exp is not None:
+            self.integer(size_exp, 9, 12)
+            n = 1 << size_exp
+        n += 1 if plus_one else 0
+        self.bytes(bytes((i * 7 + 1) & 0xFF for i in range(n)))
+        return self
+
+    # op 11: cancel. how 0: the last tag submitted (or 0), 2: a tag never
+    # submitted, 3: any tag; stray_count: a non-zero field (bad_entry).
+    def cancel(self, how, tag=0, stray_count=None, back=0):
+        self.op(OP_CANCEL)
+        f = (how & 3) | ((back & 0x1F) << 2) | (0x80 if stray_count is not None else 0)
+        self.u8(f)
+        if how == 3:
+            self.integer(tag)
+        if stray_count is not None:
+            self.u8(stray_count)
+        self.u8(0)                      # push: ring the doorbell
+        return self
+
+
+def verify(rows_offset=0, results_offset=32768, row_count=1, kind=0, key_size=3, encoding=0, mode=0,
+           table=0xFF, flags=0, reserved=(0, 0, 0)):
+    return struct.pack("<QQQQBBBBBBHQQQ", 0, rows_offset & M64, results_offset & M64, row_count & M64, 1, kind,
+                       key_size, encoding, mode, table, flags, *reserved)
+
+
+def columns(message=0, results_offset=32768, row_count=1, key=4096, sig=8192, corr=0, tail=0, mode=0):
+    return struct.pack("<QQQQBBBBBBHQQQ", 0, message & M64, results_offset & M64, row_count & M64, 3, 0, tail,
+                       0, mode, 0xFF, 0, key & M64, sig & M64, corr & M64)
+
+
+def session(name, *entries):
+    i = Input().hello(name)
+    for e in entries:
+        i.entry(e)
+    return i.op(OP_REAP)
+
+
+INPUTS = {}
+# Oversized counts: whole-arena, one row over, 2^32, 2^64 - 1 (the byte size wraps).
+INPUTS["attack-count-max"] = session("count-max", verify(row_count=M64))
+INPUTS["attack-count-2-32"] = session("count-2-32", verify(row_count=1 << 32))
+INPUTS["attack-count-wraps"] = session("count-wraps", verify(row_count=(1 << 64) // 131 + 1))
+INPUTS["attack-count-over-arena"] = session("count-arena", verify(row_count=ARENA // 132 + 1, results_offset=0,
+                                                                      mode=1))
+INPUTS["attack-count-columns-max"] = session("count-columns", columns(row_count=M64))
+# Overlapping ranges: results over the rows, results over a column, collect
+# correlate over the key column, columns over each other (allowed: read only).
+INPUTS["attack-overlap-results-rows"] = session("overlap-rows", verify(row_count=8, results_offset=100))
+INPUTS["attack-overlap-results-key"] = session("overlap-key", columns(row_count=4, results_offset=4096 + 10))
+INPUTS["attack-overlap-collect-key"] = session("overlap-collect", columns(row_count=4, mode=1, results_offset=0,
+                                                                          tail=4, corr=4096 + 33))
+INPUTS["attack-overlap-columns-shared"] = session("columns-shared", columns(row_count=4, key=0, sig=0))
+# Bad column offsets: past the end, one byte over, wrapping past 2^64.
+INPUTS["attack-columns-key-past-end"] = session("col-key-end", columns(key=ARENA))
+INPUTS["attack-columns-sig-one-over"] = session("col-sig-over", columns(sig=ARENA - 63))
+INPUTS["attack-columns-corr-wraps"] = session("col-corr-wrap", columns(tail=8, corr=M64 - 3, mode=1,
+                                                                       results_offset=0))
+INPUTS["attack-columns-results-wraps"] = session("col-res-wrap", columns(results_offset=M64))
+# Offsets past the arena and wrapping, reserved words and unknown flags set.
+INPUTS["attack-rows-offset-wraps"] = session("rows-wrap", verify(rows_offset=M64 - 10, row_count=1))
+INPUTS["attack-results-at-end"] = session("results-end", verify(row_count=2, results_offset=ARENA - 1))
+INPUTS["attack-reserved-nonzero"] = session("reserved", verify(reserved=(1, 0, 0)))
+INPUTS["attack-unknown-flags"] = session("flags", verify(flags=0x8000))
+INPUTS["attack-schnorr-encoding"] = session("schnorr-enc", verify(kind=1, encoding=1))
+INPUTS["attack-bad-opcode"] = session("opcode", struct.pack("<QQQQB", 0, 0, 0, 1, 0x7F) + bytes(31))
+# Cancels: of a tag never submitted, of the batch just submitted, of a
+# completed one, of an arbitrary tag, with a stray field (bad_entry).
+INPUTS["attack-cancel-unknown"] = Input().hello("cancel-unknown").cancel(2, back=5).op(OP_REAP).data()
+INPUTS["attack-cancel-any-tag"] = Input().hello("cancel-any").cancel(3, tag=M64).cancel(3, tag=0).op(OP_REAP).data()
+INPUTS["attack-cancel-live"] = (Input().hello("cancel-live").entry(verify(row_count=200, results_offset=40000))
+                                .cancel(0).op(OP_REAP).data())
+INPUTS["attack-cancel-twice"] = (Input().hello("cancel-twice").entry(verify(row_count=200, results_offset=40000))
+                                 .cancel(0).cancel(0, back=1).op(OP_REAP).data())
+INPUTS["attack-cancel-stray-field"] = Input().hello("cancel-stray").cancel(3, tag=1, stray_count=5).op(OP_REAP).data()
+# Packets after the handshake: small, 512 exactly, 513, 4 KiB, with a
+# descriptor, more than the reader drains per check (16); entries still served after.
+INPUTS["attack-packet-513"] = session("packet-513").packet(9, plus_one=True).entry(verify()).op(OP_REAP).data()
+INPUTS["attack-packet-4096-fd"] = session("packet-4k-fd").packet(12, with_fd=True).entry(verify()).op(OP_REAP).data()
+INPUTS["attack-packet-fd-small"] = session("packet-fd").packet(with_fd=True, small=1).op(OP_REAP).data()
+flood = session("packet-flood")
+for k in range(20):
+    flood.packet(9 + k % 4, plus_one=k % 2 == 1, with_fd=k % 3 == 0)
+INPUTS["attack-packet-flood"] = flood.entry(verify()).op(OP_REAP).data()
+# The daemon begins to shut down between two batches: the first is verified,
+# the second (and a cancel after it) answered shutting_down.
+INPUTS["attack-shutdown-between"] = (Input().hello("shutdown").entry(verify()).op(OP_REAP).op(OP_SHUTDOWN)
+                                     .entry(verify()).cancel(0).op(OP_REAP).data())
+# The client shrinks its segment under a batch in flight (to 0 bytes, and to
+# the header page only): the SIGBUS guard ends that session, nothing else.
+INPUTS["attack-truncate-to-zero"] = (Input().hello("truncate-0").entry(verify(row_count=200, results_offset=40000))
+                                     .op(OP_TRUNCATE).integer(0, 0, 73727).op(OP_BELL).data())
+INPUTS["attack-truncate-to-header"] = (Input().hello("truncate-hdr").entry(verify(row_count=200, results_offset=40000))
+                                       .op(OP_TRUNCATE).integer(4096, 0, 73727).entry(verify()).op(OP_REAP).data())
+# Ring indices: submission tail far ahead, completion head ahead of the tail.
+INPUTS["attack-sq-tail-ahead"] = session("sq-ahead").op(OP_SQ_TAIL).u32(1 << 31).data()
+INPUTS["attack-cq-head-ahead"] = (Input().hello("cq-ahead").entry(verify()).op(OP_CQ_HEAD).u32(12345)
+                                  .entry(verify()).data())
+# Handshakes: bad magic, version mismatch, ring not a power of two, huge
+# arena request, a descriptor passed with the hello, raw short and long
+# hellos, a refusing ack, an empty ack (keeps the segment, never acks).
+INPUTS["attack-hello-bad-magic"] = Input().u8(0x10).u32(0xDEADBEEF).integer(0, 0, 3).integer(0, 0, 7).data()
+INPUTS["attack-hello-version"] = Input().u8(0x20).u32(2).integer(0, 0, 3).integer(0, 0, 7).data()
+INPUTS["attack-hello-ring-not-pow2"] = Input().u8(0x40).integer(0, 0, 3).u32(12).u8(0).data()
+INPUTS["attack-hello-huge-arena"] = (Input().u8(0).integer(3, 0, 3).integer(M64).integer(7, 0, 7)
+                                     .bytes(b"huge".ljust(64, b"\0")).u8(0).entry(verify()).op(OP_REAP).data())
+INPUTS["attack-hello-with-fd"] = Input().u8(7).integer(0, 0, 3).integer(0, 0, 7).bytes(b"fd".ljust(64, b"\0")).data()
+INPUTS["attack-hello-raw-short"] = Input().u8(5).integer(3, 0, 200).bytes(b"SVH").data()
+INPUTS["attack-hello-raw-long"] = Input().u8(5).integer(200, 0, 200).bytes(bytes(200)).data()
+INPUTS["attack-ack-refused"] = Input().u8(0).integer(0, 0, 3).integer(0, 0, 7).bytes(bytes(64)).u8(6).data()
+INPUTS["attack-ack-empty"] = (Input().u8(0).integer(0, 0, 3).integer(0, 0, 7).bytes(bytes(64)).u8(7)
+                              .integer(0, 0, 16).data())
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    for name, data in sorted(INPUTS.items()):
+        with open(os.path.join(OUT, name), "wb") as f:
+            f.write(data.data() if isinstance(data, Input) else data)
+    print(f"wrote {len(INPUTS)} inputs to {OUT}")
