@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "batch_check.hpp"
 #include "shm_protocol/doorbell.hpp"
 #include "shm_protocol/fd_passing.hpp"
 #include "shm_protocol/segment_access.hpp"
@@ -56,12 +57,13 @@ struct RawSession {
         return reply_bytes == static_cast<ssize_t>(sizeof reply);
     }
 
-    bool handshake(const std::string& path, std::uint32_t version = shm::kProtocolVersion) {
+    bool handshake(const std::string& path, std::uint32_t version = shm::kProtocolVersion,
+                   const char* client_name = "raw") {
         if (!open(path)) return false;
         shm::HelloRequest hello{};
         hello.magic = shm::kHelloMagic;
         hello.protocol_version = version;
-        shm::copy_text(hello.client_name, "raw");
+        shm::copy_text(hello.client_name, client_name);
         send_raw(&hello, sizeof hello);
         if (!recv_reply() || reply.status != 0 || seg_fd < 0) return false;
         size = reply.segment_size;
@@ -100,6 +102,29 @@ struct RawSession {
             std::this_thread::sleep_for(std::chrono::microseconds(200));
         }
         return false;
+    }
+
+    // One ECDSA row of known verdict, verified in results mode (row at arena
+    // offset 0, its verdict byte at 4096): true when its completion arrives ok
+    // with the right verdict.
+    bool verify_one(std::uint64_t tag) {
+        const KnownRows known = make_known_rows(wire::Table::ecdsa, 1, wire::SigEncoding::opaque, tag);
+        std::memcpy(arena(), known.rows.data(), known.rows.size());
+        std::memset(arena() + 4096, 0xAA, 1);
+        shm::SubmissionEntry e{};
+        e.user_tag = tag;
+        e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify);
+        e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::ecdsa);
+        e.key_size = 3;
+        e.mode = static_cast<std::uint8_t>(wire::Mode::results);
+        e.table = shm::kTableUnspecified;
+        e.rows_offset = 0;
+        e.results_offset = 4096;
+        e.row_count = 1;
+        submit(e);
+        shm::CompletionEntry c{};
+        return next_completion(c) && c.user_tag == tag && c.status == 0 && c.valid + c.invalid == 1 &&
+               arena()[4096] == known.expected[0];
     }
 
     // True when the daemon closed our socket within the limit.

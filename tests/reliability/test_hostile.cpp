@@ -43,7 +43,7 @@ TEST_CASE("packets after the handshake (oversized, carrying descriptors) are dra
     RawSession s;
     REQUIRE(s.handshake(d.socket_path()));
     REQUIRE(s.verify_one(1));
-    REQUIRE(eventually([&] { return d.log().find("'hostile' connected") != std::string::npos; },
+    REQUIRE(eventually([&] { return d.log().find("'raw' connected") != std::string::npos; },
                        std::chrono::seconds(3)));
     const std::size_t fds0 = daemon_fds(d);
     REQUIRE(counter(d, "protocol_errors") == 0);
@@ -101,7 +101,7 @@ TEST_CASE("out of descriptors (EMFILE): accept backs off instead of spinning, co
     RawSession s;
     REQUIRE(s.handshake(d.socket_path()));
     REQUIRE(s.verify_one(1));
-    REQUIRE(eventually([&] { return d.log().find("'hostile' connected") != std::string::npos; },
+    REQUIRE(eventually([&] { return d.log().find("'raw' connected") != std::string::npos; },
                        std::chrono::seconds(3)));
     REQUIRE(counter(d, "accept_errors") == 0);
 
