@@ -556,36 +556,25 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     j.rows.count = static_cast<std::size_t>(c.row_count);
     j.is_columns = c.opcode == shm::Opcode::verify_columns || c.opcode == shm::Opcode::verify_registered_columns;
     j.buffer_id = c.buffer_id;
-    if (buffer != nullptr) {
-        // Every column was checked inside the buffer by check_registered_columns;
-        // the scheduler stages column batches, so it copies each row out of
-        // the buffer before verifying it and never writes the buffer.
+    if (j.is_columns) {
+        // Every column was checked inside its memory: a registered buffer by
+        // check_registered_columns (which admits no correlate column), the
+        // arena by check_submission. The scheduler stages column batches: it
+        // copies each row out before verifying it and never writes a buffer.
+        const std::uint8_t* base = buffer != nullptr ? buffer->data() : arena_;
+        const bool correlated = buffer == nullptr && c.tail_size != 0;
         j.rows.tail_size = 0;
         j.rows.data = nullptr;
         j.columns = reference::ColumnBatch{};
         j.columns.kind = c.kind;
         j.columns.encoding = c.encoding;
         j.columns.count = static_cast<std::size_t>(c.row_count);
-        j.columns.tail_size = 0;
-        const std::uint8_t* base = buffer->data();
+        j.columns.tail_size = correlated ? c.tail_size : 0;
         j.columns.message = base + c.rows_offset;
         j.columns.key = base + c.key_offset;
         j.columns.signature = base + c.signature_offset;
-        j.columns.correlate = nullptr;
+        j.columns.correlate = correlated ? arena_ + c.correlate_offset : nullptr;  // written by collect
         j.buffer = std::move(buffer);
-    } else if (j.is_columns) {
-        // Every range was checked inside the arena by check_submission.
-        j.rows.tail_size = 0;
-        j.rows.data = nullptr;
-        j.columns = reference::ColumnBatch{};
-        j.columns.kind = c.kind;
-        j.columns.encoding = c.encoding;
-        j.columns.count = static_cast<std::size_t>(c.row_count);
-        j.columns.tail_size = c.tail_size;
-        j.columns.message = arena_ + c.rows_offset;
-        j.columns.key = arena_ + c.key_offset;
-        j.columns.signature = arena_ + c.signature_offset;
-        j.columns.correlate = c.tail_size != 0 ? arena_ + c.correlate_offset : nullptr;
     } else {
         j.rows.tail_size = c.tail_size;
         j.rows.data = arena_ + c.rows_offset;
