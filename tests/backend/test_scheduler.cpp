@@ -346,28 +346,31 @@ TEST_CASE("on the CPU backend a small batch is spread over every worker", "[sche
     scheduler.stop();
 }
 
-TEST_CASE("a flood of small batches cannot starve a bulk batch: it gets every fifth chunk", "[scheduler]") {
-    Data bulk = make(wire::Table::ecdsa, 1000);  // 10 chunks of 100
-    Data small = make(wire::Table::schnorr, 1);
-    OrderBackend backend;
-    {
-        std::lock_guard lock(backend.mutex);
-        backend.hold = true;
-    }
-    daemon::Scheduler scheduler(backend, nullptr, 100);
-    scheduler.start();
+constexpr std::uint32_t kFlood = 40;
+
+struct FloodResults {
+    std::vector<std::uint8_t> bulk;
+    std::vector<std::vector<std::uint8_t>> flood;
+};
+
+// Submits the 1000-row bulk batch, waits until the backend holds its first
+// chunk, queues kFlood one-row batches behind it, releases the backend, and
+// stops the scheduler once everything ran.
+FloodResults flood_behind_held_bulk(daemon::Scheduler& scheduler, OrderBackend& backend, Data& bulk, Data& small) {
+    FloodResults out;
     Sink sink;
     std::shared_ptr<daemon::JobQueue> bulk_q = scheduler.make_queue(sink, 1);
-    std::vector<std::uint8_t> bulk_results(1000);
+    std::vector<std::uint8_t>& bulk_results = out.bulk;
+    bulk_results.resize(1000);
     bulk_q->job(0) = row_job(bulk, Mode::results, bulk_results.data());
     scheduler.submit(bulk_q, 0);
     {
         std::unique_lock lock(backend.mutex);
         REQUIRE(backend.cv.wait_for(lock, std::chrono::seconds(10), [&] { return backend.holding; }));
     }
-    constexpr std::uint32_t kFlood = 40;
     std::shared_ptr<daemon::JobQueue> flood_q = scheduler.make_queue(sink, kFlood);
-    std::vector<std::vector<std::uint8_t>> flood_results(kFlood, std::vector<std::uint8_t>(1));
+    std::vector<std::vector<std::uint8_t>>& flood_results = out.flood;
+    flood_results.assign(kFlood, std::vector<std::uint8_t>(1));
     for (std::uint32_t i = 0; i < kFlood; ++i) {
         flood_q->job(i) = row_job(small, Mode::results, flood_results[i].data());
         scheduler.submit(flood_q, i);
@@ -379,6 +382,22 @@ TEST_CASE("a flood of small batches cannot starve a bulk batch: it gets every fi
     }
     REQUIRE(scheduler.wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
     scheduler.stop();
+    return out;
+}
+
+TEST_CASE("a flood of small batches cannot starve a bulk batch: it gets every fifth chunk", "[scheduler]") {
+    Data bulk = make(wire::Table::ecdsa, 1000);  // 10 chunks of 100
+    Data small = make(wire::Table::schnorr, 1);
+    OrderBackend backend;
+    {
+        std::lock_guard lock(backend.mutex);
+        backend.hold = true;
+    }
+    daemon::Scheduler scheduler(backend, nullptr, 100);
+    scheduler.start();
+    const FloodResults got = flood_behind_held_bulk(scheduler, backend, bulk, small);
+    const std::vector<std::uint8_t>& bulk_results = got.bulk;
+    const std::vector<std::vector<std::uint8_t>>& flood_results = got.flood;
     REQUIRE(backend.order.size() == 10 + kFlood);
     // While small batches were waiting, no more than kLaneBurst of them in a row.
     std::size_t last_bulk = 0, bulk_chunks = 0;
@@ -632,29 +651,9 @@ TEST_CASE("yielding to the lane: under a flood of small batches the bulk chunk f
     daemon::Scheduler scheduler(backend, nullptr, 100);
     scheduler.set_yield_rows(16);
     scheduler.start();
-    Sink sink;
-    std::shared_ptr<daemon::JobQueue> bulk_q = scheduler.make_queue(sink, 1);
-    std::vector<std::uint8_t> bulk_results(1000);
-    bulk_q->job(0) = row_job(bulk, Mode::results, bulk_results.data());
-    scheduler.submit(bulk_q, 0);
-    {
-        std::unique_lock lock(backend.mutex);
-        REQUIRE(backend.cv.wait_for(lock, std::chrono::seconds(10), [&] { return backend.holding; }));
-    }
-    constexpr std::uint32_t kFlood = 40;
-    std::shared_ptr<daemon::JobQueue> flood_q = scheduler.make_queue(sink, kFlood);
-    std::vector<std::vector<std::uint8_t>> flood_results(kFlood, std::vector<std::uint8_t>(1));
-    for (std::uint32_t i = 0; i < kFlood; ++i) {
-        flood_q->job(i) = row_job(small, Mode::results, flood_results[i].data());
-        scheduler.submit(flood_q, i);
-    }
-    {
-        std::lock_guard lock(backend.mutex);
-        backend.hold = false;
-        backend.cv.notify_all();
-    }
-    REQUIRE(scheduler.wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
-    scheduler.stop();
+    const FloodResults got = flood_behind_held_bulk(scheduler, backend, bulk, small);
+    const std::vector<std::uint8_t>& bulk_results = got.bulk;
+    const std::vector<std::vector<std::uint8_t>>& flood_results = got.flood;
     // The chunk that was running when the flood came yielded after one piece;
     // the bulk chunks forced every fifth pick ran whole (100 rows between two
     // small batches). Near its end the bulk batch's last chunk is lane work
