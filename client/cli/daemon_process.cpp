@@ -57,6 +57,7 @@ void DaemonProcess::start() {
         pid_ = -1;
         throw std::runtime_error("cannot spawn " + binary + ": " + std::strerror(e));
     }
+    started_.push_back(pid_);
     const auto deadline = std::chrono::steady_clock::now() + options_.start_timeout;
     while (std::chrono::steady_clock::now() < deadline) {
         if (count(log(), "listening on") > started_before) return;

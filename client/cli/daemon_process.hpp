@@ -55,6 +55,9 @@ public:
     std::string socket_path() const { return dir_ + "/sigverifyd.sock"; }
     std::string log_path() const { return dir_ + "/daemon.log"; }
     pid_t pid() const { return pid_; }
+    // Every daemon process this object spawned, running or not (the names of
+    // the shared segments a daemon creates carry its pid).
+    const std::vector<pid_t>& started() const { return started_; }
     // The daemon's log so far.
     std::string log() const;
     // Whether the control socket accepts a connection now.
@@ -66,6 +69,7 @@ private:
     DaemonProcessOptions options_;
     std::string dir_;
     pid_t pid_ = -1;
+    std::vector<pid_t> started_;
 };
 
 }  // namespace sigverify::cli

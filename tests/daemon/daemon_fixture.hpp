@@ -49,19 +49,6 @@ inline void remove_tree(const std::string& dir) {
     rmdir(dir.c_str());
 }
 
-// Entries of /dev/shm created by sigverifyd (must always be none).
-inline std::vector<std::string> leftover_segments() {
-    std::vector<std::string> out;
-    if (DIR* d = opendir("/dev/shm")) {
-        while (dirent* e = readdir(d)) {
-            const std::string n = e->d_name;
-            if (n.rfind("sigverifyd.", 0) == 0) out.push_back(n);
-        }
-        closedir(d);
-    }
-    return out;
-}
-
 // sigverifyd with extra arguments in a new temporary runtime directory (or
 // `dir`), removed with it; the shared implementation is
 // client/cli/daemon_process.hpp (also `sigverify bench --start-daemon`).
@@ -80,6 +67,22 @@ private:
         return o;
     }
 };
+
+// Entries of /dev/shm created by the daemons d started (must always be none).
+// Only theirs: other tests, fuzzers or daemons on the host create segments of
+// their own at the same time (the names carry the creating daemon's pid).
+inline std::vector<std::string> leftover_segments(const DaemonProcess& d) {
+    std::vector<std::string> out;
+    if (DIR* dir = opendir("/dev/shm")) {
+        while (dirent* e = readdir(dir)) {
+            const std::string n = e->d_name;
+            for (pid_t pid : d.started())
+                if (n.rfind("sigverifyd." + std::to_string(pid) + ".", 0) == 0) out.push_back(n);
+        }
+        closedir(dir);
+    }
+    return out;
+}
 
 // Runs fn in a forked child; returns its exit status (0 = fn returned true).
 template <class F>

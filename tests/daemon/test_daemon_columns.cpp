@@ -173,7 +173,7 @@ TEST_CASE("column batches through the daemon equal the row path and the known ve
     for (pid_t p : children) CHECK(wait_child(p) == 0);
     // The daemon served them all and is still up.
     CHECK(kill(d.pid(), 0) == 0);
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
 }
 
 TEST_CASE("column collect zeroes the correlate entries of rows known valid and only those", "[daemon][columns][collect]") {
@@ -402,5 +402,5 @@ TEST_CASE("daemon SIGKILLed during column batches: error or local fallback withi
     CHECK(r_tolerant.valid == known.valid);
     CHECK(r_tolerant.invalid == known.invalid);
     CHECK(first_entry_differences(collected.correlate.data(), want_collected, 6, expected) == "");
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
 }

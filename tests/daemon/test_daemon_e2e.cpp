@@ -93,7 +93,7 @@ TEST_CASE("four tables, both modes and encodings, from concurrent client process
         return check_batch(*c, wire::Table::multisig, wire::Mode::collect, wire::SigEncoding::compact, 100000, 4242);
     }));
     for (pid_t p : children) CHECK(wait_child(p) == 0);
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
 }
 
 TEST_CASE("collect zeroes the tails of rows known valid and only those; high-S rows are valid", "[daemon][e2e][collect]") {

@@ -167,7 +167,7 @@ TEST_CASE("daemon SIGKILLed while clients wait: error or fallback within 1 s, re
     CHECK(first_differences(got_tolerant, expected) == "");
     CHECK(r_tolerant.valid == known.valid);
     CHECK(r_tolerant.invalid == known.invalid);
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
 
     // Without a daemon: the strict client errors at once, the tolerant one verifies locally.
     std::vector<std::uint8_t> few(100);
@@ -189,7 +189,7 @@ TEST_CASE("daemon SIGKILLed while clients wait: error or fallback within 1 s, re
     CHECK(strict->connected());
     CHECK(strict->epoch() != old_epoch);
     CHECK(first_differences(again, std::vector<std::uint8_t>(expected.begin(), expected.begin() + 1000)) == "");
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
 }
 
 TEST_CASE("SIGTERM finishes in-flight batches and exits 0", "[daemon][faults]") {
@@ -214,7 +214,7 @@ TEST_CASE("SIGTERM finishes in-flight batches and exits 0", "[daemon][faults]") 
     const auto r2 = c->verify_schnorr(rows.data(), 10, 3, got.data());
     CHECK_FALSE(r2.ok());
     CHECK(Clock::now() - t0 < std::chrono::seconds(1));
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
 }
 
 TEST_CASE("C ABI", "[daemon][capi]") {
@@ -270,5 +270,5 @@ TEST_CASE("a client SIGKILLed mid-batch leaves the daemon serving others", "[dae
     while (!victim_ended() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     CHECK(victim_ended());
     CHECK(kill(d.pid(), 0) == 0);
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
 }

@@ -771,7 +771,7 @@ TEST_CASE("malformed handshakes get a clear refusal", "[daemon][ring]") {
         CHECK(s.reply.segment_size <= (64ull << 20) + 1024 * 1024);
     }
     CHECK(client_works(d));
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
 }
 
 TEST_CASE("a client scribbling over its whole segment cannot hurt the daemon or others", "[daemon][ring]") {
@@ -845,7 +845,7 @@ TEST_CASE("a client scribbling over its whole segment cannot hurt the daemon or 
     INFO(sessions << " scribbling sessions");
     CHECK(kill(d.pid(), 0) == 0);
     CHECK(client_works(d));
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
 }
 
 #include <spdlog/sinks/ostream_sink.h>

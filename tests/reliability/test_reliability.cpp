@@ -271,7 +271,7 @@ TEST_CASE("noisy clients: stalled reader, flooder, reconnect loop; bounded memor
     CHECK(noisy_lat.p50 < 50.0);
     CHECK(noisy_lat.p99 < 500.0);
     CHECK(kill(d.pid(), 0) == 0);
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
 }
 
 TEST_CASE("daemon SIGKILLed under load from several client processes: error or fallback within 1 s, reconnect, no stale verdict",
@@ -365,14 +365,14 @@ TEST_CASE("daemon SIGKILLed under load from several client processes: error or f
                 kClients, worst * 1e3);
     CHECK(worst < 1.0);
     d.stop(SIGKILL);  // reap
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
     d.start();
     for (int k = 0; k < kClients; ++k) {
         (void)!write(to_child[k][1], "g", 1);
         close(to_child[k][1]);
     }
     for (pid_t p : kids) CHECK(wait_child(p) == 0);
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
 }
 
 TEST_CASE("clients SIGKILLed at every protocol point, repeatedly: daemon alive, bystander correct, everything reclaimed",
@@ -487,7 +487,7 @@ TEST_CASE("clients SIGKILLed at every protocol point, repeatedly: daemon alive, 
     CHECK(segments_unmapped);
     CHECK(maps_bounded);
     CHECK(rss1 - rss0 < 32 * 1024);
-    CHECK(leftover_segments().empty());
+    CHECK(leftover_segments(d).empty());
     auto after = Client::connect(options_for(d, "after"));
     CHECK(check_batch(*after, wire::Table::threshold, wire::Mode::results, wire::SigEncoding::opaque, 100, 77));
 }
