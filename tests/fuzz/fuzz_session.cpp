@@ -48,9 +48,11 @@
 //   - after the session ends: the scheduler lets go of it, the scheduler is
 //     idle, every descriptor it opened is closed, nothing is left in /dev/shm
 #include <dirent.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <fuzzer/FuzzedDataProvider.h>
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -63,6 +65,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -205,6 +208,25 @@ bool leftover_segments() {
     return any;
 }
 
+// The core this process keeps to itself: the first of the cores it may run on
+// that no other fuzz_session holds (an flock per core, released when the
+// process exits), so that the processes of a parallel campaign (-jobs, -fork)
+// spread over the cores instead of all taking the one they started on.
+// Otherwise the core it runs on now.
+int claim_core() {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return sched_getcpu();
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (!CPU_ISSET(cpu, &allowed)) continue;
+        const std::string lock = "/tmp/sigverify-fuzz-core-" + std::to_string(cpu) + ".lock";
+        const int fd = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0) break;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return cpu;  // fd stays open: the claim
+        close(fd);
+    }
+    return sched_getcpu();
+}
+
 void init_world() {
     // One core for the fuzzing thread and the scheduler's worker: every
     // munmap of a segment (two per input) otherwise sends a TLB shootdown to
@@ -212,7 +234,7 @@ void init_world() {
     // one input at a time anyway; the worker inherits the mask.
     cpu_set_t one;
     CPU_ZERO(&one);
-    if (const int cpu = sched_getcpu(); cpu >= 0) {
+    if (const int cpu = claim_core(); cpu >= 0) {
         CPU_SET(cpu, &one);
         sched_setaffinity(0, sizeof one, &one);
     }
@@ -756,7 +778,12 @@ private:
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+    // A parallel campaign's supervising process (-fork=N, -jobs=N) runs no
+    // input: it must not pin itself (its workers would inherit the one core)
+    // nor claim a core. The processes that run inputs set up on the first.
+    for (int i = 1; i < *argc; ++i)
+        if (std::strncmp((*argv)[i], "-fork=", 6) == 0 || std::strncmp((*argv)[i], "-jobs=", 6) == 0) return 0;
     init_world();
     return 0;
 }
