@@ -14,7 +14,11 @@
 //      indices, scribbles over the header and the completion ring, packets on
 //      the control socket (up to 4 KiB, with a descriptor or not), shrinking
 //      the segment (ftruncate: the SIGBUS guard), doorbells, reaping
-//      completions, disconnecting
+//      completions, disconnecting; registered buffers (ABI 1.4): registering
+//      files (memfds of real rows as columns or of fuzz bytes, or descriptors
+//      the daemon must refuse) with honest or hostile ranges, unregistering,
+//      verify_registered_columns entries, cutting and rewriting a registered
+//      file under or between batches
 //      (and, at any point, the daemon beginning to shut down)
 //   3. how the session ends: the server stops it, the server saw the hang-up,
 //      or the reader finds the hang-up on its socket itself
@@ -43,10 +47,18 @@
 //   - a packet on the control socket after the handshake (any size, with a
 //     descriptor or not) is drained and counted as a protocol error; the
 //     session goes on (docs/protocol.md)
+//   - every (un)registration is answered by one RegisterReply (right magic, no
+//     descriptor) with the status the client's own reading of the protocol
+//     gives; an accepted one carries an id never handed out before; a
+//     registered batch is answered as check_registered_columns gives for the
+//     registered size, and a batch of pool rows counts exactly the reference
+//     verifier's valid rows; after a cut into a registered file, buffer_lost
+//     or not_found instead, and the session goes on
 //   - the daemon never writes a byte of the arena outside the result ranges and
 //     row tails (collect) of the entries it accepted
 //   - after the session ends: the scheduler lets go of it, the scheduler is
-//     idle, every descriptor it opened is closed, nothing is left in /dev/shm
+//     idle, every descriptor it opened is closed, nothing is left in /dev/shm,
+//     no registered file is still mapped
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
