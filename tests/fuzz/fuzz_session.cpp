@@ -67,6 +67,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -294,11 +295,12 @@ bool registered_file_mapped() {
     char line[512];
     bool found = false;
     while (!found && std::fgets(line, sizeof line, maps) != nullptr) {
+        unsigned dev_major = 0, dev_minor = 0;
         unsigned long long ino = 0;
-        if (std::sscanf(line, "%*s %*s %*s %*s %llu", &ino) != 1 || ino == 0) continue;
-        if (std::strstr(line, "sigverify-fuzz-reg") == nullptr && std::strstr(line, "(deleted)") == nullptr) continue;
+        if (std::sscanf(line, "%*s %*s %*s %x:%x %llu", &dev_major, &dev_minor, &ino) != 3 || ino == 0) continue;
         for (const auto& f : registered_files)
-            if (static_cast<unsigned long long>(f.second) == ino) {
+            if (static_cast<unsigned long long>(f.second) == ino && major(f.first) == dev_major &&
+                minor(f.first) == dev_minor) {
                 std::fprintf(stderr, "registered file still mapped after the session: %s", line);
                 found = true;
             }
