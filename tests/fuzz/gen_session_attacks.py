@@ -319,6 +319,11 @@ INPUTS["attack-reg-shrink-between"] = (Input().hello("reg-shrink-between").regis
                                        .submit_registered(count=16, rows=16).op(OP_REAP)
                                        .shrink(4096, 16 * 129 + 8192).submit_registered(count=16, rows=16)
                                        .op(OP_REAP).register().unregister(how=2, pick=0).data())
+INPUTS["attack-reg-raw-bytes"] = (Input().hello("reg-raw-bytes").register(rows=None, raw=bytes(range(200)), pad=3,
+                                                                          from_pad=True)
+                                  .submit_registered(exact=False, count=1, offsets=(0, 32, 65))
+                                  .submit_registered(exact=False, count=2, offsets=(0, 32, 65))
+                                  .op(OP_REAP).data())
 INPUTS["attack-reg-rewrite"] = (Input().hello("reg-rewrite").register(rows=8)
                                 .rewrite(bytes(range(64)), 0, ECDSA_ROWS).submit_registered(count=8)
                                 .op(OP_REAP).data())
