@@ -643,7 +643,7 @@ private:
         const bool up = daemon_.wake();
         FUZZ_CHECK(up || hostile_);
         // Unless it is a buffer (un)registration (ABI 1.4), which the daemon
-        // answers on the socket (the replies are left unread).
+        // answers on the socket (the reply is read below).
         std::uint32_t magic = 0;
         if (n >= sizeof magic) std::memcpy(&magic, bytes.data(), sizeof magic);
         const bool control = (n == sizeof(shm::RegisterRequest) && magic == shm::kRegisterMagic) ||
@@ -671,7 +671,7 @@ private:
             std::fprintf(stderr, "packet of %zu bytes%s: session %s, protocol errors +%llu\n", n,
                          pass >= 0 ? " with a descriptor" : "", up ? "goes on" : "ended",
                          static_cast<unsigned long long>(world->ctx->protocol_errors.load() - errors));
-        else closed_ = true;
+        if (!up) closed_ = true;
     }
 
     // The client shrinks its segment through its descriptor: the daemon's next
