@@ -14,7 +14,11 @@
 //      indices, scribbles over the header and the completion ring, packets on
 //      the control socket (up to 4 KiB, with a descriptor or not), shrinking
 //      the segment (ftruncate: the SIGBUS guard), doorbells, reaping
-//      completions, disconnecting
+//      completions, disconnecting; registered buffers (ABI 1.4): registering
+//      files (memfds of real rows as columns or of fuzz bytes, or descriptors
+//      the daemon must refuse) with honest or hostile ranges, unregistering,
+//      verify_registered_columns entries, cutting and rewriting a registered
+//      file under or between batches
 //      (and, at any point, the daemon beginning to shut down)
 //   3. how the session ends: the server stops it, the server saw the hang-up,
 //      or the reader finds the hang-up on its socket itself
@@ -43,10 +47,18 @@
 //   - a packet on the control socket after the handshake (any size, with a
 //     descriptor or not) is drained and counted as a protocol error; the
 //     session goes on (docs/protocol.md)
+//   - every (un)registration is answered by one RegisterReply (right magic, no
+//     descriptor) with the status the client's own reading of the protocol
+//     gives; an accepted one carries an id never handed out before; a
+//     registered batch is answered as check_registered_columns gives for the
+//     registered size, and a batch of pool rows counts exactly the reference
+//     verifier's valid rows; after a cut into a registered file, buffer_lost
+//     or not_found instead, and the session goes on
 //   - the daemon never writes a byte of the arena outside the result ranges and
 //     row tails (collect) of the entries it accepted
 //   - after the session ends: the scheduler lets go of it, the scheduler is
-//     idle, every descriptor it opened is closed, nothing is left in /dev/shm
+//     idle, every descriptor it opened is closed, nothing is left in /dev/shm,
+//     no registered file is still mapped
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -56,8 +68,10 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -65,6 +79,8 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,6 +92,7 @@
 #include "daemon/mapping_guard.hpp"
 #include "daemon/scheduler.hpp"
 #include "daemon/session.hpp"
+#include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 #include "shm_protocol/doorbell.hpp"
 #include "shm_protocol/fd_passing.hpp"
@@ -171,12 +188,18 @@ namespace {
 constexpr std::uint64_t kArena = 64 * 1024;  // the daemon's --arena-size here (the minimum)
 constexpr std::uint32_t kRing = 8;           // the daemon's --ring-entries here
 constexpr auto kAnswerBound = std::chrono::seconds(5);
+// The daemon's --max-registered-buffers / --max-registered-bytes here: small,
+// so that a few registrations reach both limits.
+constexpr unsigned kMaxRegistered = 3;
+constexpr std::uint64_t kMaxRegisteredBytes = 1 << 20;
+constexpr std::uint64_t kMaxFileSize = 2 << 20;  // a registered file (sparse): up to twice the byte limit
 
 struct World {
     std::unique_ptr<daemon::CpuBackend> backend;
     std::unique_ptr<daemon::Scheduler> scheduler;
     std::unique_ptr<daemon::DaemonContext> ctx;
     std::vector<std::uint8_t> pool[4];  // real signed rows (25% invalid) per table
+    std::vector<std::uint8_t> verdict[4];  // each pool row's verdict (libsecp256k1, reference verifier)
     std::uint64_t next_id = 1;
 };
 World* world = nullptr;
@@ -244,6 +267,8 @@ void init_world() {
     auto& ctx = *world->ctx;
     ctx.config.arena_size = kArena;
     ctx.config.ring_entries = kRing;
+    ctx.config.max_registered_buffers = kMaxRegistered;
+    ctx.config.max_registered_bytes = kMaxRegisteredBytes;
     ctx.epoch = 0x5EED5EED12345678ull;
     ctx.log = std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
     ctx.log->set_level(spdlog::level::trace);  // format every log line the paths produce
@@ -262,7 +287,47 @@ void init_world() {
         g.seed = 77 + t;
         g.threads = 1;
         world->pool[t] = reference::generate_rows(g);
+        // The verdict of every row, from the reference verifier (not the
+        // daemon): what a registered batch of these rows must count valid.
+        reference::RowVerifier verifier;
+        wire::RowSpan rows;
+        rows.kind = wire::record_kind(g.table);
+        rows.tail_size = wire::canonical_tail_size(g.table);
+        rows.encoding = g.encoding;
+        rows.data = world->pool[t].data();
+        rows.count = g.count;
+        for (std::size_t i = 0; i < g.count; ++i) world->verdict[t].push_back(verifier.verify_row(rows, i) ? 1 : 0);
     }
+}
+
+// The signature encoding of a table's pool rows.
+wire::SigEncoding pool_encoding(int table) { return table == 1 ? wire::SigEncoding::compact : wire::SigEncoding::opaque; }
+
+// Files the daemon accepted as registered buffers in this input (device,
+// inode): none of them may still be mapped once the session is gone.
+std::vector<std::pair<dev_t, ino_t>> registered_files;
+
+// Whether a file of registered_files is still mapped in this process (the
+// daemon's mappings: the harness never maps a registered file itself).
+bool registered_file_mapped() {
+    if (registered_files.empty()) return false;
+    FILE* maps = std::fopen("/proc/self/maps", "r");
+    FUZZ_CHECK(maps != nullptr);
+    char line[512];
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, maps) != nullptr) {
+        unsigned dev_major = 0, dev_minor = 0;
+        unsigned long long ino = 0;
+        if (std::sscanf(line, "%*s %*s %*s %x:%x %llu", &dev_major, &dev_minor, &ino) != 3 || ino == 0) continue;
+        for (const auto& f : registered_files)
+            if (static_cast<unsigned long long>(f.second) == ino && major(f.first) == dev_major &&
+                minor(f.first) == dev_minor) {
+                std::fprintf(stderr, "registered file still mapped after the session: %s", line);
+                found = true;
+            }
+    }
+    std::fclose(maps);
+    return found;
 }
 
 // Receives the HelloReply and the descriptor passed with it (-1 when none).
@@ -296,6 +361,26 @@ struct Expect {
     bool verify;
     bool cancel = false;        // a cancel entry (ABI 1.3): answered ok or not_found
     bool may_cancel = false;    // a verify that a later cancel entry named: may end cancelled, rows cut short
+    bool entry_ok = false;      // passes check_submission (after the daemon began to shut down: shutting_down)
+    std::uint64_t buffer_id = 0;        // verify_registered_columns: the buffer named (0: another opcode)
+    std::optional<std::uint64_t> valid = std::nullopt;  // the valid count the reference verifier gives (pool rows)
+};
+
+// A buffer the daemon registered for this client (ABI 1.4), as the client
+// knows it.
+struct Buffer {
+    int file = -1;              // the client's read-write descriptor of the file (shrinks, rewrites)
+    bool sealed = false;        // a sealed memfd: cannot shrink
+    std::uint64_t file_size = 0;
+    std::uint64_t offset = 0, size = 0;  // the registered range of the file
+    bool live = true;           // not unregistered, not known to be dropped by the daemon
+    bool shrunk = false;        // the file was cut into the range: the daemon may drop it (buffer_lost)
+    bool rewritten = false;     // the client wrote over the range: verdicts no longer the pool's
+    // Real pool rows laid out as columns (rows == 0: fuzz bytes), offsets
+    // relative to the registered range.
+    int table = 0;
+    std::uint64_t first = 0, rows = 0;
+    std::uint64_t message = 0, key = 0, signature = 0;
 };
 
 // The client side of one session, driven by the input.
@@ -304,6 +389,8 @@ public:
     Client(FuzzedDataProvider& in, int sock, daemon::SessionDriver& daemon) : in_(in), sock_(sock), daemon_(daemon) {}
     ~Client() {
         if (seg_fd_ >= 0) close(seg_fd_);
+        for (auto& [id, b] : buffers_)
+            if (b.file >= 0) close(b.file);
     }
 
     // Returns true when a session was established.
@@ -453,7 +540,19 @@ public:
             case 12: begin_shutdown(); break;
             case 13: truncate_segment(); break;
             default:
-                bell();
+                // 14: registered buffers (ABI 1.4) behind one more byte, so
+                // that the inputs committed before them keep their meaning
+                // up to here (an exhausted input reads 0: the doorbell).
+                switch (in_.ConsumeIntegral<std::uint8_t>() % 8) {
+                case 1:
+                case 2: register_buffer(); break;
+                case 3: unregister_buffer(); break;
+                case 4:
+                case 5: submit_registered(); break;
+                case 6: shrink_buffer(); break;
+                case 7: rewrite_buffer(); break;
+                default: bell(); break;
+                }
                 break;
             }
         }
@@ -481,16 +580,32 @@ public:
 private:
     std::uint32_t outstanding() const { return sq_tail_ - reaped_; }
 
-    void push(const shm::SubmissionEntry& e) {
+    void push(const shm::SubmissionEntry& e, std::optional<std::uint64_t> valid = std::nullopt) {
         if (outstanding() >= sq_entries_) reap(false);
         if (closed_ || outstanding() >= sq_entries_) return;
         shm::SubmissionEntry copy = e;
         copy.user_tag = next_tag_++;
         shm::CheckedSubmission c;
         const shm::Status st = shm::check_submission(copy, arena_size_, c);
-        const bool verifies =
+        bool verifies =
             st == shm::Status::ok && (c.opcode == shm::Opcode::verify || c.opcode == shm::Opcode::verify_columns);
-        if (verifies) {
+        // A registered batch: the daemon looks the buffer up when it takes the
+        // entry, at the next wake-up; every (un)registration wakes it first, so
+        // the buffers as the client knows them now are the ones it finds.
+        shm::Status answer = st;
+        if (st == shm::Status::ok && c.opcode == shm::Opcode::verify_registered_columns) {
+            auto b = buffers_.find(c.buffer_id);
+            if (b == buffers_.end() || !b->second.live) {
+                answer = shm::Status::not_found;
+            } else {
+                shm::CheckedSubmission r = c;
+                answer = shm::check_registered_columns(r, b->second.size);
+                verifies = answer == shm::Status::ok;
+            }
+            if (verifies)  // the verdicts go to the arena (results mode only)
+                for (std::uint64_t i = 0; i < c.row_count; ++i) writable_[c.results_offset + i] = 1;
+        }
+        if (verifies && c.opcode != shm::Opcode::verify_registered_columns) {
             // What the daemon may write: results bytes, or (collect) the tails of
             // rows / the correlate entries of column rows.
             if (c.mode == wire::Mode::results) {
@@ -503,10 +618,12 @@ private:
                     for (std::size_t k = 0; k < c.tail_size; ++k) writable_[c.rows_offset + r * c.stride + rec + k] = 1;
             }
         }
-        // No buffer is ever registered here: a well-formed registered batch names none.
-        const shm::Status answer =
-            st == shm::Status::ok && c.opcode == shm::Opcode::verify_registered_columns ? shm::Status::not_found : st;
         Expect expect{answer, c.row_count, verifies};
+        expect.entry_ok = st == shm::Status::ok;
+        if (st == shm::Status::ok && c.opcode == shm::Opcode::verify_registered_columns) {
+            expect.buffer_id = c.buffer_id;
+            if (verifies) expect.valid = valid;
+        }
         if (st == shm::Status::ok && c.opcode == shm::Opcode::cancel) {
             expect.cancel = true;
             if (auto target = expect_.find(c.cancel_tag); target != expect_.end()) target->second.may_cancel = true;
@@ -547,17 +664,35 @@ private:
         const bool up = daemon_.wake();
         FUZZ_CHECK(up || hostile_);
         // Unless it is a buffer (un)registration (ABI 1.4), which the daemon
-        // answers on the socket (the replies are left unread).
+        // answers on the socket (the reply is read below).
         std::uint32_t magic = 0;
         if (n >= sizeof magic) std::memcpy(&magic, bytes.data(), sizeof magic);
         const bool control = (n == sizeof(shm::RegisterRequest) && magic == shm::kRegisterMagic) ||
                              (n == sizeof(shm::UnregisterRequest) && magic == shm::kUnregisterMagic && pass < 0);
         if (up && !control) FUZZ_CHECK(world->ctx->protocol_errors.load() >= errors + 1);
+        if (up && control) {
+            // Read the reply (the next registration reads its own); a raw
+            // unregister may have named one of the client's buffers.
+            shm::RegisterReply reply{};
+            FUZZ_CHECK(recv_register_reply(reply));
+            if (magic == shm::kUnregisterMagic) {
+                FUZZ_CHECK(reply.magic == shm::kUnregisterReplyMagic);
+                if (reply.status == static_cast<std::uint32_t>(shm::Status::ok)) {
+                    auto b = buffers_.find(reply.buffer_id);
+                    FUZZ_CHECK(b != buffers_.end() && b->second.live);
+                    b->second.live = false;
+                }
+            } else {
+                // A stray registration passes no descriptor or the socket.
+                FUZZ_CHECK(reply.magic == shm::kRegisterReplyMagic);
+                FUZZ_CHECK(reply.status == static_cast<std::uint32_t>(shm::Status::invalid_argument));
+            }
+        }
         if (debug())
             std::fprintf(stderr, "packet of %zu bytes%s: session %s, protocol errors +%llu\n", n,
                          pass >= 0 ? " with a descriptor" : "", up ? "goes on" : "ended",
                          static_cast<unsigned long long>(world->ctx->protocol_errors.load() - errors));
-        else closed_ = true;
+        if (!up) closed_ = true;
     }
 
     // The client shrinks its segment through its descriptor: the daemon's next
@@ -640,6 +775,386 @@ private:
             shm::set_column_offsets(e, o);
         }
         push(e);
+    }
+
+    // ---- registered buffers (ABI 1.4) ----------------------------------
+
+    // The daemon's answer to a (un)registration: one RegisterReply, never a
+    // descriptor with it. False when none came (the socket's 3 s timeout).
+    bool recv_register_reply(shm::RegisterReply& reply) {
+        alignas(8) std::uint8_t buf[512];
+        const shm::ReceivedPacket r = shm::receive_packet(sock_, buf, sizeof buf, shm::KeepDescriptor::first);
+        if (r.fd >= 0) close(r.fd);
+        FUZZ_CHECK(r.fd < 0 && r.fds_closed == 0);  // a reply never passes a descriptor back
+        if (r.bytes != static_cast<ssize_t>(sizeof reply)) {
+            std::fprintf(stderr, "control reply of %zd bytes (errno %d)\n", r.bytes, r.error);
+            return false;
+        }
+        std::memcpy(&reply, buf, sizeof reply);
+        FUZZ_CHECK(shm::read_text(reply.error).size() < sizeof reply.error);
+        FUZZ_CHECK(reply.reserved == 0);
+        return true;
+    }
+
+    // Sends one control message (the reader first takes what the ring
+    // holds, so entries already written meet the buffers as they were) and
+    // reads the reply. False when the session ended.
+    bool control(const void* msg, std::size_t n, int pass, shm::RegisterReply& reply) {
+        if (!daemon_.wake()) {
+            closed_ = true;
+            return false;
+        }
+        FUZZ_CHECK(shm::send_packet(sock_, msg, n, pass));
+        if (!daemon_.wake()) {
+            FUZZ_CHECK(hostile_);
+            closed_ = true;
+            return false;
+        }
+        FUZZ_CHECK(recv_register_reply(reply));
+        return true;
+    }
+
+    // Registers a file: a memfd holding real pool rows as columns or fuzz
+    // bytes, or a descriptor the daemon must refuse (none, the socket, a
+    // pipe, a directory, a write-only file) or accept (a read-only file, a
+    // sealed memfd), with a plausible, inside, past-the-end, wrapping or raw
+    // range. The reply must be the one this client's own reading of the
+    // protocol gives (docs/protocol.md, segment_layout.hpp).
+    void register_buffer() {
+        const std::uint8_t how = in_.ConsumeIntegral<std::uint8_t>();
+        const std::uint8_t shape = in_.ConsumeIntegral<std::uint8_t>();
+        enum class Desc { memfd, none, socket, pipe, directory, read_only, write_only, sealed };
+        static constexpr Desc kinds[16] = {Desc::memfd,  Desc::memfd,  Desc::memfd,     Desc::memfd,
+                                           Desc::memfd,  Desc::memfd,  Desc::memfd,     Desc::memfd,
+                                           Desc::memfd,  Desc::none,   Desc::socket,    Desc::pipe,
+                                           Desc::directory, Desc::read_only, Desc::write_only, Desc::sealed};
+        Desc desc = kinds[how % 16];
+        // The file's contents: real rows as columns, at a fuzzed place.
+        Buffer b;
+        std::vector<std::uint8_t> content;
+        std::uint64_t pad = in_.ConsumeIntegralInRange<std::uint64_t>(0, 8192);
+        if ((how & 0x10) == 0) {
+            b.table = in_.ConsumeIntegralInRange<int>(0, 3);
+            b.first = in_.ConsumeIntegralInRange<std::uint64_t>(0, 31);
+            b.rows = in_.ConsumeIntegralInRange<std::uint64_t>(1, 32 - b.first);
+            const auto t = static_cast<wire::Table>(b.table);
+            const wire::RecordKind kind = wire::record_kind(t);
+            const std::size_t kw = wire::column_key_width(kind);
+            const std::size_t stride = wire::stride(kind, wire::canonical_tail_size(t));
+            content.resize(b.rows * (wire::kColumnMessageWidth + kw + wire::kColumnSignatureWidth));
+            std::uint8_t* msg = content.data();
+            std::uint8_t* key = msg + b.rows * wire::kColumnMessageWidth;
+            std::uint8_t* sig = key + b.rows * kw;
+            for (std::uint64_t i = 0; i < b.rows; ++i) {
+                const std::uint8_t* row = world->pool[b.table].data() + (b.first + i) * stride;
+                std::memcpy(msg + i * 32, row, 32);
+                std::memcpy(key + i * kw, row + 32, kw);
+                std::memcpy(sig + i * 64, row + 32 + kw, 64);
+            }
+            b.message = pad;
+            b.key = pad + (key - msg);
+            b.signature = pad + (sig - msg);
+        } else {
+            content = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(0, 512));
+        }
+        const std::uint64_t end = pad + content.size();
+        b.file_size = (how & 0x20) ? in_.ConsumeIntegralInRange<std::uint64_t>(0, kMaxFileSize)
+                                   : end + in_.ConsumeIntegralInRange<std::uint64_t>(0, 8192);
+        // The range.
+        std::uint32_t flags = 0;
+        std::uint64_t offset = 0, size = 0;
+        const std::uint64_t fs = b.file_size;
+        switch ((shape >> 5) & 7) {
+        case 0:
+        case 1:
+        case 2:  // what an honest client sends: the columns, from a page boundary or from them
+            offset = (shape & 1) ? std::min(pad, fs) : std::min(pad / 4096 * 4096, fs);
+            size = (shape & 2) ? fs - offset : std::min(end, fs) - offset;
+            break;
+        case 3:  // any range inside (size 0 included)
+            offset = in_.ConsumeIntegralInRange<std::uint64_t>(0, fs);
+            size = in_.ConsumeIntegralInRange<std::uint64_t>(0, fs - offset);
+            break;
+        case 4:  // past the end
+            offset = in_.ConsumeIntegralInRange<std::uint64_t>(0, fs + 1);
+            size = fs - std::min(offset, fs) + in_.ConsumeIntegralInRange<std::uint64_t>(1, 4096);
+            break;
+        case 5:  // offset + size wraps
+            offset = UINT64_MAX - in_.ConsumeIntegralInRange<std::uint64_t>(0, 4096);
+            size = in_.ConsumeIntegralInRange<std::uint64_t>(1, fs + 1) + (UINT64_MAX - offset);
+            if (shape & 1) std::swap(offset, size);
+            break;
+        case 6:  // raw
+            offset = in_.ConsumeIntegral<std::uint64_t>();
+            size = in_.ConsumeIntegral<std::uint64_t>();
+            break;
+        default:  // an honest range with reserved flags set
+            size = fs;
+            flags = in_.ConsumeIntegral<std::uint32_t>() | 1;
+            break;
+        }
+        // The descriptor.
+        int file = -1, pass = -1;
+        bool regular = true;
+        auto fill = [&](int fd) {
+            FUZZ_CHECK(ftruncate(fd, static_cast<off_t>(b.file_size)) == 0);
+            if (pad < b.file_size && !content.empty()) {
+                const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(content.size(), b.file_size - pad));
+                FUZZ_CHECK(pwrite(fd, content.data(), n, static_cast<off_t>(pad)) == static_cast<ssize_t>(n));
+            }
+        };
+        if (desc == Desc::read_only || desc == Desc::write_only) {
+            file = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+            if (file < 0) desc = Desc::memfd;  // no O_TMPFILE on /tmp: a memfd instead
+        }
+        if (desc == Desc::memfd || desc == Desc::sealed) {
+            file = memfd_create("sigverify-fuzz-reg", MFD_CLOEXEC | (desc == Desc::sealed ? MFD_ALLOW_SEALING : 0));
+            FUZZ_CHECK(file >= 0);
+        }
+        if (file >= 0) {
+            fill(file);
+            pass = file;
+            if (desc == Desc::sealed) {
+                FUZZ_CHECK(fcntl(file, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0);
+                b.sealed = true;
+            }
+            if (desc == Desc::read_only || desc == Desc::write_only) {
+                const std::string path = "/proc/self/fd/" + std::to_string(file);
+                pass = open(path.c_str(), (desc == Desc::read_only ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
+                FUZZ_CHECK(pass >= 0);
+            }
+        }
+        int pipe_fds[2] = {-1, -1};
+        switch (desc) {
+        case Desc::none: regular = false; break;
+        case Desc::socket: pass = sock_; regular = false; break;
+        case Desc::pipe:
+            FUZZ_CHECK(pipe2(pipe_fds, O_CLOEXEC) == 0);
+            pass = pipe_fds[0];
+            regular = false;
+            break;
+        case Desc::directory:
+            pass = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            FUZZ_CHECK(pass >= 0);
+            regular = false;
+            break;
+        default: break;
+        }
+        // What the daemon must answer. The limits count the buffers it holds:
+        // one the client shrank may be dropped already, so both counts are
+        // bounds, and only a limit that holds for both is certain.
+        std::uint64_t count_min = 0, count_max = 0, bytes_min = 0, bytes_max = 0;
+        for (const auto& [id, known] : buffers_) {
+            if (!known.live) continue;
+            ++count_max;
+            bytes_max += known.size;
+            if (!known.shrunk) {
+                ++count_min;
+                bytes_min += known.size;
+            }
+        }
+        auto over = [&](std::uint64_t count, std::uint64_t bytes) {
+            return count >= kMaxRegistered || size > kMaxRegisteredBytes || bytes > kMaxRegisteredBytes - size;
+        };
+        std::set<shm::Status> allowed;
+        if (flags != 0 || pass < 0 || !regular || size == 0 || offset > fs || size > fs - offset) {
+            allowed.insert(shm::Status::invalid_argument);
+        } else if (over(count_min, bytes_min)) {
+            allowed.insert(shm::Status::too_large);
+        } else {
+            // A write-only descriptor cannot be mapped for reading (EACCES).
+            allowed.insert(desc == Desc::write_only ? shm::Status::system_error : shm::Status::ok);
+            if (over(count_max, bytes_max)) allowed.insert(shm::Status::too_large);
+        }
+        shm::RegisterRequest req{shm::kRegisterMagic, flags, offset, size};
+        shm::RegisterReply reply{};
+        const bool up = control(&req, sizeof req, pass, reply);
+        if (pass >= 0 && pass != file && pass != sock_) close(pass);
+        if (pipe_fds[1] >= 0) close(pipe_fds[1]);
+        if (debug())
+            std::fprintf(stderr,
+                         "register (descriptor kind %d, file %llu bytes, range %llu +%llu, flags %u): %s status %u id %llu '%s'\n",
+                         static_cast<int>(desc), static_cast<unsigned long long>(fs),
+                         static_cast<unsigned long long>(offset), static_cast<unsigned long long>(size), flags,
+                         up ? "reply" : "session ended,", reply.status, static_cast<unsigned long long>(reply.buffer_id),
+                         reply.error);
+        if (!up) {
+            if (file >= 0) close(file);
+            return;
+        }
+        FUZZ_CHECK(reply.magic == shm::kRegisterReplyMagic);
+        const auto status = static_cast<shm::Status>(reply.status);
+        if (allowed.count(status) == 0) {
+            std::fprintf(stderr, "register: status %u, expected %u%s\n", reply.status,
+                         static_cast<unsigned>(*allowed.begin()), allowed.size() > 1 ? " (or another bound)" : "");
+            std::abort();
+        }
+        if (status != shm::Status::ok) {
+            FUZZ_CHECK(reply.buffer_id == 0);
+            FUZZ_CHECK(!shm::read_text(reply.error).empty());
+            FUZZ_CHECK(reply.detail == (status == shm::Status::system_error ? std::uint32_t(EACCES) : 0u));
+            if (file >= 0) close(file);
+            return;
+        }
+        // A new id: never 0, never one this session handed out before.
+        FUZZ_CHECK(reply.buffer_id != 0 && buffers_.count(reply.buffer_id) == 0);
+        FUZZ_CHECK(reply.detail == 0 && shm::read_text(reply.error).empty());
+        b.file = file;
+        b.offset = offset;
+        b.size = size;
+        // Columns before the range, or cut by it, are not the pool's rows.
+        if (b.rows != 0 && (pad < offset || end > offset + size)) b.rows = 0;
+        b.message -= std::min(b.message, offset);
+        b.key -= std::min(b.key, offset);
+        b.signature -= std::min(b.signature, offset);
+        struct stat st{};
+        FUZZ_CHECK(fstat(file, &st) == 0);
+        registered_files.emplace_back(st.st_dev, st.st_ino);
+        buffers_.emplace(reply.buffer_id, b);
+    }
+
+    // A buffer id the client knows (handed out, live or not), or 0.
+    std::uint64_t known_id(std::uint8_t pick, bool live_only) const {
+        std::vector<std::uint64_t> ids;
+        for (const auto& [id, b] : buffers_)
+            if (b.live || !live_only) ids.push_back(id);
+        return ids.empty() ? 0 : ids[pick % ids.size()];
+    }
+
+    // Unregisters a live buffer, one already gone, one never handed out, or
+    // with reserved flags: ok exactly for a live one (or not_found for one the
+    // daemon may have dropped after a shrink).
+    void unregister_buffer() {
+        const std::uint8_t f = in_.ConsumeIntegral<std::uint8_t>();
+        std::uint64_t id;
+        switch (f % 4) {
+        case 0:
+        case 1: id = known_id(f >> 2, true); break;
+        case 2: id = known_id(f >> 2, false); break;
+        default: id = (f & 0x80) ? in_.ConsumeIntegral<std::uint64_t>() : (buffers_.empty() ? 1 : buffers_.rbegin()->first + 1); break;
+        }
+        shm::UnregisterRequest req{shm::kUnregisterMagic, (f & 0xC0) == 0x40 ? in_.ConsumeIntegral<std::uint32_t>() | 1 : 0u, id};
+        shm::RegisterReply reply{};
+        if (!control(&req, sizeof req, -1, reply)) return;
+        if (debug())
+            std::fprintf(stderr, "unregister %llu (flags %u): status %u\n", static_cast<unsigned long long>(id), req.flags,
+                         reply.status);
+        FUZZ_CHECK(reply.magic == shm::kUnregisterReplyMagic);
+        FUZZ_CHECK(reply.buffer_id == id);
+        FUZZ_CHECK(reply.detail == 0);
+        auto b = buffers_.find(id);
+        const bool live = b != buffers_.end() && b->second.live;
+        if (req.flags != 0) {
+            FUZZ_CHECK(reply.status == static_cast<std::uint32_t>(shm::Status::invalid_argument));
+        } else if (live && b->second.shrunk) {
+            FUZZ_CHECK(reply.status == static_cast<std::uint32_t>(shm::Status::ok) ||
+                       reply.status == static_cast<std::uint32_t>(shm::Status::not_found));
+            b->second.live = false;
+        } else if (live) {
+            FUZZ_CHECK(reply.status == static_cast<std::uint32_t>(shm::Status::ok));
+            b->second.live = false;
+        } else {
+            FUZZ_CHECK(reply.status == static_cast<std::uint32_t>(shm::Status::not_found));
+        }
+    }
+
+    // A verify_registered_columns entry: the columns of a buffer of pool rows
+    // as an honest client writes them (a sub-range of its rows; the valid
+    // count is known), or fuzzed offsets, counts and fields, naming a live,
+    // dead or random buffer id.
+    void submit_registered() {
+        const std::uint8_t f = in_.ConsumeIntegral<std::uint8_t>();
+        std::uint64_t id;
+        switch (f % 4) {
+        case 0:
+        case 1: id = known_id(in_.ConsumeIntegral<std::uint8_t>(), true); break;
+        case 2: id = known_id(in_.ConsumeIntegral<std::uint8_t>(), false); break;
+        default: id = in_.ConsumeBool() ? in_.ConsumeIntegral<std::uint64_t>() : in_.ConsumeIntegralInRange<std::uint64_t>(0, 8); break;
+        }
+        const auto known = buffers_.find(id);
+        const Buffer* b = known != buffers_.end() ? &known->second : nullptr;
+        shm::SubmissionEntry e{};
+        e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_registered_columns);
+        shm::RegisteredColumnOffsets o{};
+        o.buffer_id = id;
+        std::optional<std::uint64_t> valid;
+        if (b != nullptr && b->rows != 0 && (f & 4) == 0) {
+            const auto t = static_cast<wire::Table>(b->table);
+            const wire::RecordKind kind = wire::record_kind(t);
+            e.record_kind = static_cast<std::uint8_t>(kind);
+            e.encoding = static_cast<std::uint8_t>(pool_encoding(b->table));
+            e.table = (f & 8) ? static_cast<std::uint8_t>(t) : shm::kTableUnspecified;
+            const std::uint64_t s = in_.ConsumeIntegralInRange<std::uint64_t>(0, b->rows);
+            e.row_count = in_.ConsumeIntegralInRange<std::uint64_t>(0, b->rows - s + ((f & 0x10) ? 2 : 0));
+            e.rows_offset = b->message + s * wire::kColumnMessageWidth;
+            o.key_offset = b->key + s * wire::column_key_width(kind);
+            o.signature_offset = b->signature + s * wire::kColumnSignatureWidth;
+            if (s + e.row_count <= b->rows) {
+                std::uint64_t v = 0;
+                for (std::uint64_t i = 0; i < e.row_count; ++i) v += world->verdict[b->table][b->first + s + i];
+                valid = v;
+            }
+        } else {
+            const std::uint64_t room = b != nullptr ? b->size + 8 : 8192;
+            auto offset = [&] {
+                return in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, room) : in_.ConsumeIntegral<std::uint64_t>();
+            };
+            e.record_kind = (f >> 3) & 1;
+            e.encoding = e.record_kind == 0 ? ((f >> 4) & 1) : 0;
+            e.table = shm::kTableUnspecified;
+            e.row_count = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, 40) : in_.ConsumeIntegral<std::uint64_t>();
+            e.rows_offset = offset();
+            o.key_offset = offset();
+            o.signature_offset = offset();
+        }
+        e.results_offset = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ + 8)
+                                             : in_.ConsumeIntegral<std::uint64_t>();
+        if ((f & 0xE0) == 0xE0) {  // what a registered batch may not ask: collect, a tail, unknown flags
+            e.mode = in_.ConsumeIntegral<std::uint8_t>() % 3;
+            e.key_size = in_.ConsumeIntegral<std::uint8_t>() % 3;
+            e.flags = in_.ConsumeIntegral<std::uint16_t>();
+        }
+        shm::set_registered_offsets(e, o);
+        push(e, valid);
+    }
+
+    // The client cuts one of its registered files (between batches, or under
+    // one it wrote without ringing): a batch reading a lost page answers
+    // buffer_lost, later ones not_found; never a crash of the daemon.
+    void shrink_buffer() {
+        const std::uint64_t id = known_id(in_.ConsumeIntegral<std::uint8_t>(), false);
+        const std::uint8_t f = in_.ConsumeIntegral<std::uint8_t>();
+        if (id != 0) {
+            Buffer& b = buffers_[id];
+            std::uint64_t keep = in_.ConsumeIntegralInRange<std::uint64_t>(0, b.file_size);
+            if (f & 1) keep &= ~std::uint64_t(4095);
+            const int r = ftruncate(b.file, static_cast<off_t>(keep));
+            FUZZ_CHECK(r == 0 || (b.sealed && errno == EPERM));
+            if (r == 0) {
+                b.file_size = keep;
+                if (keep < b.offset + b.size) b.shrunk = true;
+            }
+            if (debug())
+                std::fprintf(stderr, "buffer %llu cut to %llu bytes%s\n", static_cast<unsigned long long>(id),
+                             static_cast<unsigned long long>(keep), r == 0 ? "" : " (sealed: refused)");
+        }
+        if (f & 2) bell();
+    }
+
+    // The client rewrites bytes of a registered file: only its own verdicts
+    // change (the daemon stages each row before verifying it).
+    void rewrite_buffer() {
+        const std::uint64_t id = known_id(in_.ConsumeIntegral<std::uint8_t>(), false);
+        const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(1, 64));
+        if (id == 0 || bytes.empty()) return;
+        Buffer& b = buffers_[id];
+        if (b.sealed) return;
+        const std::uint64_t at = b.offset + in_.ConsumeIntegralInRange<std::uint64_t>(0, b.size - 1);
+        if (at < b.file_size) {
+            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), b.file_size - at));
+            FUZZ_CHECK(pwrite(b.file, bytes.data(), n, static_cast<off_t>(at)) == static_cast<ssize_t>(n));
+            b.rewritten = true;
+        }
     }
 
     void submit_raw() {
@@ -737,7 +1252,10 @@ private:
         FUZZ_CHECK(it != expect_.end());  // submitted and not answered yet
         const Expect e = it->second;
         expect_.erase(it);
-        if (closing_tag_ != 0 && c.user_tag >= closing_tag_ && e.status == shm::Status::ok) {
+        const Buffer* buffer = nullptr;
+        if (e.buffer_id != 0)
+            if (auto b = buffers_.find(e.buffer_id); b != buffers_.end()) buffer = &b->second;
+        if (closing_tag_ != 0 && c.user_tag >= closing_tag_ && e.entry_ok) {
             FUZZ_CHECK(c.status == static_cast<std::uint32_t>(shm::Status::shutting_down));
             FUZZ_CHECK(c.valid == 0 && c.invalid == 0);
         } else if (e.cancel) {
@@ -746,10 +1264,27 @@ private:
             FUZZ_CHECK(c.valid == 0 && c.invalid == 0);
         } else if (e.may_cancel && c.status == static_cast<std::uint32_t>(shm::Status::cancelled)) {
             FUZZ_CHECK(c.valid + c.invalid <= e.rows);  // the chunks that ran before the cancel
+        } else if (buffer != nullptr && buffer->shrunk &&
+                   (c.status == static_cast<std::uint32_t>(shm::Status::buffer_lost) ||
+                    c.status == static_cast<std::uint32_t>(shm::Status::not_found))) {
+            // The client cut the file into the range: the daemon found the loss
+            // (SIGBUS guard) under this batch or an earlier one and dropped the
+            // registration. Never a verdict of its zeros counted as more rows.
+            FUZZ_CHECK(c.valid + c.invalid <= e.rows);
+            buffers_[e.buffer_id].live = false;
         } else {
             FUZZ_CHECK(c.status == static_cast<std::uint32_t>(e.status));
             if (e.verify) FUZZ_CHECK(c.valid + c.invalid == e.rows);
             else FUZZ_CHECK(c.valid == 0 && c.invalid == 0);
+            // Real rows read from a registered buffer the client left alone:
+            // exactly the reference verifier's verdicts.
+            if (e.verify && e.valid && buffer != nullptr && !buffer->rewritten && !buffer->shrunk) {
+                if (c.valid != *e.valid)
+                    std::fprintf(stderr, "registered batch tag %llu: %llu valid, the reference verifier says %llu\n",
+                                 static_cast<unsigned long long>(c.user_tag), static_cast<unsigned long long>(c.valid),
+                                 static_cast<unsigned long long>(*e.valid));
+                FUZZ_CHECK(c.valid == *e.valid);
+            }
         }
         for (std::uint32_t r : c.reserved) FUZZ_CHECK(r == 0);
     }
@@ -771,6 +1306,7 @@ private:
     std::uint64_t closing_tag_ = 0;  // the first tag the daemon takes after it began to shut down (0: not yet)
     bool hostile_ = false, closed_ = false, truncated_ = false;
     std::map<std::uint64_t, Expect> expect_;
+    std::map<std::uint64_t, Buffer> buffers_;  // every buffer id the daemon handed out, by id
     // Kept across inputs (ASan hands out fresh pages for every new 64 KiB
     // buffer: page faults were a fifth of the time per input).
     static inline std::vector<std::uint8_t> shadow_, writable_;
@@ -792,6 +1328,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (world == nullptr) init_world();
     FuzzedDataProvider in(data, size);
     const std::size_t fds_before = count_fds();
+    registered_files.clear();
     int sv[2];
     FUZZ_CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
     timeval tv{3, 0};  // a reply that never comes is a finding, not a hang
@@ -832,5 +1369,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(world->scheduler->idle());
     FUZZ_CHECK(count_fds() == fds_before);  // the session closed what it opened
     FUZZ_CHECK(!leftover_segments());
+    FUZZ_CHECK(!registered_file_mapped());  // every registered buffer unmapped with the session
     return 0;
 }

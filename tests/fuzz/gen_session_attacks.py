@@ -26,7 +26,14 @@ ARENA = 64 * 1024  # the harness's arena (--arena-size 64 KiB)
 
 # Client::operations's op codes (ConsumeIntegralInRange(0, OP_LAST)).
 OP_RAW, OP_REAP, OP_SQ_TAIL, OP_CQ_HEAD, OP_PACKET, OP_CANCEL, OP_SHUTDOWN, OP_TRUNCATE = 3, 6, 7, 8, 10, 11, 12, 13
-OP_BELL = OP_LAST = 14
+OP_MORE = OP_LAST = 14  # one more byte: the doorbell (0) or a registered-buffer operation
+# The registered-buffer operations behind OP_MORE (that byte % 8).
+SUB_BELL, SUB_REGISTER, SUB_UNREGISTER, SUB_SUBMIT_REGISTERED, SUB_SHRINK, SUB_REWRITE = 0, 1, 3, 4, 6, 7
+# register_buffer's descriptor kinds (how % 16) and range shapes (shape >> 5).
+DESC_MEMFD, DESC_NONE, DESC_SOCKET, DESC_PIPE, DESC_DIRECTORY, DESC_READ_ONLY, DESC_WRITE_ONLY, DESC_SEALED = (
+    0, 9, 10, 11, 12, 13, 14, 15)
+RANGE_PAGE, RANGE_INSIDE, RANGE_PAST_END, RANGE_WRAPS, RANGE_RAW, RANGE_FLAGS = 0, 3, 4, 5, 6, 7
+MAX_FILE = 2 << 20  # the harness's largest registered file
 
 
 class Input:
@@ -75,6 +82,77 @@ class Input:
 
     def op(self, code):
         return self.integer(code, 0, OP_LAST)
+
+    def bell(self):
+        return self.op(OP_MORE).u8(SUB_BELL)
+
+    # Registered buffers (ABI 1.4), behind OP_MORE. register: a file of
+    # `rows` pool rows of `table` from row `first` as columns at byte `pad`
+    # (rows=None: `raw` fuzz bytes there), `extra` bytes after them (or a
+    # sparse file of `file_size`), a descriptor kind and a range shape
+    # (`range_args`: the integers that shape consumes). Returns the file size.
+    def register(self, desc=DESC_MEMFD, table=0, first=0, rows=8, pad=0, extra=0, file_size=None, rng=RANGE_PAGE,
+                 from_pad=False, whole_file=False, range_args=(), raw=b""):
+        how = desc | (0x10 if rows is None else 0) | (0x20 if file_size is not None else 0)
+        shape = (rng << 5) | (1 if from_pad else 0) | (2 if whole_file else 0)
+        self.op(OP_MORE).u8(SUB_REGISTER).u8(how).u8(shape).integer(pad, 0, 8192)
+        if rows is None:
+            self.integer(len(raw), 0, 512).bytes(raw)
+            end = pad + len(raw)
+        else:
+            self.integer(table, 0, 3).integer(first, 0, 31).integer(rows, 1, 32 - first)
+            end = pad + rows * (32 + (33 if table < 2 else 32) + 64)
+        if file_size is not None:
+            self.integer(file_size, 0, MAX_FILE)
+        else:
+            self.integer(extra, 0, 8192)
+            file_size = end + extra
+        for value, lo, hi in range_args:
+            self.integer(value, lo, hi)
+        return self
+
+    # unregister: how 0 a live buffer (pick-th), 2 any known, 3 the next id
+    # (or `raw_id`); flags: reserved flags set.
+    def unregister(self, how=0, pick=0, raw_id=None, flags=None):
+        f = how | ((pick & 0xF) << 2) | (0x80 if raw_id is not None else 0) | (0x40 if flags is not None else 0)
+        self.op(OP_MORE).u8(SUB_UNREGISTER).u8(f)
+        if raw_id is not None:
+            self.integer(raw_id)
+        if flags is not None:
+            self.u32(flags)
+        return self
+
+    # A verify_registered_columns entry on the pick-th live buffer (how 0),
+    # any known (2), or id `raw_id` (3). exact: rows [start, start + count) of
+    # its columns (over=True lets count pass them by up to 2); otherwise the
+    # fuzzed form with `count` and the three offsets. bell: ring after it.
+    def submit_registered(self, how=0, pick=0, raw_id=None, exact=True, start=0, count=1, rows=8, over=False,
+                          offsets=(0, 0, 0), results=32768, table_label=False, bell=True):
+        f = how | (0 if exact else 4) | (8 if table_label else 0) | (0x10 if over else 0)
+        self.op(OP_MORE).u8(SUB_SUBMIT_REGISTERED).u8(f)
+        if how == 3:
+            self.u8(1).integer(raw_id)
+        else:
+            self.u8(pick)
+        if exact:
+            self.integer(start, 0, rows).integer(count, 0, rows - start + (2 if over else 0))
+        else:
+            self.u8(0).integer(count)
+            for o in offsets:
+                self.u8(0).integer(o)
+        self.u8(1).integer(results, 0, ARENA + 8)
+        self.u8(0 if bell else 1)
+        return self
+
+    # shrink the pick-th known buffer's file (of file_size bytes) to keep bytes.
+    def shrink(self, keep, file_size, pick=0, bell=True):
+        self.op(OP_MORE).u8(SUB_SHRINK).u8(pick).u8(2 if bell else 0).integer(keep, 0, file_size)
+        return self
+
+    # rewrite bytes of the pick-th known buffer at `at` (inside its range of `size` bytes).
+    def rewrite(self, data, at, size, pick=0):
+        self.op(OP_MORE).u8(SUB_REWRITE).u8(pick).integer(len(data), 1, 64).bytes(data).integer(at, 0, size - 1)
+        return self
 
     # op 10: a packet on the control socket; size 2^exp (+1), with a descriptor or not.
     def packet(self, size_exp=None, plus_one=False, with_fd=False, small=8):
@@ -175,7 +253,7 @@ INPUTS["attack-shutdown-between"] = (Input().hello("shutdown").entry(verify()).o
 # The client shrinks its segment under a batch in flight (to 0 bytes, and to
 # the header page only): the SIGBUS guard ends that session, nothing else.
 INPUTS["attack-truncate-to-zero"] = (Input().hello("truncate-0").entry(verify(row_count=200, results_offset=40000))
-                                     .op(OP_TRUNCATE).integer(0, 0, 73727).op(OP_BELL).data())
+                                     .op(OP_TRUNCATE).integer(0, 0, 73727).bell().data())
 INPUTS["attack-truncate-to-header"] = (Input().hello("truncate-hdr").entry(verify(row_count=200, results_offset=40000))
                                        .op(OP_TRUNCATE).integer(4096, 0, 73727).entry(verify()).op(OP_REAP).data())
 # Ring indices: submission tail far ahead, completion head ahead of the tail.
@@ -196,6 +274,59 @@ INPUTS["attack-hello-raw-long"] = Input().u8(5).integer(200, 0, 200).bytes(bytes
 INPUTS["attack-ack-refused"] = Input().u8(0).integer(0, 0, 3).integer(0, 0, 7).bytes(bytes(64)).u8(6).data()
 INPUTS["attack-ack-empty"] = (Input().u8(0).integer(0, 0, 3).integer(0, 0, 7).bytes(bytes(64)).u8(7)
                               .integer(0, 0, 16).data())
+
+# Registered buffers (ABI 1.4): each new operation of the harness at least once.
+ECDSA_ROWS = 8 * (32 + 33 + 64)
+INPUTS["attack-reg-columns"] = (Input().hello("reg-columns").register(rows=8)
+                                .submit_registered(start=0, count=8).submit_registered(start=3, count=4, table_label=True)
+                                .op(OP_REAP).data())
+INPUTS["attack-reg-schnorr-at-offset"] = (Input().hello("reg-schnorr").register(table=2, first=4, rows=12, pad=5000,
+                                                                                extra=100, from_pad=True)
+                                          .submit_registered(start=2, count=10, rows=12)
+                                          .submit_registered(start=5, count=9, rows=12, over=True)
+                                          .op(OP_REAP).data())
+INPUTS["attack-reg-descriptors"] = (Input().hello("reg-descriptors")
+                                    .register(desc=DESC_NONE).register(desc=DESC_SOCKET).register(desc=DESC_PIPE)
+                                    .register(desc=DESC_DIRECTORY).register(desc=DESC_WRITE_ONLY)
+                                    .register(desc=DESC_READ_ONLY, table=1).register(desc=DESC_SEALED, table=3)
+                                    .submit_registered(pick=0, start=0, count=8).submit_registered(pick=1, count=8)
+                                    .op(OP_REAP).data())
+INPUTS["attack-reg-ranges"] = (Input().hello("reg-ranges")
+                               .register(rng=RANGE_PAST_END, range_args=((ECDSA_ROWS, 0, ECDSA_ROWS + 1), (1, 1, 4096)))
+                               .register(rng=RANGE_WRAPS, range_args=((0, 0, 4096), (ECDSA_ROWS, 1, ECDSA_ROWS + 1)))
+                               .register(rng=RANGE_WRAPS, from_pad=True, range_args=((7, 0, 4096), (1, 1, ECDSA_ROWS + 1)))
+                               .register(rng=RANGE_INSIDE, range_args=((100, 0, ECDSA_ROWS), (0, 0, ECDSA_ROWS - 100)))
+                               .register(rng=RANGE_RAW, range_args=((M64, 0, M64), (2, 0, M64)))
+                               .register(rng=RANGE_FLAGS, range_args=((0x80000000, 0, 0xFFFFFFFF),))
+                               .register(rng=RANGE_INSIDE, range_args=((1000, 0, ECDSA_ROWS), (32, 0, ECDSA_ROWS - 1000)))
+                               .submit_registered(exact=False, count=1, offsets=(0, 0, 0))
+                               .submit_registered(exact=False, count=1, offsets=(0, 0, 1))
+                               .op(OP_REAP).data())
+INPUTS["attack-reg-limits"] = (Input().hello("reg-limits").register(file_size=MAX_FILE, whole_file=True)
+                               .register().register().register().register()
+                               .unregister().register().op(OP_REAP).data())
+INPUTS["attack-reg-unregister"] = (Input().hello("reg-unregister").register().unregister()
+                                   .unregister(how=2).unregister(how=3).unregister(how=3, raw_id=M64)
+                                   .unregister(how=3, raw_id=0).register().unregister(flags=1)
+                                   .submit_registered(how=2, exact=False, count=1)
+                                   .submit_registered(how=3, raw_id=1, exact=False, count=1)
+                                   .op(OP_REAP).data())
+INPUTS["attack-reg-shrink-under-batch"] = (Input().hello("reg-shrink-under").register(rows=32)
+                                           .submit_registered(count=32, rows=32, bell=False)
+                                           .shrink(0, 32 * 129).submit_registered(count=32, rows=32)
+                                           .op(OP_REAP).unregister(how=2).data())
+INPUTS["attack-reg-shrink-between"] = (Input().hello("reg-shrink-between").register(rows=16, pad=4096, extra=4096)
+                                       .submit_registered(count=16, rows=16).op(OP_REAP)
+                                       .shrink(4096, 16 * 129 + 8192).submit_registered(count=16, rows=16)
+                                       .op(OP_REAP).register().unregister(how=2, pick=0).data())
+INPUTS["attack-reg-raw-bytes"] = (Input().hello("reg-raw-bytes").register(rows=None, raw=bytes(range(200)), pad=3,
+                                                                          from_pad=True)
+                                  .submit_registered(exact=False, count=1, offsets=(0, 32, 65))
+                                  .submit_registered(exact=False, count=2, offsets=(0, 32, 65))
+                                  .op(OP_REAP).data())
+INPUTS["attack-reg-rewrite"] = (Input().hello("reg-rewrite").register(rows=8)
+                                .rewrite(bytes(range(64)), 0, ECDSA_ROWS).submit_registered(count=8)
+                                .op(OP_REAP).data())
 
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
