@@ -89,6 +89,9 @@ void add_options(CLI::App& app, Config& cfg, RawOptions& raw) {
                    "Nice offset of the verification workers over the daemon's other threads, so that a small "
                    "batch's wake-ups are not queued behind bulk verification (0 = none)")
         ->check(CLI::Range(0u, 19u))->capture_default_str();
+    app.add_option("--pin-workers", cfg.pin_workers,
+                   "CPU backend: each verification worker keeps to a core of its own (true/false)")
+        ->capture_default_str();
     app.add_option("--ring-entries", cfg.ring_entries,
                    "Submission/completion ring entries per client (power of two, default and maximum)")
         ->check(CLI::Range(shm::kMinRingEntries, shm::kMaxRingEntries));

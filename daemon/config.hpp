@@ -34,6 +34,11 @@ struct Config {
     // privileges). Off by default: against other CPU-bound processes on the
     // host it also lowers the workers' share (BENCHMARKS.md §7).
     unsigned worker_nice = 0;
+    // The CPU backend's workers each keep to a core of their own (worker i on
+    // the i-th core the daemon may use): left to the kernel, two workers woken
+    // one after the other often shared one core for a whole run, and a batch
+    // spread over both took as long as on one (BENCHMARKS.md §7d).
+    bool pin_workers = true;
     std::uint32_t ring_entries = 64;     // default and maximum per client
     std::uint64_t arena_size = 64ull << 20;  // default and maximum per client
     // Registered buffers (ABI 1.4) per client session: total bytes and count.

@@ -41,6 +41,7 @@ ReloadPlan plan_reload(const Config& a, const Config& b) {
     restart_key(p, "max-clients", a.max_clients, b.max_clients);
     restart_key(p, "max-segments-per-uid", a.max_segments_per_uid, b.max_segments_per_uid);
     restart_key(p, "worker-nice", a.worker_nice, b.worker_nice);
+    restart_key(p, "pin-workers", a.pin_workers, b.pin_workers);
     restart_key(p, "ring-entries", a.ring_entries, b.ring_entries);
     restart_key(p, "arena-size", a.arena_size, b.arena_size);
     restart_key(p, "max-registered-bytes", a.max_registered_bytes, b.max_registered_bytes);

@@ -158,6 +158,9 @@ public:
     // Each worker thread raises its own nice value by `offset` when it starts
     // (--worker-nice; unprivileged). Set before start().
     void set_worker_nice(int offset) { worker_nice_ = offset; }
+    // Worker w keeps to the (w mod n)-th of the n cores the process may run
+    // on (--pin-workers; the CPU backend). Set before start().
+    void set_pin_workers(bool pin) { pin_workers_ = pin; }
     // Chunks whose rest a worker handed back to yield to the lane.
     std::uint64_t chunks_yielded() {
         std::lock_guard lock(mutex_);
@@ -211,6 +214,7 @@ private:
     unsigned lane_streak_ = 0;  // small-batch picks since a bulk queue was last served
     std::size_t yield_rows_ = 0;
     int worker_nice_ = 0;
+    bool pin_workers_ = false;
     std::uint64_t chunks_yielded_ = 0;
     std::atomic<bool> lane_waiting_{false};     // some runnable queue has lane work
     std::atomic<unsigned> idle_workers_{0};     // workers looking for work (spinning or asleep)

@@ -575,7 +575,10 @@ int Server::run() {
     scheduler_->set_planner(planner_.get());
     // The CPU backend: a worker pauses its chunk every few rows for a waiting
     // 1-row or block-sized batch (the GPU path's chunks are not cut).
-    if (cpu_fallback_ == nullptr && backend_->cheap_small_chunks()) scheduler_->set_yield_rows(Scheduler::kYieldRows);
+    if (cpu_fallback_ == nullptr && backend_->cheap_small_chunks()) {
+        scheduler_->set_yield_rows(Scheduler::kYieldRows);
+        scheduler_->set_pin_workers(cfg.pin_workers);
+    }
     scheduler_->set_worker_nice(int(cfg.worker_nice));
     ctx_.scheduler = scheduler_.get();
 

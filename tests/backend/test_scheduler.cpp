@@ -6,6 +6,8 @@
 //   * rows and columns, results and collect, all publish libsecp256k1's verdicts;
 //   * a client rewriting its rows while a CheckedBackend verifies them cannot
 //     make the primary look faulty (both read the scheduler's private copy).
+#include <sched.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -13,10 +15,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <utility>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -410,6 +415,7 @@ TEST_CASE("a flood of small batches cannot starve a bulk batch: it gets every fi
     }
     CHECK(bulk_chunks == 10);
     CHECK(bulk_results == bulk.truth);
+    for (const auto& r : flood_results) CHECK(r == small.truth);
 }
 
 TEST_CASE("cancel_job drops one job's unassigned rows; its running chunks finish; the queue's other job runs on",
@@ -677,4 +683,62 @@ TEST_CASE("yielding to the lane: under a flood of small batches the bulk chunk f
     CHECK(runs[4] == 100);
     CHECK(bulk_results == bulk.truth);
     for (const auto& r : flood_results) CHECK(r == small.truth);
+}
+
+namespace {
+
+// The cores each thread of this process may run on, for the threads that may
+// run on exactly one ("Cpus_allowed_list" of /proc/self/task/*/status).
+std::vector<std::string> single_core_threads() {
+    std::vector<std::string> cores;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream status(task.path() / "status");
+        for (std::string line; std::getline(status, line);) {
+            if (line.rfind("Cpus_allowed_list:", 0) != 0) continue;
+            const std::string list = line.substr(line.find_first_not_of(" \t", 18));
+            if (list.find_first_of(",-") == std::string::npos) cores.push_back(list);
+        }
+    }
+    return cores;
+}
+
+}  // namespace
+
+TEST_CASE("--pin-workers: each worker keeps to a core of its own; without it none is pinned", "[scheduler][pin]") {
+    cpu_set_t allowed;
+    REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+    if (CPU_COUNT(&allowed) < 2) {
+        WARN("one core: nothing to spread the workers over");
+        return;
+    }
+    REQUIRE(single_core_threads().empty());  // this process: no thread pinned yet
+    TestBackend backend;                     // two workers
+    for (bool pin : {false, true}) {
+        daemon::Scheduler scheduler(backend, nullptr, 32);
+        scheduler.set_pin_workers(pin);
+        scheduler.start();
+        // A job through the workers (each pins itself first thing; the poll
+        // below waits for the second if it has not started yet).
+        Data d = make(wire::Table::ecdsa, 200);
+        std::vector<std::uint8_t> results(200);
+        Sink sink;
+        std::shared_ptr<daemon::JobQueue> q = scheduler.make_queue(sink, 1);
+        q->job(0) = row_job(d, Mode::results, results.data());
+        scheduler.submit(q, 0);
+        sink.wait();
+        CHECK(results == d.truth);
+        auto cores = single_core_threads();
+        for (int i = 0; pin && cores.size() < 2 && i < 500; ++i) {  // set-up runs in each worker, first thing
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            cores = single_core_threads();
+        }
+        INFO("pin " << pin);
+        if (!pin) {
+            CHECK(cores.empty());
+        } else {
+            REQUIRE(cores.size() == 2);
+            CHECK(cores[0] != cores[1]);  // a core each, not one for both
+        }
+        scheduler.stop();
+    }
 }
