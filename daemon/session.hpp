@@ -79,7 +79,7 @@ public:
     void finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) override;
 
 private:
-    // Test seam: tests/fuzz/fuzz_session.cpp runs this class's steps
+    // Test seam: tests/fuzz/session_driver.hpp runs this class's steps
     // (handshake, pump, socket_alive, end_session, leave) from its own thread,
     // without a session thread, so that each input costs no thread start-up
     // and no timed wait. Used by nothing else.
