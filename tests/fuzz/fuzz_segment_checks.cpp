@@ -23,17 +23,10 @@
 
 #include "daemon/submission_checks.hpp"
 #include "shm_protocol/segment_layout.hpp"
+#include "tests/fuzz/fuzz_check.hpp"
 
 using namespace sigverify;
 using u128 = unsigned __int128;
-
-#define FUZZ_CHECK(cond)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            std::fprintf(stderr, "check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
-            std::abort();                                                 \
-        }                                                                 \
-    } while (0)
 
 namespace {
 

@@ -35,14 +35,7 @@
 #include "reference/row_generator.hpp"
 #include "shm_protocol/fd_passing.hpp"
 #include "shm_protocol/segment_layout.hpp"
-
-#define FUZZ_CHECK(cond)                                                                      \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            std::fprintf(stderr, "check failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__);     \
-            std::abort();                                                                     \
-        }                                                                                     \
-    } while (0)
+#include "tests/fuzz/fuzz_check.hpp"
 
 namespace sigverify {
 namespace {
