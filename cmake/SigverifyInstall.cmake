@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Install and packaging: the unit files, sysusers/tmpfiles snippets, default
 # config, operations guide, the public headers' shm_protocol includes, a
 # pkg-config file and a CMake package (find_package(sigverify) ->

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Debian packages with CPack's DEB generator (scripts/package.sh; docs/operations.md
 # says why CPack and not a debian/ directory). One package per install component:
 #   sigverifyd        the daemon, the sigverify CLI, unit, sysusers, tmpfiles, config

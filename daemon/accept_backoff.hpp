@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Back-off for a listening socket whose accept() fails for lack of resources
 // (EMFILE, ENFILE, ENOBUFS, ENOMEM). The pending connection stays in the
 // backlog, so a level-triggered poll would report it at once again and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The verification backend interface of sigverifyd.
 //
 // A backend turns records into verdict bytes, nothing else: it never sees the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/checked_backend.hpp"
 
 #include <algorithm>

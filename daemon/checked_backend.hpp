@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Consensus safety for a backend whose verdicts are not trusted on their own.
 //
 // The GPU is fast but is not the consensus reference. CheckedBackend wraps such

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/config.hpp"
 
 #include <sys/stat.h>

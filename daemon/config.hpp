@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sigverifyd configuration: command-line flags and the same keys from an
 // optional config file (--config FILE, TOML/INI "key = value" lines).
 #pragma once

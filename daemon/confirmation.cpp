@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/confirmation.hpp"
 
 #include <algorithm>

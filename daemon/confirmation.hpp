@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The confirmation rule: which verdicts of an untrusted (GPU) backend
 // libsecp256k1 must confirm before a client sees them.
 //

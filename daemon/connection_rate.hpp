@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Rate limit of new client sessions: token buckets per client process and
 // per uid, checked by the server right after accept() and before anything is
 // set up for the connection (no thread, no segment), so a refused attempt

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CPU backend (daemon/backend.hpp): libsecp256k1 through reference::RowVerifier.
 #include <thread>
 

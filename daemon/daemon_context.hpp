@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Daemon-wide state that every session needs, owned by the server (one per
 // daemon). Sessions read the configuration and identity from it, bump its
 // counters, and submit their jobs to its scheduler.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sigverifyd's exit statuses, in the style of sysexits.h, so that a service
 // manager can tell a failure worth a restart (1) from one that a restart
 // cannot fix (64, 78). systemd/sigverifyd.service.in lists the latter in

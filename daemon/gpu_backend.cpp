@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/gpu_backend.hpp"
 
 #include <algorithm>

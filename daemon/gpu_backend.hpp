@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU backend: CUDA verification on one device (kernels/gpu_verifier.hpp).
 //
 // GpuBackend::open_all opens every selected device, one GpuBackend each

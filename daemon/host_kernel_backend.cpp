@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/host_kernel_backend.hpp"
 
 #include "kernels/kernel_math.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU kernels' host twin as a backend, for testing the GPU path without a GPU.
 //
 // `sigverifyd --backend host-kernel` puts this where each GPU would be: the

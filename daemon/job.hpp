@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One accepted submission as the scheduler sees it, and the interface through
 // which the scheduler reports a finished job to whoever submitted it.
 //

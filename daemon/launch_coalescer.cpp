@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/launch_coalescer.hpp"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Joins the pieces that several worker threads hand one GPU slot at the same
 // time into one launch (group commit).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Rate limit for log lines a client can trigger repeatedly (refusals,
 // malformed handshakes, protocol errors): at most `burst` lines per key per
 // `interval`; the lines held back are summed up in one "suppressed K similar

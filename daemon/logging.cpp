@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/logging.hpp"
 
 #include <sys/stat.h>

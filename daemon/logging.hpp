@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sigverifyd's log destinations and formats: stderr or --log-file as text or
 // JSON lines, or, when systemd connected stderr to the journal, the journal's
 // own protocol (its priorities, its timestamps). The logger writes through a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sigverifyd: bulk secp256k1 signature verification for node processes on the
 // same host, through per-client shared-memory rings.
 #include <fcntl.h>

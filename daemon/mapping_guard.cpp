@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/mapping_guard.hpp"
 
 #include <signal.h>

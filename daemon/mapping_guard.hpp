@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SIGBUS guard for client segments.
 //
 // A client holds a read-write descriptor of its segment and could ftruncate it

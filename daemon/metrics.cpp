@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/metrics.hpp"
 
 #include <fcntl.h>

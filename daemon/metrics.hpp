@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sigverifyd's metric registry: exact counters, updated with relaxed atomics
 // where the work happens (once per batch / chunk / connection, never per row),
 // and the renderers of the stats socket: Prometheus text exposition, JSON,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/notify.hpp"
 
 #include <sys/socket.h>

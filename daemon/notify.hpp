@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // systemd service notification (sd_notify): READY=1, STATUS=, STOPPING=1 and
 // the watchdog. A no-op without $NOTIFY_SOCKET (not started by systemd).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/registered_buffers.hpp"
 
 #include <sys/mman.h>

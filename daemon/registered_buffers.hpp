@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A client session's registered buffers (ring ABI 1.4): memory the client
 // already has (a memfd, or a table file it maps) that the daemon maps
 // read-only so that column batches are verified straight from it, without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/reload.hpp"
 
 #include <string_view>

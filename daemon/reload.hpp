@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What SIGHUP does with a re-read configuration: which changed keys the
 // daemon applies while it runs, and which only a restart can apply (the
 // sockets, the backend, the rings and arenas of connected clients).

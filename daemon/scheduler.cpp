@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/scheduler.hpp"
 
 #include <sched.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one place that decides what runs next, and the one chunk path.
 //
 // Every accepted submission becomes a Job in its session's JobQueue. Workers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The shared memory sigverifyd has handed out, per uid and in total.
 //
 // A segment counts from the moment a session decides to create it until the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/self_test.hpp"
 
 #include <vector>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Backend self-test at start-up: known valid rows (some high-S) and the same
 // rows with a corrupted signature, for every table, through the backend's own
 // verify(); every verdict must match libsecp256k1's. READY=1 is sent only

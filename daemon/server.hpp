@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sigverifyd's control plane: the listening socket, access control, session
 // threads, signals and the bounded shutdown. It owns the daemon-wide state
 // (DaemonContext), the backend(s) and the scheduler, and outlives every

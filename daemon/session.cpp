@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/session.hpp"
 
 #include <poll.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One client session: the control socket, the client's shared segment, the
 // reader that consumes its submission ring into Jobs of its JobQueue, and the
 // completion ring it posts to when the scheduler reports a job finished

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/split_planner.hpp"
 
 #include <algorithm>

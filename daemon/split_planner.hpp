@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which rows of a batch the GPU verifies and which the CPU workers do.
 //
 // A GPU launch costs milliseconds however few rows it holds, while a core

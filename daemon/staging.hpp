@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Staging: the first step of every chunk (stage -> verify -> publish).
 //
 // A worker copies the chunk's records out of the client's shared memory into

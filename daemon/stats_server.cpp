@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/stats_server.hpp"
 
 #include <sys/ioctl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The stats socket, DIR/stats.sock: a UNIX stream socket served from the
 // daemon's control thread with non-blocking I/O only.
 //

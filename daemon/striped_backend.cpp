@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "daemon/striped_backend.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Several GPUs as one backend: each chunk goes to one of them.
 //
 // Every GPU is its own CheckedBackend (its verdicts confirmed, and switched

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The daemon's validation of one submission entry from a client's ring.
 //
 // Every field of an entry is hostile: the reader copies the entry out of

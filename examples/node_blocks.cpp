@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What a node does with libsigverify, end to end, with the installed API only
 // (sigverify/client.hpp, sigverify/groups.hpp) and libsecp256k1 to make the
 // signatures a node would have read from its blocks:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // r = na * P + ng * G: the double-scalar multiplication both verifications
 // reduce to (Strauss/Shamir: one shared chain of doublings).
 //

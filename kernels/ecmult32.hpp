@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Kernel v2: r = na * P + ng * G with one control flow for every row.
 //
 // Why: a warp runs the union of its lanes' paths. Kernel v1 skipped additions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Kernel v2 field arithmetic mod p = 2^256 - 2^32 - 977 on eight 32-bit
 // limbs (little-endian), built for the GPU's 32-bit multipliers and carry
 // flags.

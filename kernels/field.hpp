@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Field arithmetic mod p = 2^256 - 2^32 - 977 (secp256k1's base field).
 //
 // Representation: four 64-bit limbs, little-endian, always fully reduced

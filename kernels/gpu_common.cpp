@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Parts of the GPU host API that need no CUDA: shared by the CUDA build and
 // the build without CUDA (gpu_verifier_without_cuda.cpp).
 #include <charconv>

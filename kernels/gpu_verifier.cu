@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CUDA backend: the verification kernel (one thread per row, the portable
 // kernel math of verify.hpp) and the host side that feeds it.
 //

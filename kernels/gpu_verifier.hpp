@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host API of the CUDA verification backend.
 //
 // Needs no CUDA header: the device state lives behind a pimpl. The same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU API in a build without CUDA: discovery finds nothing and says why,
 // open() fails with Code::not_built. Lets every caller compile and link the
 // same way with or without the CUDA toolkit.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The secp256k1 group y^2 = x^3 + 7 over the field of field.hpp.
 //
 // Ge: affine point (x, y) with an infinity flag.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A set of host memory ranges, looked up by address: the client segments a
 // GPU may read rows from in place (daemon CheckedBackend), and those pinned
 // with the CUDA driver (gpu_verifier.cu). Adding a range that is already

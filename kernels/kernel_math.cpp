@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "kernels/kernel_math.hpp"
 
 #include <algorithm>

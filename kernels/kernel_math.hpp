@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Host entry points of the kernel math (the same source the CUDA kernels run,
 // compiled by the host compiler): the precomputed G tables, per-record
 // verification and a threaded batch run over wire-format rows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scalar arithmetic mod n (the group order of secp256k1).
 //
 // Representation: four 64-bit limbs, little-endian, always fully reduced

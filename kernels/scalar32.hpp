@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Kernel v2's scalar helpers mod n: the product through the generated
 // 32-bit carry-chain sequence (fe32_ops.hpp: multiply and reduce mod n), a
 // branch-free inversion chain, and halving. Scalars stay Sc (four 64-bit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Known-answer vectors for the GPU start-up self-test (and a host test that
 // proves them). Verdicts come from libsecp256k1 through the reference
 // verifier; the ECDSA rows are in compact encoding (the self-test derives the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // SHA-256 (FIPS 180-4) for the kernels: the compression function, a one-shot
 // hash for short inputs, and the BIP-340 challenge hash with the tag prefix
 // already absorbed (precomputed midstate).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Portability layer of the kernel math: one source for g++ (host tests, CPU
 // use) and nvcc (device code).
 //

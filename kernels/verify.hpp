@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ECDSA and BIP-340 verification of one wire-format record, with the
 // reference's verdict rules (reference/reference_verifier.hpp):
 //   * ECDSA high-S is VALID (s is normalized to low-S in a local copy);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Kernel v2: ECDSA and BIP-340 verification of one wire-format record with
 // the reference's verdict rules (see kernels/verify.hpp for the rules; the
 // parsing helpers are shared with kernel v1).

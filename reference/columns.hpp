@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Column tables: the batch as libbitcoin keeps it since mid-2026, one array
 // per field instead of packed rows.
 //

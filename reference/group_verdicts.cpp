@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reference/group_verdicts.hpp"
 
 #include <algorithm>

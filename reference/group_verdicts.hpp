@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Group verdicts: satisfaction of libbitcoin's multisig and threshold groups
 // (and of single signatures, each its own group), computed from the per-row
 // verdicts; per-block verdicts from those.

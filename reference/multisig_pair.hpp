@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The multisig pair byte: which signature of a CHECKMULTISIG group a row tries
 // against which key. It is the `mn` byte of the multisig row tail and the
 // `pair` byte of libbitcoin's ECDSA correlate.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A small fixed pool of threads that runs one job on every worker at a time,
 // plus a chunked parallel_for over an index range built on it.
 //

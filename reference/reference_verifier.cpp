@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reference/reference_verifier.hpp"
 
 #include <secp256k1.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reference verifier: the consensus anchor of sigverify.
 //
 // Every verdict sigverify returns must equal what this module returns for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "reference/row_generator.hpp"
 
 #include <secp256k1.h>

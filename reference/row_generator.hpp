@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Deterministic generator of really signed rows for the four bridge tables.
 //
 // Used by `sigverify gen`, the tests and the benchmarks. Row i depends only on

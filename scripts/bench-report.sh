@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs every figure that BENCHMARKS.md quotes, on this machine, into one log:
 #   1. sigverify verify --local on 200k rows (1 and all threads) next to plain
 #      libsecp256k1 calls in the same run (--baseline);

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks the include rules of docs/architecture.md: who may include whom, and no include loop.
 
 Usage: scripts/check-layers.py [repo root]      exit 0 clean, 1 a violation (each printed)

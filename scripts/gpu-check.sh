@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # GPU check for sigverifyd: the CUDA kernels against libsecp256k1, the daemon
 # end to end on the GPU, and the benchmarks, in ONE run on the GPU machine.
 # See docs/kernels.md ("Running on a GPU").

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Offline GPU metrics of the verify kernel, no GPU needed: builds
 # kernels/gpu_verifier.cu for sm_90 exactly as the CUDA target does (Release)
 # and a probe of the field primitives, then scripts/kernel_metrics.py decodes

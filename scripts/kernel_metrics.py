@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Offline SASS metrics of sigverifyd's verify_kernel (sm_90), without a GPU or disassembler.
 
 Run by scripts/kernel-metrics.sh (which builds the cubins): decodes the kernel and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared by scripts/run.sh and scripts/test.sh: install what the build needs
 # from Debian, then configure and build.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the Debian packages sigverifyd, libsigverify0 and libsigverify-dev
 # with CPack (cmake/SigverifyPackage.cmake) into BUILD_DIR/packages.
 # usage: scripts/package.sh [--no-deb] [BUILD_DIR [extra cmake arguments]]

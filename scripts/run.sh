@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs what is missing, builds Release, then runs the main job: sigverifyd
 # in the foreground (GPU backend when a usable GPU is there, else all CPU
 # cores), with a runtime directory the current user can write.

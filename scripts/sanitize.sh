@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Sanitizer builds and runs (CPU only, CUDA off), in build directories of their own.
 #
 #   scripts/sanitize.sh [asan|tsan|all]     (default: all)

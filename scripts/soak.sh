@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Soak test: a real sigverifyd, several client processes (the sigverify CLI) for
 # N minutes: all four tables, both modes, random batch sizes, random SIGKILLs of
 # clients and, now and then, of the daemon (restarted at once). Every verdict

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs what is missing, builds, and runs the whole test suite through ctest.
 # Extra arguments go to ctest (e.g. -L vectors, or -L long for the long runs).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"

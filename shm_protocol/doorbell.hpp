@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cross-process wakeups on a Doorbell word of the shared segment.
 //
 // Shared futexes only (no FUTEX_PRIVATE_FLAG: private futexes are keyed by the

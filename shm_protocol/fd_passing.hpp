@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Packets with a passed descriptor over the control socket (SCM_RIGHTS).
 //
 // The one home of descriptor passing for the daemon, the client library, the

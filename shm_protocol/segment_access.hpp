@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the client and the daemon compute over the ring ABI (segment_layout.hpp):
 // status texts, atomic access to shared words, the column offsets of an
 // entry, the segment layout and the check of a mapped header, the ring count

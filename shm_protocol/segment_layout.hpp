@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sigverify ring ABI: the layout of one client's shared segment, the ring
 // entries, the status codes and the control-socket handshake, in one header
 // (liburing style: layout and constants only, no logic). What both sides

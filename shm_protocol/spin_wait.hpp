@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Spin-then-sleep: the one busy-poll used before a thread goes to sleep.
 //
 // A futex or condition-variable wakeup costs ~100 us on a loaded VM, longer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one publish rule: how verdicts reach a client's memory.
 //
 // Verification decides valid / invalid per row; publishing writes that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sigverify wire format: the packed rows a node hands to sigverifyd.
 //
 // This header is the single owner of the row layouts. Everything that reads or

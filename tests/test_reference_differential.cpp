@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reference verifier against direct libsecp256k1 calls on generated rows,
 // plus the mode/encoding/tail_size contracts and hand-made edge cases.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Known-answer vectors through the reference verifier: BIP-340 and Wycheproof.
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The row layouts are ABI shared with libbitcoin: pin them from the outside too.
 #include <catch2/catch.hpp>
 

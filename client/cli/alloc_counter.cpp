@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Replaces the global operator new of the sigverify program with one that
 // counts, so `sigverify bench` can report allocations per operation on the
 // client side. Kept in its own translation unit so no caller inlines it.

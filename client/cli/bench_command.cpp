@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `sigverify bench`: what a node pays per row, measured honestly.
 //
 // For each table and batch size the same generated rows are verified by

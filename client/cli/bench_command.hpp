@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `sigverify bench`: the 4-table benchmark, end to end through sigverifyd, side
 // by side with in-process libsecp256k1 on the same rows in the same run.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "client/cli/cli_common.hpp"
 
 #include <cerrno>

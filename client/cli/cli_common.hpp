@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Pieces shared by the sigverify subcommands: row files, argument structs,
 // exit codes, and the hooks through which daemon_commands.cpp adds the
 // subcommands that talk to sigverifyd.

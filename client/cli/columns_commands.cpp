@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "client/cli/columns_commands.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Column tables and group verdicts in the sigverify CLI (docs/columns.md):
 //
 //   sigverify columns --from-rows FILE ...   split a row file into a column directory

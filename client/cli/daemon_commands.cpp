@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The sigverifyd connection of the CLI (connect_daemon, used by `verify`,
 // verify_command.cpp) and `sigverify ping`: check that the daemon is up.
 #include "client/cli/cli_common.hpp"

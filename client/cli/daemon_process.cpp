@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A sigverifyd child process (see daemon_process.hpp).
 #include "client/cli/daemon_process.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A sigverifyd child process in a private runtime directory, for
 // `sigverify bench --start-daemon` and the tests (tests/daemon/daemon_fixture.hpp).
 //

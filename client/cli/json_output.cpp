@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "client/cli/json_output.hpp"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The --json output of `sigverify verify` and `sigverify ping`: the summary
 // line as one JSON object on one line of stdout, so scripts and probes read
 // fields instead of parsing prose. Numbers stay numbers; "status" is a word

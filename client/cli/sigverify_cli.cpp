@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sigverify: command-line tool for sigverify row files.
 //
 //   sigverify gen      write deterministic, really signed rows of a table

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sigverify stats [stats|clients|backends|version|help] [--json]
 //   one command over sigverifyd's stats socket, answer on stdout
 // sigverify top [--interval S] [--iterations N | --once]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `sigverify stats` and `sigverify top`: sigverifyd's stats socket
 // (DIR/stats.sock) from the command line.
 #pragma once

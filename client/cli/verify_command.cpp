@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `sigverify verify` (see verify_command.hpp): checks the flags, reads the
 // input (row file or column directory), verifies it locally or through
 // sigverifyd, writes --out and prints one summary line (text, or --json:

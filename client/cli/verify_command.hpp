@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `sigverify verify`: one command for every way of verifying a batch.
 //
 //   input   --in FILE --table T   a row file        (key-size, sig-format apply)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "client/cli/verify_summary.hpp"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The summary of one `sigverify verify` run, printed as the familiar text line
 // or, with --json, as one JSON object with the same facts (json_output.hpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // C ABI over sigverify::Client.
 #include "sigverify/sigverify.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // C ABI of the group and block verdicts (sigverify.h), over sigverify/groups.hpp.
 #include <cstring>
 #include <exception>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify: the public Client (client.hpp) and the life of its session.
 //
 // Client forwards to Client::Impl (client_impl.hpp, which maps the other

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify internals: Client::Impl, the state of one client, and the map
 // of which file implements which part of it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify internals: connecting to sigverifyd (see connection.hpp).
 //
 // The handshake: connect the SOCK_SEQPACKET control socket, send a

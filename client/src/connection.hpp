@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify internals: one connection to sigverifyd, the control socket and
 // the shared segment mapped from it (connection.cpp).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify internals: the copy APIs (verify_* / collect_* / run for rows,
 // *_columns / run_columns for column tables) over the zero-copy ring path.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The public group and block verdicts (sigverify/groups.hpp): the rules live
 // in reference/group_verdicts.cpp, the one implementation; this file only
 // converts between its types and the installed ones.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify internals: the local fallback verifier (see local_fallback.hpp).
 #include "local_fallback.hpp"
 

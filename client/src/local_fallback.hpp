@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify internals: the local fallback (ClientOptions::fallback ==
 // Fallback::local), verification in this process with the reference verifier
 // (libsecp256k1), giving the daemon's verdicts on the same rows.

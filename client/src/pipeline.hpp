@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify internals: the pipeline of the copy APIs (copy_api.cpp) and of
 // registered column batches (registered.cpp), a template of Client::Impl
 // shared by both: pieces reserved and filled, submitted, up to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify internals: registered buffers (client.hpp's RegisteredBuffer,
 // Client::register_buffer, Client::verify_registered_columns; ring ABI 1.4).
 //

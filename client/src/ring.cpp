@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify internals: the ring side of a session (Client::Impl, see
 // client_impl.hpp): slots and arena space for batches, submissions into the
 // submission ring, completions out of the completion ring, and waiting.

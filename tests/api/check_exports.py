@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Fails when libsigverify.so exports a symbol that is not on the allow-list.
 
 Usage: check_exports.py LIBSIGVERIFY_SO ALLOW_LIST

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # examples/node_blocks against a private sigverifyd and then without any
 # daemon (the local fallback): both runs must print the same block verdicts,
 # the ones the example's tables are built to have, and say who verified.

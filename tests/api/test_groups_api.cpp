@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The installed group and block verdicts (sigverify/groups.hpp and the C ABI
 // in sigverify.h), through libsigverify.so as a node links it: the same
 // verdicts as the reference implementation they wrap, on random groups of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the scheduler-level backend tests: signed rows with their
 // libsecp256k1 verdicts, and one results-mode job run through a started
 // Scheduler to completion.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CheckedBackend: a primary backend's verdicts are handed back only after
 // libsecp256k1 agreed. Driven with a deliberately faulty primary (no GPU
 // needed): wrong verdicts, garbage verdicts, errors, and a client that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The confirmation rule (daemon/confirmation.hpp) through the real scheduler
 // and CheckedBackend, with primaries that lie on purpose (no GPU needed).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Rows verified in place: a GPU-like primary reads the client's rows where
 // they lie (no staging copy), behind the real Scheduler and CheckedBackend.
 //

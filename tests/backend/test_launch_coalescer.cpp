@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LaunchCoalescer: pieces of several threads merged into one launch, each
 // piece getting exactly its own verdicts. The launch here is libsecp256k1 on
 // the CPU (the GPU's stand-in): a piece merged with the wrong rows, or handed

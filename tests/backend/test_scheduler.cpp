@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The scheduler's chunk path (stage -> verify -> publish), driven without a
 // session: a JobQueue with a test JobSink, and backends that fail or lie on
 // purpose (no GPU needed).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The batch split between the GPU and the CPU workers (daemon/split_planner.hpp):
 // the planner's arithmetic and learning, and the scheduler routing each
 // batch's rows by it, with a fake GPU that counts its rows (no GPU needed).

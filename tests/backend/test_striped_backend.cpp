@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // StripedBackend: chunks striped over several checked GPUs, driven with two
 // fake GPUs (CPU verifiers that count their rows and can lie) through the
 // real scheduler (no GPU needed).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The CPU side of the GPU path: how many rows per second the daemon's
 // scheduler and CheckedBackend can hand back when the GPU itself costs
 // nothing. The primary here is an oracle (libsecp256k1's verdicts computed

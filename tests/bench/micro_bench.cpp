@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Google Benchmark micro-benchmarks: the host-compiled kernel math (the same
 // source the GPU runs) next to libsecp256k1, one thread. Not a test: run
 //   build/tests/bench/sigverify_microbench [--benchmark_filter=verify]

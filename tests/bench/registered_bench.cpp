@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Registered buffers against the column copy API (BENCHMARKS.md §8): rows/s
 // through a private sigverifyd, and the bytes the CLIENT process copies per
 // row, measured, not derived: this program defines memcpy (the client

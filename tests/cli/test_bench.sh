@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Smoke test of `sigverify bench`: a tiny run against a private daemon must
 # finish, agree with libsecp256k1, and write well-formed JSON and SVG.
 # Usage: test_bench.sh PATH_TO_SIGVERIFY PATH_TO_SIGVERIFYD

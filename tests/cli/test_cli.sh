@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # CLI round trips and error handling of `sigverify` (local mode).
 # Usage: test_cli.sh PATH_TO_SIGVERIFY
 set -u

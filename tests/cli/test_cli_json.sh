@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `sigverify verify --json` and `sigverify ping --json` against a private
 # sigverifyd: one JSON object on stdout whose numbers match the text summary,
 # the run's result files and the exit codes, and the failure objects when the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Column batches against the row path: the same verdicts on the same data for
 // all four tables, both ECDSA encodings, both modes (collect byte by byte),
 // any thread count; conversions round-trip; bad column sizes are rejected.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # CLI cases for column directories and group verdicts (docs/columns.md):
 # verify --columns against verify --in, collect byte by byte, conversions both
 # ways, groups against an independent Python statement of the rules, errors.

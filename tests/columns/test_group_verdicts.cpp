@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Group verdicts (m-of-n) of multisig and threshold tables: hand-built groups
 // for every edge, generated tables (expanded the way libbitcoin expands them)
 // against a brute-force statement of the rules, and row mutations that flip

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Differential test of the group and block verdicts against an oracle of
 // libbitcoin's block-failure rules, written from the rules and sharing no code
 // with reference/group_verdicts.cpp:

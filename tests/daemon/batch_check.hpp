@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared helpers of the daemon tests: generate signed rows, send them through a
 // Client with the table's own API, and compare with verdicts known without any
 // verifier of the product (make_known_rows) row by row (results) or byte by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Compiled as C: proves sigverify.h is a C header and exercises the C ABI. */
 #include <stdio.h>
 #include <string.h>

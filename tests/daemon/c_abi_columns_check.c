@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Compiled as C: the column calls of sigverify.h through the daemon in dir,
  * then through the local fallback. The caller compares the outputs with the
  * reference verifier. Returns 0 on success, else a line number. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The registered-buffer C ABI compiled as C: register [10, size) of fd,
  * verify n compact ECDSA rows from it, unregister. Returns 0 when every call
  * behaved; the verdicts and counts are left for the C++ test to judge. */

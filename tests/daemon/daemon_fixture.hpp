@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test fixture: a real sigverifyd process in a temporary runtime directory,
 // and helpers for tests that run processes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sigverify_measure: throughput through sigverifyd vs the in-process reference
 // verifier (1 and 2 threads) and the round trip of 1-row batches.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A raw client for tests: speaks the control-socket handshake and the rings
 // by hand against a real daemon, so that tests can write what the client
 // library never would (malformed entries, hostile control messages).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `sigverify verify` through sigverifyd and `sigverify ping`: daemon output
 # must equal --local output byte for byte.
 #   test_cli_daemon.sh SIGVERIFY_CLI SIGVERIFYD

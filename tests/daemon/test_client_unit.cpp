@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Client-side guarantees that need a controllable peer or instrumentation:
 // a fake daemon that answers with a wrong epoch (the verdict must never be
 // applied), and zero heap allocations per batch after connect.

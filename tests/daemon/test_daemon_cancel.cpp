@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cancel (Opcode::cancel, ring ABI 1.3) through a real sigverifyd on the CPU
 // backend, under load: a batch that would take many seconds is cancelled
 // mid-way and completes with Status::cancelled within a bound; every row is

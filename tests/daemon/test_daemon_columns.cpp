@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Column batches end to end through a real sigverifyd (Opcode::verify_columns):
 // for all four tables (ecdsa and multisig as ECDSA columns, schnorr and
 // threshold as Schnorr columns), both ECDSA encodings, both modes and sizes 0,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // End to end through a real sigverifyd: several client processes at once, all
 // four tables, both modes, both ECDSA encodings, batch sizes 0, 1, 7, 3000
 // (larger than the arena) and 100k, compared with verdicts known without any

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Access control, protocol version, daemon death and restart, SIGTERM, the
 // C ABI, --max-clients.
 #include <grp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Registered buffers (ring ABI 1.4) end to end through a real sigverifyd:
 // column tables in a memfd and in a real file in a temporary directory are
 // registered and verified in place, compared verdict by verdict with verdicts

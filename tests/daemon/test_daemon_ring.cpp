@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The ring ABI under hostile input: layout and validation units, then a raw
 // client that speaks the protocol by hand against a real daemon and writes
 // malformed entries, out-of-range indices and a truncated segment.

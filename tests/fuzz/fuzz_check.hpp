@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // FUZZ_CHECK: an invariant of a fuzz harness. A failed one prints the
 // condition and its place and aborts, which libFuzzer reports as a finding
 // (a check that does not hold on the input it ran).

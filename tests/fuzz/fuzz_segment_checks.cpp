@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: the daemon's validation of everything a client controls in
 // its segment, checked against an independent oracle written with 128-bit
 // arithmetic (no shared code with shm_protocol/segment_layout.hpp):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libFuzzer target: one client session of the real daemon code, end to end.
 //
 // Per input, a daemon::Session (daemon/session.cpp) serves one end of a

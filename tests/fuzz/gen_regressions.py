@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the hand-made regression inputs of fuzz_segment_checks into
 tests/fuzz/corpus/segment_checks/ (files named regress-*). Each targets one
 boundary the random corpus may miss; the harness's oracle aborts when the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the hostile-client seeds of fuzz_session into
 tests/fuzz/corpus/session/ (files named attack-*): the entry shapes and
 control-socket abuse of issue 17's attacks and of docs/security.md, each as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The friend seam between the session fuzz harness (fuzz_session.cpp) and
 // daemon::Session: SessionDriver runs a Session's own steps in the calling
 // thread, in the order Session::run and its reader loop run them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the session fuzz harness (fuzz_session.cpp, its one translation unit)
 // sets up once per process and the probes it checks after each input: the
 // real scheduler, CPU backend and daemon context behind every session, pools

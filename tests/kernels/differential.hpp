@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the kernel differential tests: generated rows of every table and
 // encoding, verified by the host-compiled kernel math and by the reference
 // (libsecp256k1), compared row by row in results mode and byte for byte in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // GPU check and benchmark (run on a machine with a GPU; prints "no GPU" and
 // exits 77, the skip code ctest and scripts/gpu-check.sh know, without one).
 //

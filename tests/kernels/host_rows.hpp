@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A signed-row generator built on the kernel math alone (no libsecp256k1),
 // for the GPU check on machines that lack libsecp256k1. Row i depends only on
 // (seed, i): key, nonce and message are SHA-256 derived (not RFC 6979: these

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Micro-benchmark of the host-compiled kernel math (not a test): cost of the
 // primitives and of a whole verification, next to libsecp256k1 through the
 // reference verifier, single thread.

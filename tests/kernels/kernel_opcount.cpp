@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Counts field and scalar multiplications per verification (not a test):
 // the GPU's cost is dominated by these, so the counts are the host-side
 // yardstick for kernel changes. Built with SV_COUNT_FIELD_OPS, with the

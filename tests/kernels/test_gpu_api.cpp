@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The GPU host API without a GPU: device selection parsing, and that
 // discovery/open fail cleanly (build without CUDA: "built without CUDA"; CUDA build on
 // a machine without a device: no device) so callers can fall back to the CPU.

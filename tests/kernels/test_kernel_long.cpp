@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The volume requirement: >= 1M generated rows per table verified by
 // the host-compiled kernel math and by libsecp256k1, row by row. ECDSA tables
 // split their rows between the two signature encodings. Rows per table: env

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests of the portable kernel math against independent oracles:
 // OpenSSL BIGNUM for field and scalar arithmetic, OpenSSL SHA-256 for the
 // hash, and identities of the group (GLV split, wNAF, table contents,

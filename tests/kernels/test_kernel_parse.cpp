@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The parsing step of a row, tested directly: the scalar and field-element
 // range checks that come before any curve arithmetic. A verdict-only test
 // cannot see most of them: a row with s >= n or R.x >= p is invalid whether

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests of kernel v2's math (fe32.hpp, scalar32.hpp, ecmult32.hpp)
 // against independent oracles: OpenSSL BIGNUM for the field and scalar
 // arithmetic, kernel v1's plain double-and-add (ecmult_simple) for the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The host-compiled kernel verification against libsecp256k1 (through the
 // reference verifier): BIP-340 and Wycheproof vectors, generated rows of all
 // four tables, and hand-constructed adversarial signatures (r + n < p,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Every metric name in the Grafana dashboard's and the alert rules' PromQL
 expressions must be one the daemon exports, so renaming a metric without
 updating contrib/monitoring/ fails a test instead of blanking a panel or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test helpers: raw access to sigverifyd's stats socket, and its notify socket.
 #pragma once
 

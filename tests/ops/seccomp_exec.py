@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Runs a program under the system call filter that the unit's
 SystemCallFilter=@system-service with SystemCallErrorNumber=EPERM gives it,
 without systemd as PID 1: the allowed names come from `systemd-analyze

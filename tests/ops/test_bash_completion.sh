@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The bash completion of sigverify, driven as bash drives it (COMP_WORDS,
 # COMP_CWORD, then the function `complete -p` names), with the real binary
 # answering its --help: subcommands, each subcommand's flags, flag values.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # sigverifyd's exit statuses (daemon/exit_codes.hpp, docs/operations.md
 # "Exit status"): 0 for --help/--version and a clean stop, 64 for a bad
 # command line, 78 for a bad --config file or options the daemon cannot

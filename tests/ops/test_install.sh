@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # cmake --install into a temporary prefix, then a node-side project builds
 # against the installed tree through find_package(sigverify) (shared, static,
 # C ABI) and through pkg-config (shared C++ and C, static C++), and every one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The /usr layout the way a package installs it: a build configured for the
 # prefix /usr (scripts/package.sh --no-deb), `DESTDIR=scratch cmake --install
 # --prefix /usr`. The config must land in scratch/etc (where the unit reads it,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # --log-format auto under systemd: when JOURNAL_STREAM names the daemon's
 # stderr it logs through the journal's native protocol (one datagram per line
 # with PRIORITY= from the level, SYSLOG_IDENTIFIER=sigverifyd, the message

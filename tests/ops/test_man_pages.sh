@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The manual pages stay true to the binaries: every long flag that
 # `sigverifyd --help` prints appears in sigverifyd(8) and (as a key) in
 # sigverifyd.conf(5); every flag of `sigverify SUB --help` appears in SUB's

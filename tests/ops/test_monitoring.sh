@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # contrib/monitoring/ against the real daemon: the Grafana dashboard parses, is
 # importable (datasource input, instance variable) and its queries are PromQL;
 # the alert rules pass `promtool check rules` and their unit tests

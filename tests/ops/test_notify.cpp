@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // systemd integration: sd_notify messages of a real sigverifyd (READY=1 only
 // once its sockets exist and the self-test passed, STATUS=, WATCHDOG=1 when
 // WATCHDOG_USEC is set, STOPPING=1 on SIGTERM), the watchdog's progress gate,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The Debian packages as an operator gets them: scripts/package.sh builds them
 # (a /usr build beside the test build; ccache reuses its objects), lintian finds
 # no error or warning, each package holds exactly its files, the config is a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The unit's sandbox, exercised without systemd as PID 1: sigverifyd runs in
 # a network namespace of its own (PrivateNetwork=yes) and under the unit's
 # system call filter (SystemCallFilter=@system-service,

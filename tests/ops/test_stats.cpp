@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The stats socket against a real sigverifyd: exact counters after known
 // batches, every command, hostile and slow readers, access control, the
 // metrics textfile.

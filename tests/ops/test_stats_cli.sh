@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `sigverify stats` and `sigverify top` against a private sigverifyd: exact
 # numbers after a known verify, every subcommand form, exit codes, and top's
 # frames in non-terminal mode (--once, --iterations).

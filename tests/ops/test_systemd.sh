@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The systemd files: systemd-analyze verify on the configured unit, the unit's
 # and the default config's options against the daemon's flags, the contract
 # keys of the unit (sandbox, restart policy against daemon/exit_codes.hpp),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hand-written protocol clients and probes for the hostile-client tests
 // (test_hostile.cpp, test_admission.cpp): the raw session of raw_session.hpp
 // (it can stop at any step of the handshake), the daemon's descriptors, log

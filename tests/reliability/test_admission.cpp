@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Admission under attack (issue 17, defects 1, 2 and 6), against a real
 // sigverifyd: a client that keeps every segment it is given, a
 // connect/handshake/close loop beside honest clients, idle connections that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hostile clients against a real sigverifyd (issue 17): packets after the
 // handshake, descriptor exhaustion (EMFILE), log amplification. Each case
 // speaks the protocol by hand and asserts a bound: the session keeps working,

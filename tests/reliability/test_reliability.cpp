@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fault tests beyond tests/daemon (which covers one client SIGKILLed mid-batch,
 // one daemon SIGKILL with two clients, SIGTERM, the scribbler and hostile raw
 // entries): noisy clients (stalled reader, flooder, reconnect loop) with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // 256-bit big-endian byte arithmetic for building edge-case scalars and
 // coordinates in tests (n + 1, p + r, ...).
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by the shell tests that start a private sigverifyd (bash, set -euo pipefail):
 #   source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon_test.sh" NAME
 # gives them a scratch directory $T (/tmp/sigverify-NAME-XXXXXX, removed on exit),

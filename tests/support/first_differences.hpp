@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A short description of where two sequences differ, for failure messages:
 // the number of differing elements and the first few indices with both values.
 // Use it instead of CHECK(a == b) on large vectors, which makes Catch2 print

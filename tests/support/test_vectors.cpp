@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "support/test_vectors.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Loaders that turn the vendored BIP-340 and Wycheproof vectors into rows of
 // the wire format, with the verdict each row must get.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify: the C++ client of sigverifyd.
 //
 // A Client holds one session with the daemon: a control socket and one shared

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* SIGVERIFY_API marks what libsigverify.so exports: the C ABI functions and
  * the C++ classes of the public headers. Everything else in the library is
  * built with hidden visibility (client/CMakeLists.txt), and

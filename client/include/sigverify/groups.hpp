@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libsigverify: group and block verdicts from row verdicts.
 //
 // A node verifies its signature rows (client.hpp) and then needs to know

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libsigverify C ABI: verify secp256k1 signatures through sigverifyd, and
  * compute group and block verdicts from the row verdicts.
  *

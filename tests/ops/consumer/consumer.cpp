@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Verifies an ecdsa row file (canonical 3-byte tail) through sigverifyd with
 // the installed C++ API; prints "valid=N invalid=M". Then, as a node would,
 // the block verdicts of those rows taken as single signatures of four blocks

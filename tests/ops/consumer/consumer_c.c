@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The same through the installed C ABI, block verdicts included. */
 #include <stdio.h>
 #include <stdlib.h>
