@@ -12,7 +12,8 @@ Layers, bottom up (a folder may include itself and the folders listed for it):
   client         libsigverify and the sigverify CLI                    -> shm_protocol, reference
 Besides, no file may reach itself through its own includes (a loop such as
 session.cpp <-> scheduler.cpp shows up as session.hpp -> scheduler.hpp -> session.hpp),
-and no installed public header may include a daemon header.
+and no installed public header may include a daemon header. docs/architecture.md
+names every source of daemon/ and client/.
 """
 import os
 import re
@@ -110,6 +111,20 @@ def main():
                 msg = f"mutual include: {a}.cpp and {b}.cpp include each other's headers"
                 if msg not in errors:
                     errors.append(msg)
+
+    # docs/architecture.md names every daemon/ and client/ source ("Every file, by room"):
+    # a file by its own name, or a .hpp/.cpp pair by either name.
+    doc_path = os.path.join(root, "docs", "architecture.md")
+    if os.path.isfile(doc_path):
+        with open(doc_path, encoding="utf-8") as fh:
+            doc = fh.read()
+        for f in sorted(files):
+            if layer_of(f) not in ("daemon", "client"):
+                continue
+            base = os.path.basename(f)
+            stem = base.rsplit(".", 1)[0]
+            if not any(f"`{stem}{ext}`" in doc for ext in (".hpp", ".cpp", ".h", ".cu")):
+                errors.append(f"{f}: not named in docs/architecture.md (\"Every file, by room\")")
 
     for e in errors:
         print("check-layers:", e)
