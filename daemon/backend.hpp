@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "daemon/confirmation.hpp"
@@ -41,6 +42,14 @@ struct ChunkResult {
     // rewriting a submitted batch): their verdicts come from a private copy,
     // and the submitter's later batches should be staged (Job::stage_rows).
     bool rows_rewritten = false;
+    // What the split planner may learn from this chunk (daemon/split_planner.hpp).
+    // launched: false when no GPU launch verified it (a checked backend verified a
+    // small chunk on the CPU itself). primary_seconds: the untrusted primary's own
+    // time, set by a checked backend, without the CPU confirmations a client can
+    // make as slow as it likes with invalid rows; unset, the caller's wall time
+    // stands in.
+    bool launched = true;
+    std::optional<double> primary_seconds{};
 };
 
 // Rows [begin, end) of rows as a span of their own (row 0 = rows.row(begin)).

@@ -2,6 +2,7 @@
 #include "daemon/checked_backend.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace sigverify::daemon {
@@ -142,11 +143,18 @@ ChunkResult CheckedBackend::check(unsigned worker, const wire::RowSpan& records,
                 else ++tally.invalid;
             }
             counters_.rows_small.fetch_add(n, std::memory_order_relaxed);
-            return ChunkResult{shm::Status::ok, tally};
+            ChunkResult small{shm::Status::ok, tally};
+            small.launched = false;  // nothing for the split planner to learn about the GPU
+            return small;
         }
 
-        // 1. The primary's verdicts on the (private) records.
+        // 1. The primary's verdicts on the (private) records, timed on their own:
+        //    the planner must not learn the confirmations' time (a client's
+        //    invalid rows would steer it).
+        const auto primary_start = std::chrono::steady_clock::now();
         if (const ChunkResult r = run_primary(w, worker, records); r.status != shm::Status::ok) return r;
+        const double primary_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - primary_start).count();
 
         // 2. Which INVALID verdicts must be confirmed: all (strict), or those
         //    the groups rule marks.
@@ -161,6 +169,7 @@ ChunkResult CheckedBackend::check(unsigned worker, const wire::RowSpan& records,
         // Rows in client memory may change underneath; staged rows cannot.
         const bool in_place = n != 0 && client_memory_.contains(records.data, n * records.row_stride());
         ChunkResult result;
+        result.primary_seconds = primary_seconds;
         std::uint64_t rechecked = 0, unconfirmed = 0;
         for (std::size_t i = 0; i < n; ++i) {
             std::uint8_t v = w.verdicts[i];

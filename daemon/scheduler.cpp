@@ -249,9 +249,9 @@ ChunkResult Scheduler::verify_staged(unsigned worker, const wire::RowSpan& recor
     const auto t0 = std::chrono::steady_clock::now();
     ChunkResult r = groups != nullptr ? backend_.verify_grouped(worker, records, *groups, verdicts)
                                       : backend_.verify(worker, records, verdicts);
-    if (r.status == shm::Status::ok && planner_ != nullptr && records.count >= planner_->min_gpu_rows())
-        planner_->observe_gpu(records.count,
-                              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (r.status == shm::Status::ok && r.launched && planner_ != nullptr && records.count >= planner_->min_gpu_rows())
+        planner_->observe_gpu(records.count, r.primary_seconds.value_or(std::chrono::duration<double>(
+                                                 std::chrono::steady_clock::now() - t0).count()));
     if (r.status != shm::Status::ok && cpu_fallback_ != nullptr) {
         if (metrics_ != nullptr) {
             metrics_->cpu_fallback_chunks.fetch_add(1, std::memory_order_relaxed);

@@ -571,6 +571,10 @@ int Server::run() {
         return exit_status::runtime_failure;
     }
     log.info("backend {} self-test {}", backend_->name(), self_test_);
+    // After the self-test, so that only a GPU that answered right is timed.
+    if (planner_ != nullptr && planner_->calibrate_on(*backend_))
+        log.info("batch split: GPU round trip {:.3f} ms at start-up; the estimate stays within {}x of it",
+                 planner_->estimates().gpu_latency_s * 1e3, SplitPlanner::kCalibrationRange);
     scheduler_ = std::make_unique<Scheduler>(*backend_, cpu_fallback_.get(), cfg.chunk_rows);
     scheduler_->set_metrics(&ctx_.metrics);
     scheduler_->set_planner(planner_.get());

@@ -2,7 +2,12 @@
 #include "daemon/split_planner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <vector>
+
+#include "daemon/backend.hpp"
+#include "reference/row_generator.hpp"
 
 namespace sigverify::daemon {
 
@@ -23,9 +28,51 @@ std::size_t SplitPlanner::gpu_rows(std::size_t n, unsigned cpu_workers) const {
     return rows < min_gpu_rows_ ? 0 : rows;
 }
 
-void SplitPlanner::observe_gpu(std::size_t rows, double seconds) {
+void SplitPlanner::calibrate(double latency_s) {
+    if (!std::isfinite(latency_s) || latency_s <= 0) return;
     std::lock_guard lock(mutex_);
-    if (rows <= kLatencyRows) blend(e_.gpu_latency_s, seconds);
+    e_.gpu_latency_s = latency_s;
+    latency_floor_s_ = latency_s / kCalibrationRange;
+    latency_ceiling_s_ = latency_s * kCalibrationRange;
+}
+
+bool SplitPlanner::calibrate_on(Backend& gpus) {
+    const std::size_t rows = std::max<std::size_t>(8, min_gpu_rows_);
+    if (rows > kLatencyRows) return false;
+    reference::GenOptions o;
+    o.table = wire::Table::ecdsa;
+    o.count = rows;
+    o.seed = 0xca11b7a7e;
+    o.threads = 1;
+    std::vector<std::uint8_t> table;
+    try {
+        table = reference::generate_rows(o);
+    } catch (...) {
+        return false;
+    }
+    const wire::RowSpan span{wire::RecordKind::ecdsa, reference::effective_key_size(o), wire::SigEncoding::opaque,
+                             table.data(), rows};
+    std::vector<std::uint8_t> verdicts(rows);
+    double best = 0;
+    for (int i = 0; i < 3; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const ChunkResult r = gpus.verify(0, span, verdicts.data());
+        if (r.status != shm::Status::ok || !r.launched) return false;
+        const double s = r.primary_seconds.value_or(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        best = i == 0 ? s : std::min(best, s);
+    }
+    calibrate(best);
+    return best > 0;
+}
+
+void SplitPlanner::observe_gpu(std::size_t rows, double seconds) {
+    if (rows == 0) return;  // an empty chunk's time is no launch's
+    std::lock_guard lock(mutex_);
+    if (rows <= kLatencyRows) {
+        blend(e_.gpu_latency_s, seconds);
+        e_.gpu_latency_s = std::clamp(e_.gpu_latency_s, latency_floor_s_, latency_ceiling_s_);
+    }
     if (rows >= kThroughputRows) blend(e_.gpu_row_s, (seconds - e_.gpu_latency_s) / double(rows));
 }
 

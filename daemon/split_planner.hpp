@@ -15,6 +15,13 @@
 // of at least kThroughputRows rows (their time minus the latency), cpu_row
 // from CPU chunks; each is an exponentially weighted average (weight kWeight
 // for a new observation), starting from the priors given at construction.
+//
+// Every client's chunks feed the same model, so no client may steer it far
+// (issue 29): GPU times are the primary's own (ChunkResult::primary_seconds,
+// without the CPU confirmations that invalid rows cost), chunks without a
+// launch or without rows teach nothing, and once calibrate() has measured the
+// GPU's own round trip at start-up the latency estimate stays within a factor
+// kCalibrationRange of that measurement whatever the chunks say.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +29,8 @@
 #include <mutex>
 
 namespace sigverify::daemon {
+
+class Backend;
 
 struct SplitEstimates {
     double gpu_latency_s = 3e-3;     // one launch round trip (H200: 2.7 ms for 1 row)
@@ -34,6 +43,7 @@ public:
     static constexpr std::size_t kLatencyRows = 1024;
     static constexpr std::size_t kThroughputRows = 16384;
     static constexpr double kWeight = 0.125;
+    static constexpr double kCalibrationRange = 8.0;
 
     // min_gpu_rows: a GPU share smaller than this goes to the CPU as well
     // (the GPU backend would verify it on the CPU anyway: --gpu-min-rows).
@@ -45,6 +55,15 @@ public:
     std::size_t gpu_rows(std::size_t n, unsigned cpu_workers) const;
     std::size_t min_gpu_rows() const { return min_gpu_rows_; }
 
+    // The GPU's round trip as measured at start-up (a launch of a few rows):
+    // the latency estimate starts there and is held within
+    // [latency_s / kCalibrationRange, latency_s * kCalibrationRange] from now on.
+    void calibrate(double latency_s);
+    // Measures that round trip on gpus (the best of three launches of
+    // max(8, min_gpu_rows) generated rows) and calibrates with it; false when
+    // it could not (a launch failed, or min_gpu_rows exceeds kLatencyRows).
+    bool calibrate_on(Backend& gpus);
+
     void observe_gpu(std::size_t rows, double seconds);
     void observe_cpu(std::size_t rows, double seconds);
     SplitEstimates estimates() const;
@@ -52,6 +71,8 @@ public:
 private:
     mutable std::mutex mutex_;
     SplitEstimates e_;
+    double latency_floor_s_ = 0;    // 0 / infinity until calibrate()
+    double latency_ceiling_s_ = 1e300;
     std::size_t min_gpu_rows_;
 };
 

@@ -4,11 +4,15 @@
 // batch's rows by it, with a fake GPU that counts its rows (no GPU needed).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <mutex>
+#include <thread>
 #include <vector>
 
+#include "daemon/checked_backend.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/scheduler.hpp"
 #include "daemon/split_planner.hpp"
@@ -148,4 +152,95 @@ TEST_CASE("the scheduler routes each batch by the planner and the verdicts stay 
         CHECK(m.chunks == kWorkers);
         CHECK(m.cpu_fallback_chunks == 0);  // planned for the CPU, not failed over
     }
+}
+
+// Issue 29 (5): one client could steer the planner every client shares. Zero-row
+// chunks pulled the latency estimate from 3 ms to microseconds, and chunks of
+// invalid rows, whose CPU confirmations counted as GPU time, pushed it to 129 ms.
+
+TEST_CASE("no chunk steers the latency estimate far from the start-up calibration", "[split][hostile]") {
+    SplitPlanner p;
+    const double start = p.estimates().gpu_latency_s;
+    for (int i = 0; i < 1000; ++i) p.observe_gpu(0, 1e-6);  // empty chunks: no launch's time
+    CHECK(p.estimates().gpu_latency_s == start);
+
+    p.calibrate(2e-3);
+    CHECK(p.estimates().gpu_latency_s == 2e-3);
+    for (int i = 0; i < 1000; ++i) p.observe_gpu(8, 1e-7);
+    CHECK(p.estimates().gpu_latency_s == Approx(2e-3 / SplitPlanner::kCalibrationRange));
+    for (int i = 0; i < 1000; ++i) p.observe_gpu(8, 5.0);
+    CHECK(p.estimates().gpu_latency_s == Approx(2e-3 * SplitPlanner::kCalibrationRange));
+    for (int i = 0; i < 200; ++i) p.observe_gpu(8, 3e-3);  // honest chunks inside the range still teach
+    CHECK(p.estimates().gpu_latency_s == Approx(3e-3).epsilon(0.01));
+    p.calibrate(-1.0);  // nonsense is ignored
+    CHECK(p.estimates().gpu_latency_s == Approx(3e-3).epsilon(0.01));
+}
+
+namespace {
+
+// A primary that answers after a fixed pause (a GPU's launch): like
+// libsecp256k1, or, with all_invalid, INVALID for every row without looking
+// (honest only for rows that all fail).
+class PausingPrimary final : public daemon::Backend {
+public:
+    explicit PausingPrimary(std::chrono::milliseconds pause, bool all_invalid = false)
+        : pause_(pause), all_invalid_(all_invalid) {}
+    std::string name() const override { return "pausing"; }
+    unsigned concurrency() const override { return 1; }
+    std::size_t preferred_chunk_rows() const override { return 1 << 20; }
+    bool available() const override { return true; }
+    daemon::ChunkResult verify(unsigned, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override {
+        std::this_thread::sleep_for(pause_);
+        daemon::ChunkResult r;
+        if (all_invalid_) std::fill_n(verdicts, records.count, std::uint8_t(0));
+        else r.tally = cpu_.run(records, 0, records.count, Mode::results, verdicts);
+        return r;
+    }
+
+private:
+    std::chrono::milliseconds pause_;
+    bool all_invalid_;
+    reference::RowVerifier cpu_;
+};
+
+}  // namespace
+
+TEST_CASE("a checked backend reports its primary's own time, not the confirmations'", "[split][hostile]") {
+    // 2,000 rows whose signatures fail (s flipped): under the strict rule each is
+    // re-verified by libsecp256k1, tens of milliseconds in all on any core.
+    Data d = test::signed_rows(wire::Table::ecdsa, 2000, 0.0, 43);
+    const std::size_t stride = d.span.row_stride();
+    for (std::size_t i = 0; i < d.span.count; ++i) d.rows[i * stride + wire::kEcdsaRecordSize - 1] ^= 0x01;
+    daemon::CheckedBackend checked(std::make_unique<PausingPrimary>(std::chrono::milliseconds(5), true), 1 << 20,
+                                   daemon::CrossCheckPolicy{0});
+    std::vector<std::uint8_t> verdicts(d.span.count);
+    const auto t0 = std::chrono::steady_clock::now();
+    const daemon::ChunkResult r = checked.verify(0, d.span, verdicts.data());
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    REQUIRE(r.status == shm::Status::ok);
+    REQUIRE(r.tally.invalid == d.span.count);
+    CHECK(r.launched);
+    REQUIRE(r.primary_seconds.has_value());
+    CHECK(*r.primary_seconds >= 0.005);
+    CHECK(*r.primary_seconds < wall / 2);  // the 2,000 confirmations are not in it
+
+    // A chunk below cpu_below_rows never reaches the primary: no launch to learn from.
+    daemon::CrossCheckPolicy small;
+    small.cpu_below_rows = 32;
+    daemon::CheckedBackend cpu_only(std::make_unique<PausingPrimary>(std::chrono::milliseconds(5)), 1 << 20, small);
+    const daemon::ChunkResult s = cpu_only.verify(0, test::signed_rows(wire::Table::ecdsa, 8, 0.0, 44).span,
+                                                  verdicts.data());
+    REQUIRE(s.status == shm::Status::ok);
+    CHECK_FALSE(s.launched);
+}
+
+TEST_CASE("the planner calibrates on the GPU's own round trip at start-up", "[split]") {
+    daemon::CheckedBackend checked(std::make_unique<PausingPrimary>(std::chrono::milliseconds(4)), 1 << 20,
+                                   daemon::CrossCheckPolicy{1});
+    SplitPlanner p(SplitEstimates{}, 32);
+    REQUIRE(p.calibrate_on(checked));
+    CHECK(p.estimates().gpu_latency_s >= 0.004);
+    CHECK(p.estimates().gpu_latency_s < 0.004 * SplitPlanner::kCalibrationRange);
+    SplitPlanner too_picky(SplitEstimates{}, SplitPlanner::kLatencyRows + 1);
+    CHECK_FALSE(too_picky.calibrate_on(checked));
 }
