@@ -32,10 +32,10 @@ for page in "$SRC"/packaging/man/*.[1-9]; do
   grep -q "\"sigverify $V\"" <<<"$th" || fail "$(basename "$page"): title line '$th' does not name sigverify $V"
 done
 
-# No release number written by hand into the code: a "x.y.z" string literal in
+# No release number written by hand into the code: an "x.y.z" inside a string literal in
 # the C/C++ sources of the daemon, library, CLI and examples (the number comes
 # from sigverify/version.h).
-hits=$(grep -rnE '"[0-9]+\.[0-9]+\.[0-9]+"' --include='*.cpp' --include='*.hpp' --include='*.h' --include='*.c' \
+hits=$(grep -rnE '"[^"]*\b[0-9]+\.[0-9]+\.[0-9]+\b[^"]*"' --include='*.cpp' --include='*.hpp' --include='*.h' --include='*.c' \
   "$SRC/daemon" "$SRC/client" "$SRC/shm_protocol" "$SRC/reference" "$SRC/examples" || true)
 [ -z "$hits" ] || fail "a version number written into the sources: $hits"
 
