@@ -71,10 +71,11 @@ ctrl() { dpkg-deb --ctrl-tarfile "$1" | tar -xO "./$2" 2>/dev/null; }
 # at a version node of the map.
 ctrl "$L" symbols >"$T/symbols" || fail "libsigverify0 has no symbols file"
 cmp -s "$T/symbols" "$SRC/packaging/debian/libsigverify0/symbols" || fail "libsigverify0's symbols file is not packaging/debian/libsigverify0/symbols"
-nm -D --defined-only "$PKG_BUILD/client/libsigverify.so.$LIBV" | awk '$3 ~ /^sigverify_/ { print $3 }' >"$T/exported"
+# nm prints name@@NODE; deb-symbols(5) writes name@NODE.
+nm -D --defined-only "$PKG_BUILD/client/libsigverify.so.$LIBV" | awk '$3 ~ /^sigverify_/ { sub("@@", "@", $3); print $3 }' >"$T/exported"
 [ "$(wc -l <"$T/exported")" -ge 25 ] || fail "read only $(wc -l <"$T/exported") C symbols from the packaged build's library"
 while read -r sym; do
-  grep -q "^ ${sym} " "$T/symbols" || fail "the symbols file lacks $sym (nm: $sym)"
+  grep -q "^ ${sym} " "$T/symbols" || fail "the symbols file lacks $sym (at that version node)"
 done <"$T/exported"
 grep -qx 'activate-noawait ldconfig' <(ctrl "$L" triggers) || fail "libsigverify0 lacks the ldconfig trigger"
 [ "$(dpkg-deb -f "$L" Package)" = libsigverify0 ] || fail "package name of $L"
