@@ -38,6 +38,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md DESTINATION ${CMAKE_INSTA
 install(FILES ${PROJECT_SOURCE_DIR}/shm_protocol/segment_layout.hpp ${PROJECT_SOURCE_DIR}/shm_protocol/segment_access.hpp
   ${PROJECT_SOURCE_DIR}/shm_protocol/wire_format.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sigverify/shm_protocol COMPONENT libsigverify-dev)
+# The generated version header (CMakeLists.txt, cmake/version.h.in).
+install(FILES ${PROJECT_BINARY_DIR}/include/sigverify/version.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sigverify COMPONENT libsigverify-dev)
 
 # --- CMake package ------------------------------------------------------------
 target_compile_features(sigverify_wire INTERFACE cxx_std_20)  # std::span in the public headers
@@ -52,8 +55,11 @@ set(SIGVERIFY_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/sigverify)
 install(EXPORT sigverifyTargets NAMESPACE sigverify:: DESTINATION ${SIGVERIFY_CMAKEDIR} COMPONENT libsigverify-dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/sigverifyConfig.cmake.in
   ${PROJECT_BINARY_DIR}/cmake/sigverifyConfig.cmake INSTALL_DESTINATION ${SIGVERIFY_CMAKEDIR})
+# While the major version is 0 a minor release may add what an older one lacks
+# (and the soname says when it breaks): find_package(sigverify 0.2) accepts any
+# 0.2.x, not 0.3. From 1.0 on this becomes SameMajorVersion.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/sigverifyConfigVersion.cmake
-  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/cmake/sigverifyConfig.cmake ${PROJECT_BINARY_DIR}/cmake/sigverifyConfigVersion.cmake
   DESTINATION ${SIGVERIFY_CMAKEDIR} COMPONENT libsigverify-dev)
 
@@ -98,6 +104,13 @@ foreach(page IN LISTS SIGVERIFY_MAN_PAGES)
   install(FILES ${out} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT sigverifyd)
   list(APPEND _sv_man_outputs ${out})
 endforeach()
+# The C ABI's reference page goes with the headers (libsigverify-dev).
+set(_sv_header_page ${PROJECT_BINARY_DIR}/man/sigverify.h.3.gz)
+add_custom_command(OUTPUT ${_sv_header_page} COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+  COMMAND gzip -9 -n -c ${PROJECT_SOURCE_DIR}/packaging/man/sigverify.h.3 > ${_sv_header_page}
+  DEPENDS ${PROJECT_SOURCE_DIR}/packaging/man/sigverify.h.3 VERBATIM)
+install(FILES ${_sv_header_page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man3 COMPONENT libsigverify-dev)
+list(APPEND _sv_man_outputs ${_sv_header_page})
 add_custom_target(sigverify_man_pages ALL DEPENDS ${_sv_man_outputs})
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/bash-completion/sigverify
   DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT sigverifyd)

@@ -3,7 +3,7 @@
 # says why CPack and not a debian/ directory). One package per install component:
 #   sigverifyd        the daemon, the sigverify CLI, unit, sysusers, tmpfiles, config
 #                     (a conffile), docs, man pages, bash completion
-#   libsigverify0     the shared client library (SONAME libsigverify.so.0)
+#   libsigverify0     the shared client library (SONAME libsigverify.so.SOVERSION, CMakeLists.txt)
 #   libsigverify-dev  headers, static libraries, pkg-config file, CMake package
 # The packages are meant for a build configured with -DCMAKE_INSTALL_PREFIX=/usr.
 set(SIGVERIFY_PACKAGE_MAINTAINER "sigverify maintainers <maintainers@users.noreply.a-seed-da0336f9.example>"
@@ -27,7 +27,10 @@ set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${SIGVERIFY_PACKAGE_MAINTAINER}")
 # Depends on the shared libraries the binaries use, found by dpkg-shlibdeps.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # A shlibs file for the package with libsigverify.so.0 (only libsigverify0 has one),
-# so that packages built against it depend on libsigverify0 (>= this version).
+# so that packages built against it depend on libsigverify0 (>= this version);
+# its symbols file (packaging/debian/libsigverify0/symbols, below), which
+# dpkg-shlibdeps prefers, narrows that to the release that added each symbol a
+# package uses.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 # Binaries and the shared library without debugging symbols, as Debian ships them.
@@ -66,7 +69,7 @@ This package contains the shared library.")
 # scripts; this package's postinst and postrm are there only to replace the
 # ones CPack would generate to call ldconfig directly.
 set(CPACK_DEBIAN_LIBSIGVERIFY0_PACKAGE_CONTROL_EXTRA ${_sv_debian}/libsigverify0/triggers
-  ${_sv_debian}/libsigverify0/postinst ${_sv_debian}/libsigverify0/postrm)
+  ${_sv_debian}/libsigverify0/postinst ${_sv_debian}/libsigverify0/postrm ${_sv_debian}/libsigverify0/symbols)
 
 set(CPACK_DEBIAN_LIBSIGVERIFY-DEV_PACKAGE_NAME libsigverify-dev)
 set(CPACK_DEBIAN_LIBSIGVERIFY-DEV_PACKAGE_SECTION libdevel)
@@ -75,7 +78,8 @@ libsigverify hands a Bitcoin block's secp256k1 signature checks to
 sigverifyd over shared memory and reads back the verdicts.
 
 This package contains the C++20 and C headers, the static libraries, the
-pkg-config file and the CMake package (find_package(sigverify)).")
+pkg-config file, the CMake package (find_package(sigverify)) and the
+reference page of the C ABI, sigverify.h(3).")
 # Headers and the static library only: dpkg-shlibdeps has nothing to read. The
 # static library needs libsecp256k1 at link time (pkg-config --static).
 set(CPACK_DEBIAN_LIBSIGVERIFY-DEV_PACKAGE_DEPENDS "libsigverify0 (= ${_sv_version}), libsecp256k1-dev")

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "daemon/exit_codes.hpp"
+#include "sigverify/version.h"  // generated from the CMake project version
 #include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/segment_layout.hpp"
 
@@ -60,7 +61,7 @@ struct RawOptions {
 };
 
 std::string version_text() {
-    return std::string("sigverifyd 0.1.0 (protocol ") + std::to_string(shm::kProtocolVersion) + ", ABI " +
+    return std::string("sigverifyd " SIGVERIFY_VERSION_STRING " (protocol ") + std::to_string(shm::kProtocolVersion) + ", ABI " +
            std::to_string(shm::kAbiMajor) + "." + std::to_string(shm::kAbiMinor) + ")";
 }
 

@@ -32,6 +32,7 @@
 #include "daemon/self_test.hpp"
 #include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/segment_layout.hpp"
+#include "sigverify/version.h"  // generated from the CMake project version
 
 namespace sigverify::daemon {
 namespace {
@@ -627,7 +628,7 @@ int Server::run() {
     scheduler_->start();
     log.info("sigverifyd {} listening on {} (backend {}, {} threads, chunk {} rows, arena {} bytes, {} ring entries, "
              "max {} clients, epoch {:016x})",
-             "0.1.0", socket_path_, backend_->name(), backend_->concurrency(), scheduler_->chunk_rows(),
+             SIGVERIFY_VERSION_STRING, socket_path_, backend_->name(), backend_->concurrency(), scheduler_->chunk_rows(),
              cfg.arena_size, cfg.ring_entries, cfg.max_clients, ctx_.epoch);
     // Sockets exist, the backend passed its self-test: ready.
     last_status_ = status_line();
@@ -705,7 +706,7 @@ int Server::run() {
 
 StatsSnapshot Server::snapshot() {
     StatsSnapshot s;
-    s.version = SIGVERIFY_VERSION;
+    s.version = SIGVERIFY_VERSION_STRING;
     s.protocol_version = shm::kProtocolVersion;
     s.abi_major = shm::kAbiMajor;
     s.abi_minor = shm::kAbiMinor;

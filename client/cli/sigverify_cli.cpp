@@ -33,6 +33,7 @@
 #include "reference/multisig_pair.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
+#include "sigverify/version.h"  // generated from the CMake project version
 
 namespace sv = sigverify;
 using sv::cli::ExitCode;
@@ -155,7 +156,7 @@ int main(int argc, char** argv) {
     CLI::App app{"sigverify: generate, inspect and verify secp256k1 signature rows (ECDSA and BIP-340)"};
     app.footer(kExitCodes);
     app.require_subcommand(1);
-    app.set_version_flag("--version", std::string("sigverify ") + SIGVERIFY_VERSION);
+    app.set_version_flag("--version", std::string("sigverify ") + SIGVERIFY_VERSION_STRING);
 
     const auto table_check = CLI::IsMember({"ecdsa", "multisig", "schnorr", "threshold"});
     const auto sig_check = CLI::IsMember({"opaque", "compact"});

@@ -289,4 +289,10 @@ const char* sigverify_strerror(int code) {
 
 const char* sigverify_last_error(void) { return t_error; }
 
+// The version this library was built as (the header macros are the version a
+// caller was compiled against; the two differ when an older program runs
+// with a newer libsigverify.so).
+uint32_t sigverify_version(void) { return SIGVERIFY_VERSION_NUMBER; }
+const char* sigverify_version_string(void) { return SIGVERIFY_VERSION_STRING; }
+
 }  // extern "C"

@@ -92,7 +92,10 @@ int main(int argc, char** argv) {
             std::vector<double> ping_lat, one_lat;
             for (std::size_t i = 0; i < singles; ++i) {
                 std::uint64_t rtt = 0;
-                c->ping(&rtt);
+                if (const Status st = c->ping(&rtt); st != Status::ok) {
+                    std::fprintf(stderr, "ping failed (status %s)\n", shm::to_string(st).data());
+                    return 1;
+                }
                 ping_lat.push_back(static_cast<double>(rtt) * 1e-3);
             }
             for (std::size_t i = 0; i < singles; ++i) {

@@ -92,7 +92,7 @@ TEST_CASE("a wrong protocol version gets a clear error", "[daemon][faults]") {
     ClientOptions o = options_for(d, "old");
     o.protocol_version = shm::kProtocolVersion + 1;
     try {
-        Client::connect(o);
+        auto c = Client::connect(o);
         FAIL("connect succeeded with a wrong protocol version");
     } catch (const Error& e) {
         CHECK(e.status() == Status::protocol_version);
@@ -244,7 +244,9 @@ TEST_CASE("a client SIGKILLed mid-batch leaves the daemon serving others", "[dae
         auto rows = make_rows(wire::Table::ecdsa, 30000, wire::SigEncoding::opaque, 51);
         std::vector<std::uint8_t> res(rows.size() / 132);
         (void)!write(ready[1], "x", 1);
-        c->verify_ecdsa(rows.data(), res.size(), 3, res.data());
+        // The parent SIGKILLs this child mid-batch: the call is not expected
+        // to return, and the test judges the daemon, not this result.
+        (void)c->verify_ecdsa(rows.data(), res.size(), 3, res.data());
         return true;
     });
     close(ready[1]);

@@ -13,12 +13,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon_test.sh" install
 P=$T/prefix
 cmake --install "$BUILD" --prefix "$P" > "$T/install.log" || { cat "$T/install.log"; fail "cmake --install"; }
 for f in sbin/sigverifyd bin/sigverify lib/libsigverify.so lib/libsigverify.a \
-         include/sigverify/client.hpp include/sigverify/sigverify.h \
+         include/sigverify/client.hpp include/sigverify/sigverify.h include/sigverify/version.h \
          include/sigverify/shm_protocol/segment_layout.hpp include/sigverify/shm_protocol/wire_format.hpp \
          lib/pkgconfig/sigverify.pc lib/cmake/sigverify/sigverifyConfig.cmake \
          lib/cmake/sigverify/sigverifyConfigVersion.cmake lib/systemd/system/sigverifyd.service \
          lib/sysusers.d/sigverifyd.conf lib/tmpfiles.d/sigverifyd.conf etc/sigverifyd/sigverifyd.conf \
-         share/doc/sigverify/operations.md; do
+         share/doc/sigverify/operations.md share/man/man3/sigverify.h.3.gz; do
   [ -e "$P/$f" ] || fail "not installed: $f"
 done
 echo "install layout: ok"
@@ -54,6 +54,25 @@ for exe in consumer_shared consumer_static consumer_c; do
 done
 echo "find_package consumers: ok"
 
+# The CMake package's version rule while 0.x: the same minor version only.
+version_file=$P/lib/cmake/sigverify/sigverifyConfigVersion.cmake
+pkg_version=$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")/\1/p' "$version_file")
+IFS=. read -r pmaj pmin _ <<<"$pkg_version"
+accepts() {  # accepts VERSION: does find_package(sigverify VERSION) take the installed package?
+  local want=$1 out
+  IFS=. read -r wmaj wmin wpat <<<"$want"
+  out=$(cmake -DPACKAGE_FIND_VERSION="$want" -DPACKAGE_FIND_VERSION_MAJOR="$wmaj" \
+    -DPACKAGE_FIND_VERSION_MINOR="$wmin" -DPACKAGE_FIND_VERSION_PATCH="$wpat" -DPACKAGE_FIND_VERSION_COUNT=3 \
+    -DF="$version_file" -P "$SRC/tests/ops/consumer/version_compatible.cmake")
+  [ "$out" = TRUE ]
+}
+accepts "$pmaj.$pmin.0" || fail "find_package(sigverify $pmaj.$pmin.0) refuses $pkg_version"
+! accepts "$pmaj.$((pmin + 1)).0" || fail "find_package(sigverify $pmaj.$((pmin + 1)).0) accepts $pkg_version"
+if [ "$pmin" -gt 0 ]; then
+  ! accepts "$pmaj.$((pmin - 1)).0" || fail "find_package(sigverify $pmaj.$((pmin - 1)).0) accepts $pkg_version (0.x: same minor only)"
+fi
+echo "CMake package version rule: ok ($pkg_version)"
+
 # pkg-config
 export PKG_CONFIG_PATH=$P/lib/pkgconfig
 [ "$(pkg-config --modversion sigverify)" = "$(sed -n 's/^Version: //p' "$P/lib/pkgconfig/sigverify.pc")" ] || fail "pkg-config"
@@ -68,7 +87,12 @@ static_libs=${static_libs/-lsigverify /-l:libsigverify.a }
 # shellcheck disable=SC2046,SC2086
 $CXX -std=c++20 -O1 "$SRC/tests/ops/consumer/consumer.cpp" -o "$T/pc_static" $(pkg-config --cflags sigverify) $static_libs ||
   fail "pkg-config static C++ build"
-for exe in pc_cpp pc_c pc_static; do
+# A C node linked statically with the C compiler driver, which adds no C++
+# runtime of its own: Libs.private must name all libsigverify.a needs.
+# shellcheck disable=SC2046,SC2086
+$CC -O1 "$SRC/tests/ops/consumer/consumer_c.c" -o "$T/pc_static_c" $(pkg-config --cflags sigverify) $static_libs \
+  2>"$T/pc_static_c.log" || { tail -5 "$T/pc_static_c.log"; fail "pkg-config static C build (cc, Libs.private: $static_libs)"; }
+for exe in pc_cpp pc_c pc_static pc_static_c; do
   got=$(LD_LIBRARY_PATH="$P/lib" "$T/$exe" "$RUN" "$T/e.rows") || fail "$exe failed"
   [ "$got" = "$want" ] || fail "$exe: '$got', expected '$want'"
   runs=$((runs + 1))

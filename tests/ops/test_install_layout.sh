@@ -23,10 +23,10 @@ MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 for f in etc/sigverifyd/sigverifyd.conf usr/lib/systemd/system/sigverifyd.service usr/lib/sysusers.d/sigverifyd.conf \
          usr/lib/tmpfiles.d/sigverifyd.conf usr/sbin/sigverifyd usr/bin/sigverify \
          "usr/lib/$MA/libsigverify.so.0" "usr/lib/$MA/libsigverify.so" "usr/lib/$MA/libsigverify.a" \
-         usr/include/sigverify/client.hpp usr/include/sigverify/sigverify.h \
+         usr/include/sigverify/client.hpp usr/include/sigverify/sigverify.h usr/include/sigverify/version.h \
          usr/include/sigverify/shm_protocol/wire_format.hpp "usr/lib/$MA/pkgconfig/sigverify.pc" \
          "usr/lib/$MA/cmake/sigverify/sigverifyConfig.cmake" usr/share/man/man8/sigverifyd.8.gz \
-         usr/share/man/man1/sigverify.1.gz usr/share/man/man5/sigverifyd.conf.5.gz \
+         usr/share/man/man1/sigverify.1.gz usr/share/man/man5/sigverifyd.conf.5.gz usr/share/man/man3/sigverify.h.3.gz \
          usr/share/bash-completion/completions/sigverify usr/share/doc/sigverify/operations.md; do
   [ -e "$S/$f" ] || fail "not installed: /$f"
 done

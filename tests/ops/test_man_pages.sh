@@ -3,8 +3,10 @@
 # The manual pages stay true to the binaries: every long flag that
 # `sigverifyd --help` prints appears in sigverifyd(8) and (as a key) in
 # sigverifyd.conf(5); every flag of `sigverify SUB --help` appears in SUB's
-# section of sigverify(1), and every subcommand has one. All three pages render
-# with groff and man without a warning.
+# section of sigverify(1), and every subcommand has one. sigverify.h(3) has an
+# entry for every function client/include/sigverify/sigverify.h declares, names
+# none it does not, and lists every error code. All four pages render with groff
+# and man without a warning.
 # usage: test_man_pages.sh SOURCE_DIR SIGVERIFYD SIGVERIFY
 set -euo pipefail
 SRC=$1 DAEMON=$2 CLI=$3
@@ -51,8 +53,32 @@ while read -r sub; do
 done <"$T/subcommands"
 grep -q -- '--version' "$T/sigverify.1.txt" || fail "sigverify(1) lacks --version"
 
+# --- sigverify.h(3): the C ABI ------------------------------------------------------
+HEADER=$SRC/client/include/sigverify/sigverify.h
+# The functions the header declares: "SIGVERIFY_API type name(" (a declaration
+# may span lines; the name is on the SIGVERIFY_API line).
+grep -E 'SIGVERIFY_API' "$HEADER" | grep -oE '\bsigverify_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$T/header.calls"
+[ "$(wc -l <"$T/header.calls")" -ge 25 ] || fail "read only $(wc -l <"$T/header.calls") functions from sigverify.h"
+plain "$MAN/sigverify.h.3" >"$T/sigverify.h.3.txt"
+# The functions the page has an entry for: the tag lines after .TP and .TQ.
+awk 'prev == ".TP" || prev == ".TQ" { print } { prev = $0 }' "$T/sigverify.h.3.txt" |
+  grep -oE '\bsigverify_[a-z0-9_]+\(' | tr -d '(' | sort -u >"$T/page.calls"
+while read -r call; do
+  grep -qx "$call" "$T/page.calls" || fail "sigverify.h(3) has no entry for $call"
+done <"$T/header.calls"
+while read -r call; do
+  grep -qx "$call" "$T/header.calls" || fail "sigverify.h(3) describes $call, which sigverify.h does not declare"
+done <"$T/page.calls"
+grep -oE '^#define (SIGVERIFY_E_[A-Z_]+)' "$HEADER" | awk '{ print $2 }' >"$T/header.errors"
+[ "$(wc -l <"$T/header.errors")" -ge 20 ] || fail "read only $(wc -l <"$T/header.errors") error codes from sigverify.h"
+while read -r code; do
+  num=$(awk -v c="$code" '$1 == "#define" && $2 == c { print $3 }' "$HEADER")
+  awk -v c="$code" 'prev == ".TP" && $0 == ".B " c { getline; print } { prev = $0 }' "$T/sigverify.h.3.txt" |
+    grep -q "^$num:" || fail "sigverify.h(3) ERRORS has no entry '$code' with its number $num"
+done <"$T/header.errors"
+
 # --- rendering -----------------------------------------------------------------
-for page in sigverifyd.8 sigverify.1 sigverifyd.conf.5; do
+for page in sigverifyd.8 sigverify.1 sigverifyd.conf.5 sigverify.h.3; do
   groff -man -Tutf8 -ww -z "$MAN/$page" 2>"$T/groff.err" || fail "groff failed on $page"
   [ ! -s "$T/groff.err" ] || fail "groff warns on $page: $(cat "$T/groff.err")"
   # man -l as an operator reads it: man's own preprocessing, formatted for 80 columns.
@@ -63,4 +89,5 @@ for page in sigverifyd.8 sigverify.1 sigverifyd.conf.5; do
 done
 
 [ $errors -eq 0 ] || { echo "$errors failure(s)" >&2; exit 1; }
-echo "PASS: $(wc -l <"$T/daemon.flags") daemon flags, $(wc -l <"$T/subcommands") subcommands, 3 pages render cleanly"
+echo "PASS: $(wc -l <"$T/daemon.flags") daemon flags, $(wc -l <"$T/subcommands") subcommands," \
+  "$(wc -l <"$T/header.calls") C calls, 4 pages render cleanly"

@@ -18,6 +18,11 @@ SIGVERIFY_JOBS=${SIGVERIFY_JOBS:-2} "$SRC/scripts/package.sh" "$PKG_BUILD" "$@" 
   { tail -40 "$T/package.log"; fail "scripts/package.sh"; }
 P=$PKG_BUILD/packages
 V=$(sed -n 's/^project(sigverify VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")
+# The library's own numbers (libtool style, CMakeLists.txt): soname .so.(CURRENT - AGE),
+# file .so.(CURRENT - AGE).AGE.REVISION.
+lib_number() { sed -n "s/^set(SIGVERIFY_LIB_$1 \([0-9]*\))/\1/p" "$SRC/CMakeLists.txt"; }
+SOV=$(( $(lib_number CURRENT) - $(lib_number AGE) ))
+LIBV=$SOV.$(lib_number AGE).$(lib_number REVISION)
 ARCH=$(dpkg --print-architecture)
 MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 D=$P/sigverifyd_${V}_$ARCH.deb L=$P/libsigverify0_${V}_$ARCH.deb DEV=$P/libsigverify-dev_${V}_$ARCH.deb
@@ -44,11 +49,12 @@ expect_files "$D" /usr/sbin/sigverifyd /usr/bin/sigverify /etc/sigverifyd/sigver
   /usr/share/man/man8/sigverifyd.8.gz /usr/share/man/man1/sigverify.1.gz /usr/share/man/man5/sigverifyd.conf.5.gz \
   /usr/share/bash-completion/completions/sigverify
 # shellcheck disable=SC2046
-expect_files "$L" "/usr/lib/$MA/libsigverify.so.0" "/usr/lib/$MA/libsigverify.so.$V" $(doc libsigverify0) \
+expect_files "$L" "/usr/lib/$MA/libsigverify.so.$SOV" "/usr/lib/$MA/libsigverify.so.$LIBV" $(doc libsigverify0) \
   /usr/share/lintian/overrides/libsigverify0
 # shellcheck disable=SC2046
 expect_files "$DEV" /usr/include/sigverify/client.hpp /usr/include/sigverify/sigverify.h \
-  /usr/include/sigverify/groups.hpp /usr/include/sigverify/export.h \
+  /usr/include/sigverify/groups.hpp /usr/include/sigverify/export.h /usr/include/sigverify/version.h \
+  /usr/share/man/man3/sigverify.h.3.gz \
   /usr/include/sigverify/shm_protocol/segment_access.hpp /usr/include/sigverify/shm_protocol/segment_layout.hpp \
   /usr/include/sigverify/shm_protocol/wire_format.hpp "/usr/lib/$MA/libsigverify.so" "/usr/lib/$MA/libsigverify.a" \
   "/usr/lib/$MA/libsigverify_reference.a" "/usr/lib/$MA/pkgconfig/sigverify.pc" \
@@ -60,7 +66,17 @@ echo "file lists: ok"
 # --- control data ------------------------------------------------------------------
 ctrl() { dpkg-deb --ctrl-tarfile "$1" | tar -xO "./$2" 2>/dev/null; }
 [ "$(ctrl "$D" conffiles)" = /etc/sigverifyd/sigverifyd.conf ] || fail "conffiles of sigverifyd: '$(ctrl "$D" conffiles)'"
-[ "$(ctrl "$L" shlibs)" = "libsigverify 0 libsigverify0 (>= $V)" ] || fail "shlibs of libsigverify0: '$(ctrl "$L" shlibs)'"
+[ "$(ctrl "$L" shlibs)" = "libsigverify $SOV libsigverify0 (>= $V)" ] || fail "shlibs of libsigverify0: '$(ctrl "$L" shlibs)'"
+# The symbols file: shipped as written, and every C call the library exports is in it
+# at a version node of the map.
+ctrl "$L" symbols >"$T/symbols" || fail "libsigverify0 has no symbols file"
+cmp -s "$T/symbols" "$SRC/packaging/debian/libsigverify0/symbols" || fail "libsigverify0's symbols file is not packaging/debian/libsigverify0/symbols"
+# nm prints name@@NODE; deb-symbols(5) writes name@NODE.
+nm -D --defined-only "$PKG_BUILD/client/libsigverify.so.$LIBV" | awk '$3 ~ /^sigverify_/ { sub("@@", "@", $3); print $3 }' >"$T/exported"
+[ "$(wc -l <"$T/exported")" -ge 25 ] || fail "read only $(wc -l <"$T/exported") C symbols from the packaged build's library"
+while read -r sym; do
+  grep -q "^ ${sym} " "$T/symbols" || fail "the symbols file lacks $sym (at that version node)"
+done <"$T/exported"
 grep -qx 'activate-noawait ldconfig' <(ctrl "$L" triggers) || fail "libsigverify0 lacks the ldconfig trigger"
 [ "$(dpkg-deb -f "$L" Package)" = libsigverify0 ] || fail "package name of $L"
 grep -q 'libsecp256k1-1' <<<"$(dpkg-deb -f "$D" Depends)" || fail "sigverifyd Depends lacks libsecp256k1: $(dpkg-deb -f "$D" Depends)"

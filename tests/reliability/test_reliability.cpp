@@ -237,7 +237,8 @@ TEST_CASE("noisy clients: stalled reader, flooder, reconnect loop; bounded memor
         auto c = Client::connect(options_for(d, "flooder"));
         auto rows = make_rows(wire::Table::ecdsa, 256, wire::SigEncoding::opaque, 5);
         std::vector<std::uint8_t> res(256);
-        for (;;) c->verify_ecdsa(rows.data(), 256, 3, res.data());
+        // Load only: the flooder's verdicts are not what this test judges.
+        for (;;) (void)c->verify_ecdsa(rows.data(), 256, 3, res.data());
         return true;
     }));
     // 3. Connects, pings and disconnects in a loop.
@@ -246,7 +247,7 @@ TEST_CASE("noisy clients: stalled reader, flooder, reconnect loop; bounded memor
             Status st;
             std::string msg;
             auto c = Client::connect(options_for(d, "flapper"), st, msg);
-            if (c) c->ping();
+            if (c) (void)c->ping();  // churn only: the test judges the quiet client
         }
         return true;
     }));
@@ -451,7 +452,7 @@ TEST_CASE("clients SIGKILLed at every protocol point, repeatedly: daemon alive, 
             }
             if (c->submit(b, wire::Mode::results) != Status::ok) return false;
             signal_point(fds[1]);
-            c->wait(b);
+            (void)c->wait(b);  // the parent kills this child around here: the daemon side is checked
             pause();
             return true;
         });

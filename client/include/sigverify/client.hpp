@@ -40,6 +40,8 @@
 // path leads to the source's shm_protocol/), so -I<includedir> is all a
 // consumer needs.
 #include "sigverify/export.h"
+#include "sigverify/sigverify.h"  // sigverify_version(), which library_version() wraps
+#include "sigverify/version.h"    // generated: SIGVERIFY_VERSION_MAJOR, ..._AT_LEAST(...)
 #include "sigverify/shm_protocol/segment_access.hpp"
 #include "sigverify/shm_protocol/segment_layout.hpp"
 #include "sigverify/shm_protocol/wire_format.hpp"
@@ -47,6 +49,12 @@
 namespace sigverify {
 
 using shm::Status;
+
+// The version of the library the program runs with, as
+// SIGVERIFY_VERSION_ENCODE(major, minor, patch) and as text; the headers'
+// own version is SIGVERIFY_VERSION_NUMBER (sigverify/version.h). Since 0.2.0.
+inline std::uint32_t library_version() noexcept { return ::sigverify_version(); }
+inline const char* library_version_string() noexcept { return ::sigverify_version_string(); }
 
 enum class Fallback : std::uint8_t { none = 0, local = 1 };
 
@@ -69,13 +77,14 @@ struct ClientOptions {
     std::uint32_t protocol_version = shm::kProtocolVersion;  // tests of version mismatch only
 };
 
-// Outcome of one call.
-struct BatchResult {
+// Outcome of one call. [[nodiscard]]: a call whose result is dropped warns
+// (a refused or failed batch must not read as done).
+struct [[nodiscard]] BatchResult {
     Status status = Status::ok;
     std::uint64_t valid = 0;
     std::uint64_t invalid = 0;
     std::uint64_t local_rows = 0;     // rows verified in-process by the fallback
-    bool ok() const { return status == Status::ok; }
+    [[nodiscard]] bool ok() const { return status == Status::ok; }
 };
 
 // Exported (typeinfo and vtable): a consumer catches what libsigverify.so throws.
@@ -198,9 +207,9 @@ public:
     // Connects (handshake, segment mapping). Throws Error on failure, unless
     // options.fallback == Fallback::local: then it returns a client that
     // verifies locally (connected() == false) and retries the daemon later.
-    static std::unique_ptr<Client> connect(const ClientOptions& options = {});
+    [[nodiscard]] static std::unique_ptr<Client> connect(const ClientOptions& options = {});
     // Non-throwing form: nullptr on failure with status/message filled.
-    static std::unique_ptr<Client> connect(const ClientOptions& options, Status& status,
+    [[nodiscard]] static std::unique_ptr<Client> connect(const ClientOptions& options, Status& status,
                                            std::string& message) noexcept;
     ~Client();
     Client(const Client&) = delete;
@@ -276,9 +285,9 @@ public:
     // Fallback::local); unreachable / disconnected (no daemon, without
     // Fallback::local). With Fallback::local a buffer is registered locally
     // when the daemon cannot take it (id() == 0) and verified in-process.
-    Status register_buffer(int fd, std::uint64_t offset, std::uint64_t size, RegisteredBuffer& buffer);
+    [[nodiscard]] Status register_buffer(int fd, std::uint64_t offset, std::uint64_t size, RegisteredBuffer& buffer);
     // Throwing form (Error with the status above).
-    RegisteredBuffer register_buffer(int fd, std::uint64_t offset, std::uint64_t size);
+    [[nodiscard]] RegisteredBuffer register_buffer(int fd, std::uint64_t offset, std::uint64_t size);
     // Verifies count rows whose columns lie inside the registered buffer
     // (results mode: results gets count bytes, zeroed first, 1 = valid). The
     // columns are never copied by the library. invalid_argument when a column
@@ -298,17 +307,17 @@ public:
     // returns timeout), else returns ring_full. too_large when the
     // batch can never fit (see max_batch_rows); unreachable/disconnected when
     // there is no daemon session.
-    Status reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, RowBatch& batch,
+    [[nodiscard]] Status reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, RowBatch& batch,
                    bool wait = true);
     // Reserves a column batch of count rows: the message, key, signature and,
     // when tail_size > 0, correlate columns, plus count result bytes. Write
     // the columns in place, then submit/wait/release as for rows. Same
     // statuses as reserve(), and bad_entry when the daemon is older than ABI 1.1.
-    Status reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, ColumnBatch& batch,
+    [[nodiscard]] Status reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, ColumnBatch& batch,
                            bool wait = true);
-    Status submit(RowBatch& batch, wire::Mode mode, wire::SigEncoding encoding = wire::SigEncoding::opaque,
+    [[nodiscard]] Status submit(RowBatch& batch, wire::Mode mode, wire::SigEncoding encoding = wire::SigEncoding::opaque,
                   std::uint8_t table = shm::kTableUnspecified);
-    Status submit(ColumnBatch& batch, wire::Mode mode, wire::SigEncoding encoding = wire::SigEncoding::opaque,
+    [[nodiscard]] Status submit(ColumnBatch& batch, wire::Mode mode, wire::SigEncoding encoding = wire::SigEncoding::opaque,
                   std::uint8_t table = shm::kTableUnspecified);
     // Blocks until the batch completes (or the daemon is gone / batch_timeout).
     // With Fallback::local a failed batch is verified in place, locally.
@@ -328,8 +337,8 @@ public:
     // returns its result), invalid_argument when the batch is not submitted,
     // bad_entry when the daemon is older than ABI 1.3, disconnected when there
     // is no daemon (wait() reports cancelled).
-    Status cancel(RowBatch& batch);
-    Status cancel(ColumnBatch& batch);
+    [[nodiscard]] Status cancel(RowBatch& batch);
+    [[nodiscard]] Status cancel(ColumnBatch& batch);
     // Frees the arena space of a reserved/completed batch. A batch still in
     // flight is abandoned: its space is freed when its completion arrives.
     void release(RowBatch& batch);
@@ -341,7 +350,7 @@ public:
 
     // --- session ---------------------------------------------------------------
     // Round trip of a no-op submission through the rings; rtt_ns is optional.
-    Status ping(std::uint64_t* rtt_ns = nullptr);
+    [[nodiscard]] Status ping(std::uint64_t* rtt_ns = nullptr);
     bool connected() const;
     std::uint64_t epoch() const;             // daemon epoch of the current session (0: none)
     std::uint64_t arena_size() const;

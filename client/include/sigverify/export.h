@@ -13,4 +13,18 @@
 #define SIGVERIFY_API
 #endif
 
+/* SIGVERIFY_NODISCARD marks the calls whose result is a status or a verdict
+ * count: dropping it can turn "the daemon refused / went away" into a silent
+ * "done", so the compiler is asked to warn (-Wunused-result, on by default in
+ * GCC and clang). C++ gets [[nodiscard]], which a cast to void silences on
+ * purpose; C gets warn_unused_result. Empty where neither is known.
+ * tests/api/test_nodiscard.sh checks that a dropped status warns. */
+#if defined(__cplusplus) && __cplusplus >= 201703L
+#define SIGVERIFY_NODISCARD [[nodiscard]]
+#elif defined(__GNUC__)
+#define SIGVERIFY_NODISCARD __attribute__((warn_unused_result))
+#else
+#define SIGVERIFY_NODISCARD
+#endif
+
 #endif /* SIGVERIFY_EXPORT_H */

@@ -88,17 +88,17 @@ constexpr std::optional<std::uint8_t> multisig_pair_code(unsigned s, unsigned k)
 
 // verdicts[i] != 0: row i verified. Throws std::invalid_argument when the
 // spans differ in size.
-SIGVERIFY_API GroupReport compute_group_verdicts(GroupKind kind, std::span<const GroupRow> rows,
+[[nodiscard]] SIGVERIFY_API GroupReport compute_group_verdicts(GroupKind kind, std::span<const GroupRow> rows,
                                                  std::span<const std::uint8_t> verdicts);
 
 // The grouping fields of an ECDSA column batch's libbitcoin correlate column
 // (6 bytes a row: id[3] || pair || group[2], docs/columns.md): multisig rows.
-SIGVERIFY_API std::vector<GroupRow> group_rows_from_ecdsa_correlate(std::span<const std::uint8_t> correlate);
+[[nodiscard]] SIGVERIFY_API std::vector<GroupRow> group_rows_from_ecdsa_correlate(std::span<const std::uint8_t> correlate);
 
 // Single signatures: each row its own group (numbered per block from 65535
 // downward, so they never meet multisig groups numbered from 0), to be
 // computed with GroupKind::multisig. Throws std::invalid_argument when a
 // block holds more than 65536 single signatures.
-SIGVERIFY_API std::vector<GroupRow> single_signature_group_rows(std::span<const std::uint32_t> block_fks);
+[[nodiscard]] SIGVERIFY_API std::vector<GroupRow> single_signature_group_rows(std::span<const std::uint32_t> block_fks);
 
 }  // namespace sigverify

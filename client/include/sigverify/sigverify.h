@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "sigverify/export.h"
+#include "sigverify/version.h" /* generated: SIGVERIFY_VERSION_MAJOR, _AT_LEAST(...) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,7 +76,8 @@ typedef struct sigverify_options {
     uint32_t connect_timeout_ms; /* handshake bound, 0 = 2000 */
     uint32_t liveness_ms;        /* longest sleep between daemon liveness checks, 0 = 20 */
     uint32_t batch_timeout_ms;   /* 0 = wait as long as the daemon lives */
-    /* Added in 0.2 (read only when struct_size covers it): 1 = every invalid
+    /* Since 0.1.0, ring ABI 1.2 (read only when struct_size covers it, so a
+       caller built before the field existed keeps working): 1 = every invalid
        verdict is confirmed by libsecp256k1, also multisig attempts that decide
        no group (exact row verdicts; slower on a GPU daemon). */
     int strict_confirm;
@@ -87,15 +89,15 @@ SIGVERIFY_API void sigverify_options_init(sigverify_options* options);
  * fallback_local and no daemon, also SIGVERIFY_OK (the client works locally and
  * retries the daemon later; see sigverify_is_connected). On failure *out is
  * NULL and sigverify_last_error() says why. options may be NULL (defaults). */
-SIGVERIFY_API int sigverify_connect(const sigverify_options* options, sigverify_client** out);
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_connect(const sigverify_options* options, sigverify_client** out);
 
-SIGVERIFY_API int sigverify_verify_ecdsa(sigverify_client* client, const uint8_t* rows, size_t n,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_verify_ecdsa(sigverify_client* client, const uint8_t* rows, size_t n,
                                          size_t key_size, int encoding, uint8_t* results);
-SIGVERIFY_API int sigverify_verify_schnorr(sigverify_client* client, const uint8_t* rows, size_t n,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_verify_schnorr(sigverify_client* client, const uint8_t* rows, size_t n,
                                            size_t key_size, uint8_t* results);
-SIGVERIFY_API int sigverify_collect_ecdsa(sigverify_client* client, uint8_t* rows, size_t n, size_t key_size,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_collect_ecdsa(sigverify_client* client, uint8_t* rows, size_t n, size_t key_size,
                                           int encoding);
-SIGVERIFY_API int sigverify_collect_schnorr(sigverify_client* client, uint8_t* rows, size_t n,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_collect_schnorr(sigverify_client* client, uint8_t* rows, size_t n,
                                             size_t key_size);
 
 /* Column tables (libbitcoin's layout since mid-2026): n rows given as
@@ -108,16 +110,16 @@ SIGVERIFY_API int sigverify_collect_schnorr(sigverify_client* client, uint8_t* r
  * invalid rows keep theirs. The other columns are never written. Needs a
  * daemon of ring ABI 1.1 or later (older: SIGVERIFY_E_BAD_ENTRY, or local
  * verification with fallback_local). See docs/columns.md. */
-SIGVERIFY_API int sigverify_verify_ecdsa_columns(sigverify_client* client, const uint8_t* message,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_verify_ecdsa_columns(sigverify_client* client, const uint8_t* message,
                                                  const uint8_t* key, const uint8_t* signature, size_t n,
                                                  int encoding, uint8_t* results);
-SIGVERIFY_API int sigverify_verify_schnorr_columns(sigverify_client* client, const uint8_t* message,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_verify_schnorr_columns(sigverify_client* client, const uint8_t* message,
                                                    const uint8_t* key, const uint8_t* signature, size_t n,
                                                    uint8_t* results);
-SIGVERIFY_API int sigverify_collect_ecdsa_columns(sigverify_client* client, const uint8_t* message,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_collect_ecdsa_columns(sigverify_client* client, const uint8_t* message,
                                                   const uint8_t* key, const uint8_t* signature, uint8_t* correlate,
                                                   size_t n, size_t tail_size, int encoding);
-SIGVERIFY_API int sigverify_collect_schnorr_columns(sigverify_client* client, const uint8_t* message,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_collect_schnorr_columns(sigverify_client* client, const uint8_t* message,
                                                     const uint8_t* key, const uint8_t* signature, uint8_t* correlate,
                                                     size_t n, size_t tail_size);
 
@@ -135,7 +137,7 @@ SIGVERIFY_API int sigverify_collect_schnorr_columns(sigverify_client* client, co
  * fallback_local). With fallback_local a buffer the daemon cannot take is
  * verified in-process. */
 typedef struct sigverify_buffer sigverify_buffer;
-SIGVERIFY_API int sigverify_register_buffer(sigverify_client* client, int fd, uint64_t offset, uint64_t size,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_register_buffer(sigverify_client* client, int fd, uint64_t offset, uint64_t size,
                                             sigverify_buffer** out);
 SIGVERIFY_API void sigverify_unregister_buffer(sigverify_buffer* buffer);
 /* The registered range, mapped read-only in this process (NULL for NULL). */
@@ -150,7 +152,7 @@ SIGVERIFY_API const uint8_t* sigverify_buffer_data(const sigverify_buffer* buffe
  * SIGVERIFY_E_INVALID_ARGUMENT when a column passes the end of the buffer;
  * SIGVERIFY_E_BUFFER_LOST when the file shrank under the daemon. Honours the
  * thread's cancel token. */
-SIGVERIFY_API int sigverify_verify_registered_columns(sigverify_client* client, const sigverify_buffer* buffer,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_verify_registered_columns(sigverify_client* client, const sigverify_buffer* buffer,
                                                       int kind, int encoding, size_t n, uint64_t message_offset,
                                                       uint64_t key_offset, uint64_t signature_offset,
                                                       uint8_t* results);
@@ -164,7 +166,7 @@ SIGVERIFY_API int sigverify_verify_registered_columns(sigverify_client* client, 
  * sigverify_last_counts gives the counts of the verified rows. A token may
  * be freed while bound (the binding keeps what it needs). */
 typedef struct sigverify_cancel_token sigverify_cancel_token;
-SIGVERIFY_API sigverify_cancel_token* sigverify_cancel_token_new(void); /* NULL: out of memory */
+SIGVERIFY_NODISCARD SIGVERIFY_API sigverify_cancel_token* sigverify_cancel_token_new(void); /* NULL: out of memory */
 SIGVERIFY_API void sigverify_cancel_token_cancel(sigverify_cancel_token* token);
 SIGVERIFY_API int sigverify_cancel_token_cancelled(const sigverify_cancel_token* token);
 SIGVERIFY_API void sigverify_cancel_token_free(sigverify_cancel_token* token);
@@ -206,28 +208,37 @@ static inline int sigverify_multisig_pair_code(unsigned s, unsigned k) {
  * with SIGVERIFY_GROUP_MULTISIG), from their block_fk values. Also for every
  * row of a Schnorr libbitcoin correlate (threshold rows included: libbitcoin
  * fails a block on any failed Schnorr row). */
-SIGVERIFY_API int sigverify_single_signature_group_rows(const uint32_t* block_fks, size_t n,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_single_signature_group_rows(const uint32_t* block_fks, size_t n,
                                                         sigverify_group_row* out);
 /* Grouping fields from an ECDSA libbitcoin correlate column (n entries of
  * 6 bytes: id[3] || pair || group[2]). */
-SIGVERIFY_API int sigverify_group_rows_from_ecdsa_correlate(const uint8_t* correlate, size_t n,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_group_rows_from_ecdsa_correlate(const uint8_t* correlate, size_t n,
                                                             sigverify_group_row* out);
 /* Block verdicts of n rows of one table: verdicts[i] != 0 means row i
  * verified. Writes at most capacity verdicts, sorted by block_fk, and sets
  * *block_count to the number of blocks; SIGVERIFY_E_TOO_LARGE (nothing
  * written) when capacity is smaller. *failed_blocks (may be NULL) counts the
  * blocks that fail. */
-SIGVERIFY_API int sigverify_block_verdicts(int kind, const sigverify_group_row* rows, const uint8_t* verdicts,
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_block_verdicts(int kind, const sigverify_group_row* rows, const uint8_t* verdicts,
                                            size_t n, sigverify_block_verdict* blocks, size_t capacity,
                                            size_t* block_count, uint64_t* failed_blocks);
 
 /* Valid/invalid row counts of this thread's last verify/collect call. */
 SIGVERIFY_API void sigverify_last_counts(uint64_t* valid, uint64_t* invalid);
 /* Round trip of a no-op through the daemon's rings (rtt_ns may be NULL). */
-SIGVERIFY_API int sigverify_ping(sigverify_client* client, uint64_t* rtt_ns);
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_ping(sigverify_client* client, uint64_t* rtt_ns);
 /* 1 when a daemon session is up, 0 when working locally / disconnected. */
 SIGVERIFY_API int sigverify_is_connected(const sigverify_client* client);
 SIGVERIFY_API void sigverify_close(sigverify_client* client);
+
+/* The version of the library the program runs with (the headers' version is
+ * SIGVERIFY_VERSION_NUMBER, sigverify/version.h), as
+ * SIGVERIFY_VERSION_ENCODE(major, minor, patch), and as text ("major.minor.patch"). A
+ * program can refuse a library older than the calls it uses:
+ *   if (sigverify_version() < SIGVERIFY_VERSION_ENCODE(0, 2, 0)) ...
+ * Since 0.2.0. */
+SIGVERIFY_API uint32_t sigverify_version(void);
+SIGVERIFY_API const char* sigverify_version_string(void);
 
 /* Static description of an error code (never NULL). */
 SIGVERIFY_API const char* sigverify_strerror(int code);
