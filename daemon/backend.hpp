@@ -22,6 +22,7 @@
 // A failure makes the scheduler re-run the chunk on its CPU fallback.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -105,11 +106,27 @@ public:
     // groups holds the chunk's grouping fields (groups.count == records.count).
     // Every other backend's verdicts are libsecp256k1's: it just verifies.
     virtual bool confirms_by_group() const { return false; }
+
+    // Where the backend counts the pieces of a chunk it has verified
+    // (Metrics::progress, the systemd watchdog's sign of life, notify.hpp),
+    // so that a worker on a long chunk is not taken for a hung one; null:
+    // nowhere. A backend that wraps others passes it on. Set before start.
+    virtual void set_progress(std::atomic<std::uint64_t>* progress) { progress_ = progress; }
     virtual ChunkResult verify_grouped(unsigned worker, const wire::RowSpan& records, const ChunkGroups& groups,
                                        std::uint8_t* verdicts) noexcept {
         (void)groups;
         return verify(worker, records, verdicts);
     }
+
+protected:
+    // Rows a backend verifies between two progress marks (~50 ms of a core).
+    static constexpr std::size_t kProgressRows = 1024;
+    void note_progress() const noexcept {
+        if (progress_ != nullptr) progress_->fetch_add(1, std::memory_order_relaxed);
+    }
+
+private:
+    std::atomic<std::uint64_t>* progress_ = nullptr;
 };
 
 // The CPU backend: one reference::RowVerifier (libsecp256k1) per worker thread.

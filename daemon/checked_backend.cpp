@@ -54,6 +54,11 @@ void CheckedBackend::set_sampling(std::uint32_t valid_every, std::uint32_t inval
 
 std::string CheckedBackend::name() const { return primary_->name() + "+crosscheck"; }
 unsigned CheckedBackend::concurrency() const { return primary_->concurrency(); }
+
+void CheckedBackend::set_progress(std::atomic<std::uint64_t>* progress) {
+    Backend::set_progress(progress);
+    primary_->set_progress(progress);
+}
 std::size_t CheckedBackend::preferred_chunk_rows() const {
     return std::min(max_chunk_rows_, primary_->preferred_chunk_rows());
 }
@@ -176,7 +181,7 @@ ChunkResult CheckedBackend::check(unsigned worker, const wire::RowSpan& records,
             const bool recheck = v > 1 || (v == 1 ? w.sample(valid_sample)
                                                   : w.need[i] != 0 || w.sample(invalid_sample));
             if (recheck) {
-                ++rechecked;
+                if (++rechecked % kProgressRows == 0) note_progress();  // a long confirmation is not a hang
                 const bool cpu = w.cpu.verify_row(records, i);
                 bool agree = v <= 1 && cpu == (v == 1);
                 if (!agree && v <= 1 && in_place) {

@@ -85,6 +85,8 @@ public:
 
     std::string name() const override;
     unsigned concurrency() const override;
+    // Its own confirmations count, and so do the primary's pieces.
+    void set_progress(std::atomic<std::uint64_t>* progress) override;
     std::size_t preferred_chunk_rows() const override;
     bool verifies_in_place() const override { return primary_->verifies_in_place(); }
     bool map_client_memory(const void* base, std::size_t bytes) noexcept override;

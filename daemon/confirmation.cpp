@@ -142,12 +142,13 @@ void GroupLedger::register_chunk(std::size_t begin, std::size_t end, ChunkGroups
         const GroupKey key = g.key[i];
         if (key == kNoGroup) continue;
         if (key != previous) {  // one lookup per run of equal keys
-            auto [it, inserted] = seen_.try_emplace(key, Seen{begin, end, false});
+            auto [it, inserted] = seen_.try_emplace(key, Seen{Range{begin, end}, false});
             Seen& s = it->second;
-            if (!inserted && !(s.begin == begin && s.end == end) && !s.spanning) {
+            if (!inserted && s.first.begin != begin && !s.spanning) {
                 // A second chunk meets the group: the first one's verdicts of it get re-verified.
                 s.spanning = true;
-                repairs_.push_back(Repair{s.begin, s.end, key});
+                if (repair_ranges_.empty() || repair_ranges_.back().begin != s.first.begin)
+                    repair_ranges_.push_back(s.first);
             }
             previous = key;
             previous_spanning = s.spanning;
@@ -156,10 +157,16 @@ void GroupLedger::register_chunk(std::size_t begin, std::size_t end, ChunkGroups
     }
 }
 
-std::vector<GroupLedger::Repair> GroupLedger::take_repairs() {
+GroupLedger::Repairs GroupLedger::take_repairs() {
     std::lock_guard lock(mutex_);
-    seen_.clear();
-    return std::exchange(repairs_, {});
+    Repairs r;
+    r.ranges_ = std::exchange(repair_ranges_, {});
+    std::sort(r.ranges_.begin(), r.ranges_.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+    r.ranges_.erase(std::unique(r.ranges_.begin(), r.ranges_.end(),
+                                [](const Range& a, const Range& b) { return a.begin == b.begin; }),
+                    r.ranges_.end());
+    r.seen_ = std::exchange(seen_, {});
+    return r;
 }
 
 }  // namespace sigverify::daemon

@@ -29,7 +29,11 @@
 // a GroupLedger of the groups its chunks met: a group met by a second chunk is
 // SPANNING; from then on every chunk confirms its INVALID rows, and the rows
 // of the first chunk that met it are re-verified when the job ends, before
-// its completion is posted (GroupLedger::take_repairs). Rows still being
+// its completion is posted (GroupLedger::take_repairs): one pass over each
+// such chunk, so the repair is linear in the job's rows however many groups
+// span (issue 29.3: once per group it was quadratic). Only the rows whose
+// verdict is INVALID are re-verified: a VALID verdict of a group that
+// spans is trusted as any other (the VALID sample). Rows still being
 // written (block_fk FF FF FF) belong to no group: their INVALIDs are
 // confirmed. Tables that are not canonical multisig (another tail, no table
 // label, a threshold or single-signature table) use strict.
@@ -88,27 +92,45 @@ std::size_t mark_rows_to_confirm(const ChunkGroups& groups, const std::uint8_t* 
 // The groups a job's chunks have met (one per job under the groups rule).
 class GroupLedger {
 public:
-    // Rows [begin, end) of the job whose key is `key` and whose INVALID
-    // verdicts may have been left unconfirmed.
-    struct Repair {
+    // A chunk's rows [begin, end) of the job.
+    struct Range {
         std::size_t begin = 0, end = 0;
-        GroupKey key = 0;
+    };
+    struct Seen {
+        Range first;  // the first chunk that met the group
+        bool spanning = false;
+    };
+
+    // What the job-end repair re-verifies: the rows, in each first chunk of
+    // a group that became spanning, of the groups whose first chunk it is.
+    // Each such chunk is listed once (ascending), so the repair reads every
+    // row of the job at most once, whatever the number of groups.
+    class Repairs {
+    public:
+        const std::vector<Range>& ranges() const { return ranges_; }
+        // Whether a row of ranges()[r] with group `key` is to be re-verified.
+        bool wanted(GroupKey key, const Range& range) const {
+            const auto it = seen_.find(key);
+            return it != seen_.end() && it->second.spanning && it->second.first.begin == range.begin;
+        }
+
+    private:
+        friend class GroupLedger;
+        std::unordered_map<GroupKey, Seen> seen_;
+        std::vector<Range> ranges_;
     };
 
     // Registers the groups of chunk [begin, end) and sets groups.spanning:
     // 1 for the rows of every group another chunk has registered. The first
-    // chunk of a group that becomes spanning gets a Repair.
+    // chunk of a group that becomes spanning is to be repaired.
     void register_chunk(std::size_t begin, std::size_t end, ChunkGroups& groups);
-    std::vector<Repair> take_repairs();
+    // Once, when the job's chunks are all done; empties the ledger.
+    Repairs take_repairs();
 
 private:
-    struct Seen {
-        std::size_t begin = 0, end = 0;  // the first chunk that met the group
-        bool spanning = false;
-    };
     std::mutex mutex_;
     std::unordered_map<GroupKey, Seen> seen_;
-    std::vector<Repair> repairs_;
+    std::vector<Range> repair_ranges_;  // first chunks of spanning groups (repeats removed by take_repairs)
 };
 
 }  // namespace sigverify::daemon

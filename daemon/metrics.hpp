@@ -54,6 +54,9 @@ struct Metrics {
     // Segments the daemon truncated to zero bytes when their session ended.
     Counter segments_truncated{0};
     Counter chunks{0};
+    // Work units the workers finished: chunks, yield pieces, group-repair
+    // pieces (the watchdog's sign of life; not exported).
+    Counter progress{0};
     Counter cpu_fallback_chunks{0};
     Counter cpu_fallback_rows{0};
     Counter gpu_crosscheck_mismatches{0};  // bumped by a GPU backend's cross-check

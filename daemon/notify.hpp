@@ -27,21 +27,23 @@ private:
 };
 
 // Decides whether a watchdog ping is honest: only when the workers made
-// progress since the last check (the chunk counter moved), or when nothing is
-// queued at all. A worker stuck on a chunk while work waits stops the pings,
-// and systemd restarts the service after WatchdogSec=.
+// progress since the last check (Metrics::progress moved: a chunk, a piece of
+// a chunk or a piece of a job-end group repair finished), or when nothing is
+// queued at all. A worker busy on a long repair keeps the pings coming; one
+// stuck inside a call while work waits stops them, and systemd restarts the
+// service after WatchdogSec=.
 class WatchdogGate {
 public:
-    bool should_ping(std::uint64_t chunks_done, std::uint64_t queued_jobs) {
-        const bool progress = !have_last_ || chunks_done != last_chunks_;
+    bool should_ping(std::uint64_t progress, std::uint64_t queued_jobs) {
+        const bool moved = !have_last_ || progress != last_progress_;
         have_last_ = true;
-        last_chunks_ = chunks_done;
-        return queued_jobs == 0 || progress;
+        last_progress_ = progress;
+        return queued_jobs == 0 || moved;
     }
 
 private:
     bool have_last_ = false;
-    std::uint64_t last_chunks_ = 0;
+    std::uint64_t last_progress_ = 0;
 };
 
 }  // namespace sigverify::daemon

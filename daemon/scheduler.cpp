@@ -23,6 +23,13 @@ Scheduler::Scheduler(Backend& backend, Backend* cpu_fallback, std::size_t chunk_
 
 Scheduler::~Scheduler() { stop(); }
 
+void Scheduler::set_metrics(Metrics* metrics) {
+    metrics_ = metrics;
+    std::atomic<std::uint64_t>* progress = metrics != nullptr ? &metrics->progress : nullptr;
+    backend_.set_progress(progress);
+    if (cpu_fallback_ != nullptr) cpu_fallback_->set_progress(progress);
+}
+
 namespace {
 
 // Restricts the calling thread to the (n mod count)-th of the count cores it
@@ -310,6 +317,7 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
             if (piece.status != shm::Status::ok) return piece;  // nothing published
             r.tally += piece.tally;
             r.rows_rewritten = r.rows_rewritten || piece.rows_rewritten;
+            if (metrics_ != nullptr) metrics_->progress.fetch_add(1, std::memory_order_relaxed);
             a = b;
             if (a < n && lane_waits()) {
                 verified = a;
@@ -337,34 +345,48 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
     return r;
 }
 
-void Scheduler::repair_groups(unsigned worker, const Job& j) {
-    const std::vector<GroupLedger::Repair> repairs = j.ledger->take_repairs();
-    if (repairs.empty() || j.status != shm::Status::ok) return;
+shm::Status Scheduler::repair_groups(unsigned worker, const Job& j) {
+    const GroupLedger::Repairs repairs = j.ledger->take_repairs();
+    if (repairs.ranges().empty() || j.status != shm::Status::ok) return shm::Status::ok;
     const wire::RecordKind kind = j.is_columns ? j.columns.kind : j.rows.kind;
     const std::size_t limit = j.is_columns ? j.columns.count : j.rows.count;
     const std::size_t record = wire::record_size(kind);
-    const std::size_t batch = std::max<std::size_t>(1, chunk_rows_);
+    const std::size_t piece = std::clamp<std::size_t>(chunk_rows_, 1, kRepairPieceRows);
     Staging& st = staging_[worker];
-    if (!st.reserve(batch, record)) return;
+    // Unconfirmed INVALID verdicts may stand only if repaired: a repair that
+    // cannot run fails the job (a non-verdict), it never completes it.
+    if (!st.reserve(piece, record)) return shm::Status::backend_error;
     const wire::TailSpan tails =
         j.is_columns ? wire::correlate_tails(j.columns.correlate, j.columns.tail_size) : wire::row_tails(j.rows);
     std::uint64_t repaired = 0;
-    for (const GroupLedger::Repair& rep : repairs) {
-        for (std::size_t i = rep.begin; i < std::min(rep.end, limit);) {
-            // The group's rows of that chunk, as the client's memory holds them now.
+    // One pass over each first chunk of a spanning group (linear in the job's
+    // rows), in pieces, each counted as progress for the watchdog.
+    for (const GroupLedger::Range& range : repairs.ranges()) {
+        const std::size_t end = std::min(range.end, limit);
+        for (std::size_t i = range.begin; i < end;) {
+            // The rows of the range's repaired groups, as the client's memory
+            // holds them now. A VALID verdict stands (it is trusted as any
+            // other, under the VALID sample); in collect mode a valid row's
+            // tail is zeroed, so its group no longer matches anyway.
             st.rows.clear();
-            for (; i < std::min(rep.end, limit) && st.rows.size() < batch; ++i)
-                if (read_group_key(j.is_columns, j.rows, j.columns, i) == rep.key) st.rows.push_back(i);
+            for (; i < end && st.rows.size() < piece; ++i) {
+                if (j.mode == wire::Mode::results && j.results[i] == 1) continue;
+                if (repairs.wanted(read_group_key(j.is_columns, j.rows, j.columns, i), range)) st.rows.push_back(i);
+            }
+            if (metrics_ != nullptr) metrics_->progress.fetch_add(1, std::memory_order_relaxed);
+            if (st.rows.empty()) continue;
             for (std::size_t k = 0; k < st.rows.size(); ++k)
                 stage_record(j.is_columns, j.rows, j.columns, st.rows[k], st.records.data() + k * record);
             const wire::RowSpan staged{kind, 0, j.rows.encoding, st.records.data(), st.rows.size()};
-            if (cpu_fallback_->verify(worker, staged, st.verdicts.data()).status != shm::Status::ok) continue;
+            if (cpu_fallback_->verify(worker, staged, st.verdicts.data()).status != shm::Status::ok)
+                return shm::Status::backend_error;
             for (std::size_t k = 0; k < st.rows.size(); ++k)
                 wire::publish_verdict(j.mode, tails, j.results, st.rows[k], st.verdicts[k] == 1);
             repaired += st.rows.size();
         }
     }
     if (metrics_ != nullptr) metrics_->confirm_repaired_rows.fetch_add(repaired, std::memory_order_relaxed);
+    return shm::Status::ok;
 }
 
 void Scheduler::worker_loop(unsigned worker) {
@@ -440,7 +462,10 @@ void Scheduler::worker_loop(unsigned worker) {
         // Reads only the job's submitter-set fields, which nobody writes while it runs.
         std::size_t verified_end = end;
         const ChunkResult r = run_chunk(worker, j, begin, end, may_yield ? &verified_end : nullptr);
-        if (metrics_ != nullptr) metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
+        if (metrics_ != nullptr) {
+            metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
+            metrics_->progress.fetch_add(1, std::memory_order_relaxed);
+        }
 
         lock.lock();
         ++chunks_run_;
@@ -457,11 +482,10 @@ void Scheduler::worker_loop(unsigned worker) {
             if (metrics_ != nullptr && backend_.confirms_by_group())
                 (j.ledger != nullptr ? metrics_->confirm_batches_groups : metrics_->confirm_batches_strict)
                     .fetch_add(1, std::memory_order_relaxed);
-            if (j.ledger != nullptr) {
-                repair_groups(worker, j);
-                j.ledger.reset();
-            }
+            const shm::Status repair = j.ledger != nullptr ? repair_groups(worker, j) : shm::Status::ok;
+            j.ledger.reset();
             lock.lock();
+            if (repair != shm::Status::ok && j.status == shm::Status::ok) j.status = repair;
             const shm::Status status = j.status;
             const reference::Tally tally = j.tally;
             --queued_jobs_;

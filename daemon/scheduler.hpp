@@ -38,8 +38,13 @@
 //               or the tails / correlate entries of valid rows zeroed.
 // A chunk that fails publishes nothing: results stay zero (fail closed),
 // tails stay as they were. Under the groups rule the worker that finishes a
-// job's last chunk re-verifies, before the completion is posted, the rows of
-// groups that more than one chunk held (GroupLedger repairs).
+// job's last chunk re-verifies, before the completion is posted, the INVALID
+// rows of groups that more than one chunk held (GroupLedger repairs), in one
+// pass over each chunk concerned; a repair that cannot run fails the job.
+//
+// Progress: every chunk, yield piece and repair piece a worker finishes
+// moves Metrics::progress, which the systemd watchdog reads (notify.hpp):
+// a worker busy on a long repair is alive, one stuck in a call is not.
 //
 // Batch split: with a CPU fallback and a SplitPlanner, the rows of a batch
 // that the CPU workers can verify before a GPU launch returns go to the CPU
@@ -105,6 +110,9 @@ public:
     // Piece size for yielding to the lane on the CPU backend (~0.5 ms of one
     // core verifying ECDSA rows).
     static constexpr std::size_t kYieldRows = 16;
+    // Rows a job-end group repair re-verifies at a time; each piece counts as
+    // progress for the watchdog (~50 ms of one core).
+    static constexpr std::size_t kRepairPieceRows = 1024;
 
     Scheduler(Backend& backend, Backend* cpu_fallback, std::size_t chunk_rows);
     ~Scheduler();
@@ -146,7 +154,8 @@ public:
     std::size_t chunk_rows() const { return chunk_rows_; }
     std::uint64_t chunks_run() const { return chunks_run_; }
     // Counters the workers bump (chunks, CPU fallbacks); set before start().
-    void set_metrics(Metrics* metrics) { metrics_ = metrics; }
+    // Its progress counter goes to the backends too (Backend::set_progress).
+    void set_metrics(Metrics* metrics);
     // Splits each batch between the backend and the CPU fallback (when there
     // is one) by measured rates, and learns from every chunk; set before
     // start(). Without a planner every row goes to the backend.
@@ -195,9 +204,11 @@ private:
     void plan_job(Job& j) const;
     // Whether job j (its first chunk about to be handed out) uses the groups rule.
     bool use_groups_rule(const Job& j) const;
-    // Groups rule, job end: libsecp256k1 re-verifies the ledger's repairs (rows
-    // of groups more than one chunk held) and publishes their verdicts.
-    void repair_groups(unsigned worker, const Job& j);
+    // Groups rule, job end: libsecp256k1 re-verifies the ledger's repairs (the
+    // INVALID rows of groups more than one chunk held, in the first chunk that
+    // met each) and publishes their verdicts; one pass over each such chunk.
+    // Not ok: the repair could not run, and the job must fail.
+    shm::Status repair_groups(unsigned worker, const Job& j);
 
     std::vector<Staging> staging_;  // one per worker, sized by start()
 

@@ -799,13 +799,13 @@ void Server::periodic(std::chrono::steady_clock::time_point now) {
         std::uint64_t queued = 0;
         for (auto& [session, thread] : sessions_)
             if (!session->finished() && session->established()) queued += session->info().in_flight;
-        if (watchdog_gate_.should_ping(ctx_.metrics.chunks.load(std::memory_order_relaxed), queued)) {
+        if (watchdog_gate_.should_ping(ctx_.metrics.progress.load(std::memory_order_relaxed), queued)) {
             notify_.watchdog();
             if (watchdog_withheld_) ctx_.log->info("systemd watchdog: workers progress again, pinging");
             watchdog_withheld_ = false;
         } else if (!watchdog_withheld_) {
             watchdog_withheld_ = true;
-            ctx_.log->error("systemd watchdog: {} batches queued and no chunk finished for {} ms; withholding "
+            ctx_.log->error("systemd watchdog: {} batches queued and no worker progressed for {} ms; withholding "
                             "WATCHDOG=1",
                             queued, notify_.watchdog_period().count() / 1000);
         }

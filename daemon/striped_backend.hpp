@@ -35,6 +35,9 @@ public:
     bool verifies_in_place() const override;
     bool map_client_memory(const void* base, std::size_t bytes) noexcept override;
     void unmap_client_memory(const void* base) noexcept override;
+    void set_progress(std::atomic<std::uint64_t>* progress) override {
+        for (auto& d : devices_) d->set_progress(progress);
+    }
     ChunkResult verify_grouped(unsigned worker, const wire::RowSpan& records, const ChunkGroups& groups,
                                std::uint8_t* verdicts) noexcept override;
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/checked_backend.hpp"
+#include "daemon/host_kernel_backend.hpp"
 #include "daemon/staging.hpp"
 #include "reference/row_generator.hpp"
 #include "shm_protocol/verdict_publish.hpp"
@@ -293,4 +294,37 @@ TEST_CASE("pieces below cpu_below_rows are verified on the CPU and never reach t
         CHECK(faulty.chunks == 1);
         CHECK_FALSE(checked.primary_enabled());
     }
+}
+
+TEST_CASE("backends mark progress for the watchdog in pieces of a chunk, and CheckedBackend passes it on",
+          "[crosscheck][progress]") {
+    // Issue 29.3: a long chunk must not look like a hung worker. 2,500 rows:
+    // the CPU backend marks every 1,024 rows (3 marks), the host twin of the
+    // kernel every 256 (10), CheckedBackend its primary's marks plus one per
+    // 1,024 confirmations (all 2,500 rows invalid: 2 more).
+    const Data valid = make(wire::Table::ecdsa, 2500, 0.0);
+    const Staged s = stage(valid);
+    std::vector<std::uint8_t> verdicts(2500);
+    std::atomic<std::uint64_t> progress{0};
+
+    daemon::CpuBackend cpu(1);
+    cpu.set_progress(&progress);
+    REQUIRE(cpu.verify(0, s.span, verdicts.data()).status == shm::Status::ok);
+    CHECK(progress == 3);
+
+    progress = 0;
+    daemon::HostKernelBackend host(0, 1);
+    host.set_progress(&progress);
+    REQUIRE(host.verify(0, s.span, verdicts.data()).status == shm::Status::ok);
+    CHECK(progress == 10);
+    CHECK(verdicts == truth(s.span));
+
+    const Data broken = make(wire::Table::ecdsa, 2500, 1.0, 4);
+    const Staged b = stage(broken);
+    progress = 0;
+    CheckedBackend checked(std::make_unique<daemon::HostKernelBackend>(0, 1), 4096, CrossCheckPolicy{0, 0, 0});
+    checked.set_progress(&progress);
+    REQUIRE(checked.verify(0, b.span, verdicts.data()).status == shm::Status::ok);
+    CHECK(checked.counters().rows_rechecked == 2500);
+    CHECK(progress == 10 + 2);
 }
