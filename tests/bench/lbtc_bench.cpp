@@ -6,7 +6,7 @@
 // hook is timed with results and with nullptr (libbitcoin's first Schnorr
 // pass). Rows are valid (the common case); the first 50,000 are signed and
 // the rest repeat them. Not a test; figures go to BENCHMARKS.md §9.
-//   build/tests/bench/sigverify_lbtc_bench [daemon_cpu_threads] [repeats]
+//   build/tests/bench/sigverify_lbtc_bench [daemon_cpu_threads] [repeats] [max_rows]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -73,6 +73,8 @@ double best_rows_per_s(std::size_t n, int repeats, F&& f) {
 int main(int argc, char** argv) {
     const unsigned daemon_threads = argc > 1 ? unsigned(std::atoi(argv[1])) : 0;
     const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
+    const std::size_t max_rows = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1000000;
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as it is measured
     cli::DaemonProcessOptions o;
     o.binary = SIGVERIFYD_BIN;
     o.args = {"--backend", "cpu", "--cpu-threads", std::to_string(daemon_threads)};
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
     std::printf("%-8s %9s %14s %14s %14s %7s %7s\n", "table", "rows", "loop rows/s", "hook rows/s", "hook null/s",
                 "ratio", "null");
     for (std::size_t n : {std::size_t{1000}, std::size_t{100000}, std::size_t{1000000}}) {
+        if (n > max_rows) break;
         for (wire::Table table : {wire::Table::ecdsa, wire::Table::schnorr}) {
             const Table t = make_table(table, n);
             std::vector<std::uint8_t> results(n);

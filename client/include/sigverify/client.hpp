@@ -277,8 +277,8 @@ public:
     // The same with a flag the caller already has (libbitcoin's stopper, a
     // std::atomic_bool): the call stops as with a stop token once *cancel
     // reads true, polled between pieces and while waiting. Null: never stops.
-    BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
-                    const std::atomic<bool>* cancel);
+    [[nodiscard]] BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
+                                  std::uint8_t table, const std::atomic<bool>* cancel);
 
     // --- column API (copy; batches of any size, split over the arena) --------
     // Same contract as the row calls: results (n bytes) zeroed first, 1 =
@@ -305,8 +305,8 @@ public:
     BatchResult run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
                             std::stop_token stop);
     // Cancellable by a caller's flag (as run() with one).
-    BatchResult run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
-                            const std::atomic<bool>* cancel);
+    [[nodiscard]] BatchResult run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results,
+                                          std::uint8_t table, const std::atomic<bool>* cancel);
 
     // --- registered buffers (ring ABI 1.4) ----------------------------------
     // Registers [offset, offset + size) of fd (a memfd or a regular file open
@@ -334,8 +334,9 @@ public:
     BatchResult verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
                                           std::uint8_t* results, std::uint8_t table, std::stop_token stop);
     // Cancellable by a caller's flag (as run() with one).
-    BatchResult verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
-                                          std::uint8_t* results, std::uint8_t table, const std::atomic<bool>* cancel);
+    [[nodiscard]] BatchResult verify_registered_columns(const RegisteredBuffer& buffer,
+                                                        const RegisteredColumns& columns, std::uint8_t* results,
+                                                        std::uint8_t table, const std::atomic<bool>* cancel);
 
     // --- zero-copy API ------------------------------------------------------
     // Reserves count rows (and count result bytes) in the arena. Waits for
