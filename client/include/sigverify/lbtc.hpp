@@ -27,7 +27,8 @@
 // Environment (read once, on first use): SIGVERIFY_RUNTIME_DIR (where the
 // daemon's socket is, as for every client), SIGVERIFY_LBTC_BATCH_TIMEOUT_MS
 // (how long one piece may wait for the daemon before it is verified here;
-// default 10000; a stopped daemon costs each call that long).
+// default 10000; a stopped daemon costs each call that long for each of the
+// up to four pieces it has in flight, then the rows are verified here).
 #pragma once
 
 #include <cstddef>
