@@ -6,7 +6,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <spdlog/logger.h>
 
@@ -32,7 +35,12 @@ struct DaemonContext {
     Metrics metrics;                          // the stats socket's counters (daemon/metrics.hpp)
     LogLimit log_limit;                       // for every log line a client can trigger repeatedly
     SegmentBudget segment_budget;             // shared memory handed out and not yet truncated, per uid
-    int session_ended_fd = -1;                // eventfd: a session thread ended, the server reaps it at once
+    int session_ended_fd = -1;
+    // What the daemon verifies on, for the info request (daemon/info_reply.hpp):
+    // "cpu", "gpu" or "host-kernel", and each backend's state now (safe to
+    // call from a session thread; set by the server before it serves).
+    std::string backend_kind = "cpu";
+    std::function<std::vector<BackendInfo>()> backends;                // eventfd: a session thread ended, the server reaps it at once
 };
 
 }  // namespace sigverify::daemon

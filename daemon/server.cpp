@@ -587,6 +587,8 @@ int Server::run() {
     }
     scheduler_->set_worker_nice(int(cfg.worker_nice));
     ctx_.scheduler = scheduler_.get();
+    ctx_.backends = [this] { return backends(); };
+    ctx_.backend_kind = gpus_ == nullptr ? "cpu" : cfg.backend == BackendChoice::host_kernel ? "host-kernel" : "gpu";
 
     // Signals are handled synchronously through a signalfd; block them in
     // every thread (threads inherit this mask).
@@ -704,6 +706,51 @@ int Server::run() {
     return exit_status::clean_stop;
 }
 
+// Read by the stats socket (main thread) and by sessions answering an info
+// request (their own threads): gpu_reports_ and the devices are fixed once
+// run() starts serving, and each device's state and counters are atomics
+// (a switched-off device's reason is written before its flag turns false).
+std::vector<BackendInfo> Server::backends() const {
+    std::vector<BackendInfo> out;
+    if (gpus_ != nullptr) {
+        std::size_t next = 0;  // the usable reports are the striped devices, in order
+        for (const auto& r : gpu_reports_) {
+            BackendInfo b;
+            b.name = "gpu" + std::to_string(r.info.index);
+            b.kind = "gpu";
+            b.device = r.info.name;
+            b.memory_bytes = r.info.total_memory;
+            if (r.usable && next < gpus_->devices()) {
+                const CheckedBackend& d = gpus_->device(next++);
+                const CrossCheckCounters& c = d.counters();
+                b.workers = d.concurrency();
+                b.self_test = d.primary_enabled() ? "passed" : "passed; switched off: " + d.disable_reason();
+                b.enabled = d.primary_enabled();
+                b.crosscheck_mismatches = c.mismatches.load();
+                b.errors = c.primary_errors.load();
+                b.rows_confirmed = c.rows_rechecked.load();
+                b.invalid_unconfirmed = c.invalid_unconfirmed.load();
+                b.rows_rewritten = c.rows_rewritten.load();
+            } else {
+                b.self_test = "failed: " + r.self_test;
+                b.enabled = false;
+            }
+            out.push_back(std::move(b));
+        }
+    }
+    const Backend* cpu = gpus_ != nullptr ? cpu_fallback_.get() : backend_.get();
+    if (cpu) {
+        BackendInfo b;
+        b.name = gpus_ != nullptr ? "cpu-fallback" : cpu->name();
+        b.kind = "cpu";
+        b.device = "libsecp256k1";
+        b.workers = cpu->concurrency();
+        b.self_test = self_test_;
+        out.push_back(std::move(b));
+    }
+    return out;
+}
+
 StatsSnapshot Server::snapshot() {
     StatsSnapshot s;
     s.version = SIGVERIFY_VERSION_STRING;
@@ -731,45 +778,10 @@ StatsSnapshot Server::snapshot() {
     s.settings.cross_check_invalid_sample = ctx_.config.cross_check_invalid_sample;
     s.settings.metrics_textfile = ctx_.config.metrics_textfile;
     s.settings.metrics_interval = ctx_.config.metrics_interval;
-    if (gpus_ != nullptr) {
-        std::size_t next = 0;  // the usable reports are the striped devices, in order
-        for (const auto& r : gpu_reports_) {
-            BackendInfo b;
-            b.name = "gpu" + std::to_string(r.info.index);
-            b.kind = "gpu";
-            b.device = r.info.name;
-            b.memory_bytes = r.info.total_memory;
-            if (r.usable && next < gpus_->devices()) {
-                const CheckedBackend& d = gpus_->device(next++);
-                const CrossCheckCounters& c = d.counters();
-                b.workers = d.concurrency();
-                b.self_test = d.primary_enabled() ? "passed" : "passed; switched off: " + d.disable_reason();
-                b.enabled = d.primary_enabled();
-                b.crosscheck_mismatches = c.mismatches.load();
-                b.errors = c.primary_errors.load();
-                b.rows_confirmed = c.rows_rechecked.load();
-                b.invalid_unconfirmed = c.invalid_unconfirmed.load();
-                b.rows_rewritten = c.rows_rewritten.load();
-            } else {
-                b.self_test = "failed: " + r.self_test;
-                b.enabled = false;
-            }
-            s.backends.push_back(std::move(b));
-        }
-    }
+    s.backends = backends();
     if (planner_ != nullptr) {
         s.has_split = true;
         s.split = planner_->estimates();
-    }
-    const Backend* cpu = gpus_ != nullptr ? cpu_fallback_.get() : backend_.get();
-    if (cpu) {
-        BackendInfo b;
-        b.name = gpus_ != nullptr ? "cpu-fallback" : cpu->name();
-        b.kind = "cpu";
-        b.device = "libsecp256k1";
-        b.workers = cpu->concurrency();
-        b.self_test = self_test_;
-        s.backends.push_back(std::move(b));
     }
     return s;
 }

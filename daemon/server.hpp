@@ -92,6 +92,7 @@ private:
 
     // Stats socket, systemd notification, metrics textfile (daemon/stats_server.hpp, notify.hpp).
     StatsSnapshot snapshot();
+    std::vector<BackendInfo> backends() const;  // also DaemonContext::backends (session threads)
     std::string status_line();
     void periodic(std::chrono::steady_clock::time_point now);
     int periodic_timeout_ms(std::chrono::steady_clock::time_point now) const;

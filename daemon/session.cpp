@@ -17,6 +17,7 @@
 #include <boost/interprocess/shared_memory_object.hpp>
 #include <spdlog/spdlog.h>
 
+#include "daemon/info_reply.hpp"
 #include "daemon/mapping_guard.hpp"
 #include "daemon/scheduler.hpp"
 #include "daemon/submission_checks.hpp"
@@ -402,6 +403,18 @@ bool Session::control_message(const std::uint8_t* data, std::size_t size, int fd
         reply.buffer_id = req.buffer_id;
         reply.status = static_cast<std::uint32_t>(req.flags != 0 ? shm::Status::invalid_argument
                                                                   : registered_.remove(req.buffer_id));
+    } else if (size >= sizeof magic && magic == shm::kInfoMagic && fd < 0) {
+        // Any size with the info magic gets an answer, a malformed one a
+        // refusal (invalid_argument), so the client never waits for nothing.
+        const shm::InfoReply info = make_info_reply(ctx_, data, size);
+        if (info.status != static_cast<std::uint32_t>(shm::Status::ok)) {
+            ++ctx_.protocol_errors;
+            if (ctx_.log_limit.allow(*ctx_.log, "malformed info request"))
+                ctx_.log->warn("client {} '{}' ({}): malformed info request ({} bytes); refused", id_, name_, peer_,
+                               size);
+        }
+        shm::send_packet(fd_, &info, sizeof info);
+        return true;
     } else {
         return false;
     }
@@ -410,7 +423,7 @@ bool Session::control_message(const std::uint8_t* data, std::size_t size, int fd
 }
 
 bool Session::socket_alive() {
-    // After the handshake only the buffer registration messages are expected
+    // After the handshake only the buffer registration and info messages are expected
     // (control_message). EOF ends the session; any other packet (of any size,
     // with or without descriptors) is a protocol error, drained and ignored;
     // passed descriptors are closed at once (a registered buffer's once it is

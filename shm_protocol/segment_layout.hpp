@@ -46,9 +46,10 @@ namespace sigverify::shm {
 // ---------------------------------------------------------------------------
 constexpr std::uint32_t kSegmentMagic = 0x47535653;  // "SVSG" little-endian
 constexpr std::uint16_t kAbiMajor = 1;                // incompatible layout change
-constexpr std::uint16_t kAbiMinor = 4;                // compatible addition (1: Opcode::verify_columns,
+constexpr std::uint16_t kAbiMinor = 5;                // compatible addition (1: Opcode::verify_columns,
                                                       // 2: kSubmitStrictConfirm, 3: Opcode::cancel,
-                                                      // 4: registered buffers)
+                                                      // 4: registered buffers, 5: the info request,
+                                                      // shm_protocol/info_message.hpp)
 constexpr std::uint32_t kProtocolVersion = 1;         // handshake version
 
 constexpr std::size_t kCacheLine = 64;

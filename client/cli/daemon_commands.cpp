@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The sigverifyd connection of the CLI (connect_daemon, used by `verify`,
-// verify_command.cpp) and `sigverify ping`: check that the daemon is up.
+// verify_command.cpp), `sigverify ping`: check that the daemon is up, and
+// the hook of `sigverify info` (info_command.cpp).
 #include "client/cli/cli_common.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "client/cli/info_command.hpp"
 #include "client/cli/json_output.hpp"
 #include "sigverify/client.hpp"
 
@@ -22,6 +24,8 @@ struct PingArgs {
 
 PingArgs g_ping;
 CLI::App* g_ping_cmd = nullptr;
+InfoArgs g_info;
+CLI::App* g_info_cmd = nullptr;
 
 ClientOptions client_options(const std::string& runtime_dir, const char* name) {
     ClientOptions o;
@@ -98,10 +102,12 @@ void add_extra_subcommands(CLI::App& app) {
         ->capture_default_str();
     g_ping_cmd->add_flag("--json", g_ping.json,
                          "Print the result as one JSON object (status, epoch, arena_bytes, pings, round_trip_*_us)");
+    g_info_cmd = add_info_subcommand(app, g_info);
 }
 
 int run_extra_subcommand(CLI::App&) {
     if (g_ping_cmd != nullptr && *g_ping_cmd) return run_ping(g_ping);
+    if (g_info_cmd != nullptr && *g_info_cmd) return run_info(g_info);
     return int(ExitCode::usage);
 }
 

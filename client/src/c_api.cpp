@@ -2,6 +2,7 @@
 // C ABI over sigverify::Client.
 #include "sigverify/sigverify.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <new>
@@ -275,6 +276,46 @@ void sigverify_last_counts(uint64_t* valid, uint64_t* invalid) {
 int sigverify_ping(sigverify_client* c, uint64_t* rtt_ns) {
     if (c == nullptr) return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
     return finish(c, BatchResult{c->client->ping(rtt_ns), 0, 0, 0});
+}
+
+int sigverify_info(sigverify_client* c, sigverify_daemon_info* out) {
+    if (c == nullptr || out == nullptr || out->struct_size < sizeof(sigverify_daemon_info))
+        return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
+    sigverify::DaemonInfo d;
+    const Status st = c->client->info(d);
+    if (st != Status::ok) return finish(c, {st, 0, 0, 0});
+    const std::uint32_t size = out->struct_size;
+    std::memset(out, 0, sizeof *out);
+    out->struct_size = size;
+    auto copy = [](char* dst, std::size_t cap, const std::string& src) {
+        const std::size_t n = std::min(src.size(), cap - 1);
+        std::memcpy(dst, src.data(), n);
+        dst[n] = '\0';
+    };
+    out->protocol_version = d.protocol_version;
+    out->abi_major = d.abi_major;
+    out->abi_minor = d.abi_minor;
+    out->epoch = d.epoch;
+    copy(out->version, sizeof out->version, d.version);
+    copy(out->backend, sizeof out->backend, d.backend);
+    copy(out->confirm_rule, sizeof out->confirm_rule, d.confirm_rule);
+    out->cpu_workers = d.cpu_workers;
+    out->gpu_count = d.gpu_count;
+    out->gpus_enabled = d.gpus_enabled;
+    out->max_registered_buffers = d.max_registered_buffers;
+    out->max_arena_size = d.max_arena_size;
+    out->max_registered_bytes = d.max_registered_bytes;
+    out->max_ring_entries = d.max_ring_entries;
+    out->max_clients = d.max_clients;
+    for (std::size_t i = 0; i < d.gpus.size() && i < SIGVERIFY_INFO_MAX_GPUS; ++i) {
+        sigverify_gpu_info& g = out->gpus[i];
+        g.index = d.gpus[i].index;
+        g.enabled = d.gpus[i].enabled ? 1 : 0;
+        g.memory_bytes = d.gpus[i].memory_bytes;
+        copy(g.name, sizeof g.name, d.gpus[i].name);
+        copy(g.self_test, sizeof g.self_test, d.gpus[i].self_test);
+    }
+    return finish(c, {Status::ok, 0, 0, 0});
 }
 
 int sigverify_is_connected(const sigverify_client* c) { return c != nullptr && c->client->connected() ? 1 : 0; }

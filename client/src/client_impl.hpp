@@ -11,6 +11,8 @@
 //   copy_api.cpp        the copy APIs for rows and columns: split a caller's
 //                       batch into pieces, copy them in, pipeline, copy out
 //   local_fallback.cpp  in-process verification (LocalFallback)
+//   registered.cpp      registered buffers, the control-socket exchange
+//   info.cpp            Client::info (the daemon info request)
 //
 // Locking: one mutex (mu) guards everything below it. Functions named
 // *_locked expect it held; sleep_locked() drops it while sleeping. The
@@ -26,10 +28,13 @@
 // generation), so a stale one is never applied.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -74,6 +79,33 @@ inline bool is_daemon_failure(Status s) {
            s == Status::backend_error || s == Status::stale_epoch || s == Status::unreachable ||
            s == Status::timeout;
 }
+
+// What ends a call early: the caller's stop token and/or a flag it already
+// has (libbitcoin keeps a std::atomic_bool), both polled between pieces and
+// while waiting, exactly alike.
+struct CancelCheck {
+    std::stop_token token;
+    const std::atomic<bool>* flag = nullptr;
+    bool stop_requested() const {
+        return token.stop_requested() || (flag != nullptr && flag->load(std::memory_order_acquire));
+    }
+};
+
+// The verdict bytes of a counts-only call (results == nullptr) that the
+// local fallback verifies: one piece (at most kMaxChunkRows) at a time, made
+// on first use only, so the daemon path allocates nothing. get() returns
+// nullptr when out of memory (the call then fails, it never guesses).
+class CountsOnlyScratch {
+public:
+    std::uint8_t* get(std::size_t count) {
+        if (count > kMaxChunkRows) return nullptr;
+        if (!bytes_) bytes_.reset(new (std::nothrow) std::uint8_t[kMaxChunkRows]);
+        return bytes_.get();
+    }
+
+private:
+    std::unique_ptr<std::uint8_t[]> bytes_;
+};
 
 }  // namespace detail
 
@@ -164,7 +196,7 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // No fallback. With a stop token: returns Status::pending (even when
     // blocking) as soon as a stop is requested, unless this batch's cancel
     // was already requested (then it waits for the completion).
-    BatchResult wait_raw(detail::SlotRef b, bool block, const std::stop_token* stop = nullptr);
+    BatchResult wait_raw(detail::SlotRef b, bool block, const detail::CancelCheck* stop = nullptr);
     // Cancels a submitted batch (Opcode::cancel) and waits for the daemon's
     // answer: ok (cancelled), not_found (it had completed), or a failure.
     Status cancel(detail::SlotRef b);
@@ -180,19 +212,23 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // One control-socket request and its reply (RegisterReply with `magic`).
     Status control_round_trip_locked(const void* request, std::size_t size, int pass_fd, std::uint32_t magic,
                                      shm::RegisterReply& reply);
+    // The same for any reply of reply_size bytes (`what` names the request in
+    // the error when it times out).
+    Status control_exchange_locked(const void* request, std::size_t size, int pass_fd, std::uint32_t magic,
+                                   void* reply, std::size_t reply_size, const char* what);
     Status reserve_registered(const RegisteredBuffer::State& b, const RegisteredColumns& cols, std::size_t begin,
                               std::size_t count, ColumnBatch& batch, bool wait);
     BatchResult run_registered(RegisteredBuffer::State& b, const RegisteredColumns& cols, std::uint8_t* results,
-                               std::uint8_t table, std::stop_token stop);
+                               std::uint8_t table, const detail::CancelCheck& stop);
 
     // --- copy API (copy_api.cpp) ---------------------------------------------
     BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
-                    std::stop_token stop);
+                    const detail::CancelCheck& stop);
     BatchResult run_columns(const Columns& cols, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
-                            std::stop_token stop);
+                            const detail::CancelCheck& stop);
     template <class PieceBatch, class Fill, class CopyBack, class Local, class FallsBack>
     BatchResult pipeline(std::size_t n, std::size_t chunk, wire::Mode mode, wire::SigEncoding enc, std::uint8_t table,
-                         const std::stop_token& stop, Fill&& fill, CopyBack&& copy_back, Local&& local_run,
+                         const detail::CancelCheck& stop, Fill&& fill, CopyBack&& copy_back, Local&& local_run,
                          FallsBack&& falls_back);
 };
 

@@ -40,16 +40,18 @@ using detail::kPipelineDepth;
 // ---------------------------------------------------------------------------
 // Copy API over the zero-copy path, pipelined.
 BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
-                              std::uint8_t table, std::stop_token stop) {
+                              std::uint8_t table, const detail::CancelCheck& stop) {
     BatchResult total;
-    if (!rows.valid() || (mode == wire::Mode::results && results == nullptr && rows.count != 0) ||
+    if (!rows.valid() ||
         (rows.kind == wire::RecordKind::ecdsa && rows.encoding != wire::SigEncoding::opaque &&
          rows.encoding != wire::SigEncoding::compact)) {
         total.status = Status::invalid_argument;
         return total;
     }
-    if (mode == wire::Mode::results && rows.count != 0) std::memset(results, 0, rows.count);  // fail closed
+    if (mode == wire::Mode::results && results != nullptr && rows.count != 0)
+        std::memset(results, 0, rows.count);  // fail closed
     if (rows.count == 0) return total;
+    detail::CountsOnlyScratch scratch;  // results mode without results: the local fallback's verdicts
     const std::size_t stride = rows.row_stride();
     std::size_t chunk;
     {
@@ -71,14 +73,17 @@ BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::u
             return st;
         },
         [&](std::size_t begin, std::size_t count, const RowBatch& b) {
-            if (mode == wire::Mode::results)
-                std::memcpy(results + begin, b.results, count);
-            else
+            if (mode == wire::Mode::collect)
                 std::memcpy(rows.row(begin), b.rows, count * stride);
+            else if (results != nullptr)
+                std::memcpy(results + begin, b.results, count);
         },
         // Verifier::run indexes results from row 0 of the sub-span.
         [&](std::size_t begin, std::size_t count) {
-            return local.run(sub_span(begin, count), mode, mode == wire::Mode::results ? results + begin : nullptr);
+            if (mode == wire::Mode::collect) return local.run(sub_span(begin, count), mode, nullptr);
+            std::uint8_t* out = results != nullptr ? results + begin : scratch.get(count);
+            if (out == nullptr) return BatchResult{Status::system_error, 0, 0, 0};
+            return local.run(sub_span(begin, count), mode, out);
         },
         [&](Status st) { return is_daemon_failure(st) || st == Status::too_large; });
 }
@@ -86,7 +91,7 @@ BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::u
 // Column copy API over the zero-copy column path, pipelined like run().
 // Results mode sends no correlate (the daemon never reads it there).
 BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std::uint8_t* results,
-                                      std::uint8_t table, std::stop_token stop) {
+                                      std::uint8_t table, const detail::CancelCheck& stop) {
     BatchResult total;
     const std::size_t n = cols.count;
     const std::size_t tail = mode == wire::Mode::collect ? cols.tail_size : 0;
@@ -94,15 +99,15 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
                            (cols.kind == wire::RecordKind::ecdsa && cols.encoding != wire::SigEncoding::opaque &&
                             cols.encoding != wire::SigEncoding::compact);
     const bool missing = n != 0 && (cols.message == nullptr || cols.key == nullptr || cols.signature == nullptr ||
-                                    (mode == wire::Mode::results && results == nullptr) ||
                                     (tail != 0 && cols.correlate == nullptr));
     if (bad_enums || missing || cols.tail_size > wire::kMaxTailSize ||
         n > std::numeric_limits<std::size_t>::max() / (wire::stride(cols.kind, cols.tail_size) + 1)) {
         total.status = Status::invalid_argument;
         return total;
     }
-    if (mode == wire::Mode::results && n != 0) std::memset(results, 0, n);  // fail closed
+    if (mode == wire::Mode::results && results != nullptr && n != 0) std::memset(results, 0, n);  // fail closed
     if (n == 0) return total;
+    detail::CountsOnlyScratch scratch;  // results mode without results: the local fallback's verdicts
     const wire::SigEncoding enc =
         cols.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : cols.encoding;
     const std::size_t key_width = wire::column_key_width(cols.kind);
@@ -143,15 +148,18 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
             return st;
         },
         [&](std::size_t begin, std::size_t count, const ColumnBatch& b) {
-            if (mode == wire::Mode::results)
+            if (mode == wire::Mode::collect) {
+                if (tail != 0) std::memcpy(cols.correlate + begin * tail, b.correlate, count * tail);
+            } else if (results != nullptr) {
                 std::memcpy(results + begin, b.results, count);
-            else if (tail != 0)
-                std::memcpy(cols.correlate + begin * tail, b.correlate, count * tail);
+            }
         },
         // ColumnVerifier indexes results from row 0 of the sub-batch.
         [&](std::size_t begin, std::size_t count) {
-            return local.run_columns(sub_batch(begin, count), mode,
-                                     mode == wire::Mode::results ? results + begin : nullptr);
+            if (mode == wire::Mode::collect) return local.run_columns(sub_batch(begin, count), mode, nullptr);
+            std::uint8_t* out = results != nullptr ? results + begin : scratch.get(count);
+            if (out == nullptr) return BatchResult{Status::system_error, 0, 0, 0};
+            return local.run_columns(sub_batch(begin, count), mode, out);
         },
         // An old daemon (bad_entry) is covered by the fallback as an absent one is.
         [&](Status st) { return is_daemon_failure(st) || st == Status::too_large || st == Status::bad_entry; });
@@ -161,12 +169,17 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
 // Client: the public copy calls
 // ---------------------------------------------------------------------------
 BatchResult Client::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table) {
-    return impl_->run(rows, mode, results, table, {});
+    return impl_->run(rows, mode, results, table, detail::CancelCheck{});
 }
 
 BatchResult Client::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
                         std::stop_token stop) {
-    return impl_->run(rows, mode, results, table, std::move(stop));
+    return impl_->run(rows, mode, results, table, detail::CancelCheck{std::move(stop), nullptr});
+}
+
+BatchResult Client::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
+                        const std::atomic<bool>* cancel) {
+    return impl_->run(rows, mode, results, table, detail::CancelCheck{{}, cancel});
 }
 
 BatchResult Client::verify_ecdsa(const std::uint8_t* rows, std::size_t n, std::size_t tail_size,
@@ -248,12 +261,17 @@ BatchResult Client::collect_threshold(std::span<wire::ThresholdRow> rows) {
 }
 
 BatchResult Client::run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table) {
-    return impl_->run_columns(columns, mode, results, table, {});
+    return impl_->run_columns(columns, mode, results, table, detail::CancelCheck{});
 }
 
 BatchResult Client::run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
                                 std::stop_token stop) {
-    return impl_->run_columns(columns, mode, results, table, std::move(stop));
+    return impl_->run_columns(columns, mode, results, table, detail::CancelCheck{std::move(stop), nullptr});
+}
+
+BatchResult Client::run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
+                                const std::atomic<bool>* cancel) {
+    return impl_->run_columns(columns, mode, results, table, detail::CancelCheck{{}, cancel});
 }
 
 namespace {

@@ -27,7 +27,7 @@ namespace sigverify {
 // PieceBatch is RowBatch or ColumnBatch.
 template <class PieceBatch, class Fill, class CopyBack, class Local, class FallsBack>
 BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode mode, wire::SigEncoding enc,
-                                   std::uint8_t table, const std::stop_token& stop, Fill&& fill, CopyBack&& copy_back,
+                                   std::uint8_t table, const detail::CancelCheck& stop, Fill&& fill, CopyBack&& copy_back,
                                    Local&& local_run, FallsBack&& falls_back) {
     struct InFlight {
         PieceBatch batch;

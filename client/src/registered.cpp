@@ -66,6 +66,15 @@ bool column_fits(std::uint64_t offset, std::uint64_t count, std::uint64_t width,
 // ---------------------------------------------------------------------------
 Status Client::Impl::control_round_trip_locked(const void* request, std::size_t size, int pass_fd,
                                                std::uint32_t magic, shm::RegisterReply& reply) {
+    const Status st = control_exchange_locked(request, size, pass_fd, magic, &reply, sizeof reply,
+                                              "a buffer registration");
+    reply.error[sizeof reply.error - 1] = '\0';
+    return st;
+}
+
+Status Client::Impl::control_exchange_locked(const void* request, std::size_t size, int pass_fd,
+                                             std::uint32_t magic, void* reply, std::size_t reply_size,
+                                             const char* what) {
     if (!shm::send_packet(conn.fd, request, size, pass_fd)) {
         mark_dead_locked(std::string("cannot send to sigverifyd: ") + std::strerror(errno));
         return Status::disconnected;
@@ -76,7 +85,7 @@ Status Client::Impl::control_round_trip_locked(const void* request, std::size_t 
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         if (left.count() <= 0) {
             // A late reply would be taken for a hang-up later: give the session up.
-            mark_dead_locked("sigverifyd did not answer a buffer registration");
+            mark_dead_locked(std::string("sigverifyd did not answer ") + what);
             return Status::timeout;
         }
         pollfd p{conn.fd, POLLIN | POLLRDHUP, 0};
@@ -97,18 +106,19 @@ Status Client::Impl::control_round_trip_locked(const void* request, std::size_t 
             mark_dead_locked("sigverifyd went away (control socket closed)");
             return Status::disconnected;
         }
-        alignas(8) std::uint8_t buf[512];
+        // Larger than every reply (InfoReply is the largest), so a bigger one reads as truncated.
+        alignas(8) std::uint8_t buf[2048];
+        if (reply_size > sizeof buf) return Status::invalid_argument;
         const shm::ReceivedPacket got = shm::receive_packet(conn.fd, buf, sizeof buf, shm::KeepDescriptor::none);
         std::uint32_t got_magic = 0;
         if (got.bytes >= static_cast<ssize_t>(sizeof got_magic)) std::memcpy(&got_magic, buf, sizeof got_magic);
-        if (got.bytes != static_cast<ssize_t>(sizeof reply) || got.truncated || got.fds_closed != 0 ||
+        if (got.bytes != static_cast<ssize_t>(reply_size) || got.truncated || got.fds_closed != 0 ||
             got_magic != magic) {
             mark_dead_locked(got.bytes == 0 ? "sigverifyd went away (control socket closed)"
                                             : "sigverifyd sent an unexpected control message");
             return Status::disconnected;
         }
-        std::memcpy(&reply, buf, sizeof reply);
-        reply.error[sizeof reply.error - 1] = '\0';
+        std::memcpy(reply, buf, reply_size);
         return Status::ok;
     }
 }
@@ -180,20 +190,24 @@ Status Client::Impl::reserve_registered(const RegisteredBuffer::State& b, const 
 }
 
 BatchResult Client::Impl::run_registered(RegisteredBuffer::State& b, const RegisteredColumns& cols,
-                                         std::uint8_t* results, std::uint8_t table, std::stop_token stop) {
+                                         std::uint8_t* results, std::uint8_t table, const detail::CancelCheck& stop) {
     BatchResult total;
     const std::size_t n = cols.count;
     const bool bad_enums = static_cast<std::uint8_t>(cols.kind) > 1 ||
                            (cols.kind == wire::RecordKind::ecdsa && cols.encoding != wire::SigEncoding::opaque &&
                             cols.encoding != wire::SigEncoding::compact);
-    if (bad_enums || (n != 0 && results == nullptr) ||
+    if (bad_enums ||
         !column_fits(cols.message_offset, n, wire::kColumnMessageWidth, b.size) ||
         !column_fits(cols.key_offset, n, wire::column_key_width(cols.kind), b.size) ||
         !column_fits(cols.signature_offset, n, wire::kColumnSignatureWidth, b.size)) {
         total.status = Status::invalid_argument;
         return total;
     }
-    if (n != 0) std::memset(results, 0, n);  // fail closed
+    if (n != 0 && results != nullptr) std::memset(results, 0, n);  // fail closed
+    detail::CountsOnlyScratch scratch;  // results == nullptr: the local fallback's verdicts
+    auto local_out = [&](std::size_t begin, std::size_t count) {
+        return results != nullptr ? results + begin : scratch.get(count);
+    };
     if (n == 0) return total;
     const wire::SigEncoding enc = cols.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : cols.encoding;
     const std::size_t key_width = wire::column_key_width(cols.kind);
@@ -225,7 +239,9 @@ BatchResult Client::Impl::run_registered(RegisteredBuffer::State& b, const Regis
                     return total;
                 }
                 const std::size_t count = std::min(n - begin, detail::kMaxChunkRows);
-                const BatchResult r = local.run_columns(sub_batch(begin, count), wire::Mode::results, results + begin);
+                std::uint8_t* out = local_out(begin, count);
+                const BatchResult r = out == nullptr ? BatchResult{Status::system_error, 0, 0, 0}
+                                                     : local.run_columns(sub_batch(begin, count), wire::Mode::results, out);
                 total.valid += r.valid;
                 total.invalid += r.invalid;
                 total.local_rows += r.local_rows;
@@ -242,10 +258,12 @@ BatchResult Client::Impl::run_registered(RegisteredBuffer::State& b, const Regis
             return reserve_registered(b, cols, begin, count, batch, wait);
         },
         [&](std::size_t begin, std::size_t count, const ColumnBatch& batch) {
-            std::memcpy(results + begin, batch.results, count);
+            if (results != nullptr) std::memcpy(results + begin, batch.results, count);
         },
         [&](std::size_t begin, std::size_t count) {
-            return local.run_columns(sub_batch(begin, count), wire::Mode::results, results + begin);
+            std::uint8_t* out = local_out(begin, count);
+            if (out == nullptr) return BatchResult{Status::system_error, 0, 0, 0};
+            return local.run_columns(sub_batch(begin, count), wire::Mode::results, out);
         },
         [&](Status st) { return is_daemon_failure(st) || st == Status::too_large; });
     if (total.status == Status::buffer_lost || total.status == Status::not_found) {
@@ -354,7 +372,18 @@ RegisteredBuffer Client::register_buffer(int fd, std::uint64_t offset, std::uint
 
 BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
                                               std::uint8_t* results, std::uint8_t table) {
-    return verify_registered_columns(buffer, columns, results, table, {});
+    return verify_registered_columns(buffer, columns, results, table, std::stop_token{});
+}
+
+BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
+                                              std::uint8_t* results, std::uint8_t table,
+                                              const std::atomic<bool>* cancel) {
+    if (buffer.state_ == nullptr || buffer.state_->impl != impl_.get()) {
+        BatchResult r;
+        r.status = Status::invalid_argument;
+        return r;
+    }
+    return impl_->run_registered(*buffer.state_, columns, results, table, detail::CancelCheck{{}, cancel});
 }
 
 BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
@@ -364,7 +393,7 @@ BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, co
         r.status = Status::invalid_argument;
         return r;
     }
-    return impl_->run_registered(*buffer.state_, columns, results, table, std::move(stop));
+    return impl_->run_registered(*buffer.state_, columns, results, table, detail::CancelCheck{std::move(stop), nullptr});
 }
 
 }  // namespace sigverify

@@ -415,7 +415,7 @@ Status Client::Impl::cancel(detail::SlotRef b) {
 }
 
 // Waits for a submitted batch; no fallback here (wait() adds it).
-BatchResult Client::Impl::wait_raw(detail::SlotRef b, bool block, const std::stop_token* stop) {
+BatchResult Client::Impl::wait_raw(detail::SlotRef b, bool block, const detail::CancelCheck* stop) {
     std::unique_lock lk(mu);
     if (slot_of(b) == nullptr) return BatchResult{Status::invalid_argument, 0, 0, 0};
     const Clock::time_point deadline =

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# `sigverify verify --json` and `sigverify ping --json` against a private
+# `sigverify verify --json`, `sigverify ping --json` and `sigverify info --json` against a private
 # sigverifyd: one JSON object on stdout whose numbers match the text summary,
 # the run's result files and the exit codes, and the failure objects when the
 # daemon is not there.
@@ -32,6 +32,11 @@ set -e
 [ "$rc" = 4 ] || fail "ping --json without a daemon: exit $rc, expected 4"
 grep -q "cannot use sigverifyd" "$T/ping-none.err" || fail "ping without a daemon: stderr '$(cat "$T/ping-none.err")'"
 check_json "$T/ping-none.json" 'j["command"] == "ping"' 'j["status"] == "unreachable"' '"cannot use sigverifyd" in j["error"]'
+set +e
+"$CLI" info --json --runtime-dir "$T/none" >"$T/info-none.json" 2>/dev/null; rc=$?
+set -e
+[ "$rc" = 4 ] || fail "info --json without a daemon: exit $rc, expected 4"
+check_json "$T/info-none.json" 'j["command"] == "info"' 'j["status"] == "unreachable"'
 
 "$CLI" gen --table ecdsa --count 400 --invalid-rate 0.25 --seed 21 --threads 2 --out "$T/e.rows" >/dev/null
 set +e
@@ -56,6 +61,16 @@ check_json "$T/ping.json" 'j["command"] == "ping"' 'j["status"] == "ok"' "j['epo
   '0 < j["round_trip_min_us"] <= j["round_trip_median_us"] <= j["round_trip_max_us"]'
 text=$("$CLI" ping)
 grep -q "^sigverifyd is up: epoch $epoch, arena " <<<"$text" || fail "ping text line changed: '$text'"
+
+# info: what the daemon is (a CPU daemon: no GPU), JSON and text.
+"$CLI" info --json >"$T/info.json"
+check_json "$T/info.json" 'j["command"] == "info"' 'j["status"] == "ok"' "j['epoch'] == '$epoch'" \
+  'j["backend"] == "cpu"' 'j["gpu_count"] == 0' 'j["gpus_enabled"] == 0' 'j["gpus"] == []' \
+  'j["cpu_workers"] == 2' 'j["confirm_rule"] in ("strict", "groups")' 'j["abi"].startswith("1.")' \
+  'isinstance(j["max_arena_bytes"], int) and j["max_arena_bytes"] > 0'
+text=$("$CLI" info)
+grep -q "^backend: cpu, 2 CPU workers" <<<"$text" || fail "info text changed: '$text'"
+grep -q "^GPUs: 0 found, 0 enabled" <<<"$text" || fail "info text changed: '$text'"
 
 # verify through the daemon: the counts agree with the result bytes and the text line.
 "$CLI" verify --json --table ecdsa --in "$T/e.rows" --out "$T/e.res" >"$T/verify.json"

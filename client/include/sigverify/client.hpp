@@ -27,6 +27,7 @@
 // batch of the old session is outstanding.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +36,7 @@
 #include <stdexcept>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 // Installed as include/sigverify/shm_protocol/ (in the build tree the same
 // path leads to the source's shm_protocol/), so -I<includedir> is all a
@@ -202,6 +204,33 @@ struct RegisteredColumns {
     std::uint64_t signature_offset = 0;
 };
 
+// What a daemon is (Client::info, ring ABI 1.5): its versions, what it
+// verifies on, each GPU and its state now, the confirmation rule, its limits.
+struct GpuInfo {
+    unsigned index = 0;            // CUDA device index
+    std::string name;              // model name
+    bool enabled = false;          // verifying now (self-test passed, never switched off)
+    std::string self_test;         // "passed", "failed: ...", "passed; switched off: ..."
+    std::uint64_t memory_bytes = 0;
+};
+struct DaemonInfo {
+    std::string version;           // daemon release
+    unsigned protocol_version = 0; // handshake version
+    unsigned abi_major = 0, abi_minor = 0;  // ring ABI
+    std::uint64_t epoch = 0;
+    std::string backend;           // "cpu", "gpu", "host-kernel" (the GPU path on the CPU)
+    std::string confirm_rule;      // "strict" or "groups" (docs/security.md)
+    unsigned cpu_workers = 0;      // CPU verifier threads (a GPU daemon's fallback)
+    unsigned gpu_count = 0;        // GPUs found (gpus lists the first 8)
+    unsigned gpus_enabled = 0;     // of them, verifying now
+    std::vector<GpuInfo> gpus;
+    std::uint64_t max_arena_size = 0;        // per client
+    std::uint64_t max_registered_bytes = 0;  // per client
+    unsigned max_registered_buffers = 0;
+    unsigned max_ring_entries = 0;
+    unsigned max_clients = 0;
+};
+
 class SIGVERIFY_API Client {
 public:
     // Connects (handshake, segment mapping). Throws Error on failure, unless
@@ -216,7 +245,12 @@ public:
     Client& operator=(const Client&) = delete;
 
     // --- copy API (batches of any size; split over the arena transparently) --
-    // results must hold n bytes; they are zeroed first (fail closed).
+    // results must hold n bytes; they are zeroed first (fail closed). Every
+    // verify call (rows, columns, registered) also takes results == nullptr:
+    // then only the counts come back (BatchResult::valid / invalid), and
+    // "all valid" is ok() && invalid == 0 && valid == n. Such a call writes no
+    // verdict byte anywhere in the caller's memory; a piece the local fallback
+    // verifies uses a scratch of at most 32768 bytes made for that call.
     BatchResult verify_ecdsa(const std::uint8_t* rows, std::size_t n, std::size_t tail_size,
                              std::uint8_t* results, wire::SigEncoding encoding = wire::SigEncoding::opaque);
     BatchResult verify_schnorr(const std::uint8_t* rows, std::size_t n, std::size_t tail_size,
@@ -249,6 +283,11 @@ public:
     // older one finishes the pieces in flight first).
     BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
                     std::stop_token stop);
+    // The same with a flag the caller already has (libbitcoin's stopper, a
+    // std::atomic_bool): the call stops as with a stop token once *cancel
+    // reads true, polled between pieces and while waiting. Null: never stops.
+    [[nodiscard]] BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
+                                  std::uint8_t table, const std::atomic<bool>* cancel);
 
     // --- column API (copy; batches of any size, split over the arena) --------
     // Same contract as the row calls: results (n bytes) zeroed first, 1 =
@@ -274,6 +313,9 @@ public:
     // either zeroed for a verified valid row or unchanged).
     BatchResult run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
                             std::stop_token stop);
+    // Cancellable by a caller's flag (as run() with one).
+    [[nodiscard]] BatchResult run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results,
+                                          std::uint8_t table, const std::atomic<bool>* cancel);
 
     // --- registered buffers (ring ABI 1.4) ----------------------------------
     // Registers [offset, offset + size) of fd (a memfd or a regular file open
@@ -300,6 +342,10 @@ public:
     // Cancellable form (as run() with a stop token).
     BatchResult verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
                                           std::uint8_t* results, std::uint8_t table, std::stop_token stop);
+    // Cancellable by a caller's flag (as run() with one).
+    [[nodiscard]] BatchResult verify_registered_columns(const RegisteredBuffer& buffer,
+                                                        const RegisteredColumns& columns, std::uint8_t* results,
+                                                        std::uint8_t table, const std::atomic<bool>* cancel);
 
     // --- zero-copy API ------------------------------------------------------
     // Reserves count rows (and count result bytes) in the arena. Waits for
@@ -349,6 +395,13 @@ public:
     std::size_t max_column_batch_rows(wire::RecordKind kind, std::size_t tail_size) const;
 
     // --- session ---------------------------------------------------------------
+    // Asks the daemon what it is (one control-socket round trip; allocates).
+    // ok; bad_entry: a daemon older than ABI 1.5 (it cannot answer);
+    // unreachable / disconnected: no daemon session now (also with
+    // Fallback::local: info describes a daemon, never the local fallback);
+    // timeout: no answer within 2 s (the session is given up, as for a
+    // registration).
+    [[nodiscard]] Status info(DaemonInfo& out);
     // Round trip of a no-op submission through the rings; rtt_ns is optional.
     [[nodiscard]] Status ping(std::uint64_t* rtt_ns = nullptr);
     bool connected() const;

@@ -6,8 +6,10 @@
  * shm_protocol/wire_format.hpp: a record (ECDSA 129 bytes: hash[32] point[33]
  * sig[64]; Schnorr 128 bytes: hash[32] xonly[32] sig[64]) followed by a tail of
  * key_size bytes (0..255). results mode: results[i] = 1 valid / 0 invalid,
- * zeroed first (fail closed). collect mode: the tail of every valid row is
- * zeroed in place.
+ * zeroed first (fail closed); results may be NULL on every verify call
+ * (rows, columns, registered): then only the counts come back
+ * (sigverify_last_counts; all valid = SIGVERIFY_OK and invalid == 0).
+ * collect mode: the tail of every valid row is zeroed in place.
  *
  * Thread-safety: a sigverify_client may be used from several threads at once;
  * calls of different threads run concurrently (several batches in flight).
@@ -227,6 +229,38 @@ SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_block_verdicts(int kind, const s
 SIGVERIFY_API void sigverify_last_counts(uint64_t* valid, uint64_t* invalid);
 /* Round trip of a no-op through the daemon's rings (rtt_ns may be NULL). */
 SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_ping(sigverify_client* client, uint64_t* rtt_ns);
+/* What the daemon is (Client::info in client.hpp; ring ABI 1.5). Set
+   struct_size = sizeof(sigverify_daemon_info) before the call. Errors:
+   SIGVERIFY_E_BAD_ENTRY (a daemon older than ABI 1.5), SIGVERIFY_E_UNREACHABLE
+   / _DISCONNECTED (no daemon session now), SIGVERIFY_E_INVALID_ARGUMENT. */
+#define SIGVERIFY_INFO_MAX_GPUS 8
+typedef struct sigverify_gpu_info {
+    uint32_t index;          /* CUDA device index */
+    int enabled;             /* 1: verifying now */
+    uint64_t memory_bytes;
+    char name[48];           /* model name, NUL-terminated */
+    char self_test[48];      /* "passed", "failed: ...", "passed; switched off: ..." */
+} sigverify_gpu_info;
+typedef struct sigverify_daemon_info {
+    uint32_t struct_size;    /* sizeof(sigverify_daemon_info), set by the caller */
+    uint32_t protocol_version;
+    uint32_t abi_major, abi_minor;
+    uint64_t epoch;
+    char version[32];        /* daemon release */
+    char backend[32];        /* "cpu", "gpu", "host-kernel" */
+    char confirm_rule[16];   /* "strict" or "groups" */
+    uint32_t cpu_workers;
+    uint32_t gpu_count;      /* GPUs found; gpus[] holds the first SIGVERIFY_INFO_MAX_GPUS */
+    uint32_t gpus_enabled;   /* of them, verifying now */
+    uint32_t max_registered_buffers;
+    uint64_t max_arena_size;
+    uint64_t max_registered_bytes;
+    uint32_t max_ring_entries;
+    uint32_t max_clients;
+    sigverify_gpu_info gpus[SIGVERIFY_INFO_MAX_GPUS];
+} sigverify_daemon_info;
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_info(sigverify_client* client, sigverify_daemon_info* out);
+
 /* 1 when a daemon session is up, 0 when working locally / disconnected. */
 SIGVERIFY_API int sigverify_is_connected(const sigverify_client* client);
 SIGVERIFY_API void sigverify_close(sigverify_client* client);

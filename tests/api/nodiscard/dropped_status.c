@@ -13,6 +13,7 @@ void dropped(sigverify_client* c, sigverify_buffer* b, const uint8_t* rows, uint
     sigverify_group_row g[1];
     sigverify_block_verdict v[1];
     size_t count = 0;
+    sigverify_daemon_info info;
     sigverify_connect(NULL, &out);                                                  /* DROPPED */
     sigverify_verify_ecdsa(c, rows, 1, 0, SIGVERIFY_ENCODING_OPAQUE, results);      /* DROPPED */
     sigverify_verify_schnorr(c, rows, 1, 0, results);                               /* DROPPED */
@@ -29,6 +30,7 @@ void dropped(sigverify_client* c, sigverify_buffer* b, const uint8_t* rows, uint
     sigverify_block_verdicts(SIGVERIFY_GROUP_MULTISIG, g, rows, 1, v, 1, &count, NULL); /* DROPPED */
     sigverify_ping(c, NULL);                                                        /* DROPPED */
     sigverify_cancel_token_new();                                                   /* DROPPED */
+    sigverify_info(c, &info);                                                       /* DROPPED */
 }
 
 /* The control: the same kind of calls, their results used. */

@@ -2,6 +2,7 @@
 // Compiled, never run, by tests/api/test_nodiscard.sh: each line marked
 // DROPPED throws away a status (or a result) of libsigverify's C++ API and must
 // warn (-Wunused-result); every other line uses what it gets and must not.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -10,6 +11,7 @@
 
 #include "sigverify/client.hpp"
 #include "sigverify/groups.hpp"
+#include "sigverify/lbtc.hpp"
 
 using namespace sigverify;
 
@@ -38,6 +40,13 @@ void dropped(Client& c, RowBatch& rb, ColumnBatch& cb, const RegisteredBuffer& b
     c.cancel(rb);                                                               // DROPPED
     c.cancel(cb);                                                               // DROPPED
     c.ping();                                                                   // DROPPED
+    DaemonInfo info;
+    c.info(info);                                                               // DROPPED
+    const std::atomic<bool> flag{false};
+    c.run(wire::RowSpan{}, wire::Mode::results, results, 0, &flag);             // DROPPED
+    lbtc::ecdsa_verify_columns(rows, rows, rows, 1, results, 0);                // DROPPED
+    lbtc::schnorr_verify_columns(rows, rows, rows, 1, nullptr, 0);              // DROPPED
+    lbtc::gpu_available();                                                      // DROPPED
     BatchResult{}.ok();                                                         // DROPPED
     compute_group_verdicts(GroupKind::multisig, {}, {});                        // DROPPED
     group_rows_from_ecdsa_correlate({});                                        // DROPPED

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+// libbitcoin's batch hook (sigverify/lbtc.hpp) over process-wide clients.
+//
+// Why the fail-closed rule holds by construction: a call ends in exactly one
+// of two ways. Either the client answered with status ok and its counts
+// account for every row (valid + invalid == count, and with results the 1
+// bytes number `valid`): then every verdict is the daemon's or the client's
+// local libsecp256k1 fallback's. Or anything else happened: then the whole
+// batch is verified again here with libsecp256k1, which overwrites every
+// byte. There is no third exit; the local verifier is retried until it runs.
+#include "sigverify/lbtc.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+#include "reference/columns.hpp"
+#include "sigverify/client.hpp"
+
+namespace sigverify::lbtc {
+
+namespace {
+
+constexpr std::size_t kMaxSessions = 8;  // distinct max_threads values with a session of their own
+constexpr long kDefaultBatchTimeoutMs = 10000;
+
+unsigned local_threads(std::size_t max_threads) {
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    return max_threads == 0 ? cores : static_cast<unsigned>(std::min<std::size_t>(max_threads, cores));
+}
+
+long batch_timeout_ms() {
+    const char* v = std::getenv("SIGVERIFY_LBTC_BATCH_TIMEOUT_MS");
+    if (v == nullptr || *v == '\0') return kDefaultBatchTimeoutMs;
+    char* end = nullptr;
+    const long ms = std::strtol(v, &end, 10);
+    return end != nullptr && *end == '\0' && ms > 0 ? ms : kDefaultBatchTimeoutMs;
+}
+
+// One session and one local verifier per thread count. Never destroyed: a
+// node may call the hook from its threads while the process exits.
+struct Lane {
+    std::unique_ptr<Client> client;                       // null: no client could be made (verify here)
+    std::unique_ptr<reference::ColumnVerifier> verifier;  // this lane's libsecp256k1, on first need
+    std::once_flag verifier_once;
+};
+
+class Registry {
+public:
+    Lane& lane(std::size_t max_threads) {
+        const unsigned threads = local_threads(max_threads);
+        std::lock_guard lk(mu_);
+        auto it = lanes_.find(threads);
+        if (it == lanes_.end()) {
+            if (lanes_.size() >= kMaxSessions) return *lanes_.begin()->second;  // bounded: reuse one
+            it = lanes_.emplace(threads, make_lane(threads)).first;
+        }
+        return *it->second;
+    }
+
+private:
+    static std::unique_ptr<Lane> make_lane(unsigned threads) {
+        auto lane = std::make_unique<Lane>();
+        ClientOptions opt;
+        opt.name = "libbitcoin-" + std::to_string(::getpid());
+        opt.fallback = Fallback::local;
+        opt.local_threads = threads;
+        opt.batch_timeout = std::chrono::milliseconds(batch_timeout_ms());
+        Status st = Status::ok;
+        std::string why;
+        lane->client = Client::connect(opt, st, why);  // with Fallback::local: a client even without a daemon
+        return lane;
+    }
+
+    std::mutex mu_;
+    std::map<unsigned, std::unique_ptr<Lane>> lanes_;
+};
+
+Registry& registry() {
+    static Registry* r = new Registry;  // leaked on purpose (see Lane)
+    return *r;
+}
+
+reference::ColumnVerifier* verifier_of(Lane& lane, unsigned threads) {
+    try {
+        std::call_once(lane.verifier_once,
+                       [&] { lane.verifier = std::make_unique<reference::ColumnVerifier>(threads); });
+    } catch (...) {
+        return nullptr;
+    }
+    return lane.verifier.get();
+}
+
+// libsecp256k1 here, every row; retried until it runs (a thread pool that
+// cannot start, memory that cannot be had): never an answer without verdicts.
+bool verify_here(Lane& lane, std::size_t max_threads, const reference::ColumnBatch& batch, std::uint8_t* results) {
+    for (;;) {
+        try {
+            reference::ColumnVerifier* v = verifier_of(lane, local_threads(max_threads));
+            std::unique_ptr<std::uint8_t[]> scratch;
+            std::uint8_t* out = results;
+            if (out == nullptr) {
+                scratch.reset(new std::uint8_t[batch.count]);
+                out = scratch.get();
+            }
+            if (v != nullptr) {
+                const reference::Tally t = v->run(batch, wire::Mode::results, out);
+                if (t.valid + t.invalid == batch.count) return t.invalid == 0;
+            }
+        } catch (...) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
+bool all_counted(const BatchResult& r, std::size_t count, const std::uint8_t* results) {
+    if (!r.ok() || r.valid + r.invalid != count) return false;
+    if (results == nullptr) return true;
+    const std::size_t ones = static_cast<std::size_t>(std::count(results, results + count, std::uint8_t{1}));
+    return ones == r.valid;
+}
+
+bool verify_columns(wire::RecordKind kind, wire::Table table, const std::uint8_t* digests, const std::uint8_t* keys,
+                    const std::uint8_t* sigs, std::size_t count, std::uint8_t* results, std::size_t max_threads) {
+    if (count == 0) return true;
+    reference::ColumnBatch b;
+    b.kind = kind;
+    b.encoding = wire::SigEncoding::opaque;
+    b.count = count;
+    b.message = digests;
+    b.key = keys;
+    b.signature = sigs;
+    if (const reference::ColumnError e = b.check(); e != reference::ColumnError::none) {
+        // No rows to give verdicts on (a null column, a count past memory):
+        // a broken caller. Neither answer would be a verdict, so none is given.
+        std::fprintf(stderr, "sigverify::lbtc: unusable columns (%.*s); aborting rather than answer\n",
+                     static_cast<int>(reference::to_string(e).size()), reference::to_string(e).data());
+        std::abort();
+    }
+    Lane& lane = registry().lane(max_threads);
+    if (lane.client) {
+        Columns c;
+        c.kind = kind;
+        c.encoding = wire::SigEncoding::opaque;
+        c.count = count;
+        c.message = digests;
+        c.key = keys;
+        c.signature = sigs;
+        const BatchResult r =
+            lane.client->run_columns(c, wire::Mode::results, results, static_cast<std::uint8_t>(table));
+        if (all_counted(r, count, results)) return r.invalid == 0;
+    }
+    return verify_here(lane, max_threads, b, results);
+}
+
+}  // namespace
+
+bool ecdsa_verify_columns(const std::uint8_t* digests32, const std::uint8_t* points33, const std::uint8_t* sigs64,
+                          std::size_t count, std::uint8_t* out_results, std::size_t max_threads) {
+    return verify_columns(wire::RecordKind::ecdsa, wire::Table::ecdsa, digests32, points33, sigs64, count,
+                          out_results, max_threads);
+}
+
+bool schnorr_verify_columns(const std::uint8_t* digests32, const std::uint8_t* xonly32, const std::uint8_t* sigs64,
+                            std::size_t count, std::uint8_t* out_results, std::size_t max_threads) {
+    return verify_columns(wire::RecordKind::schnorr, wire::Table::schnorr, digests32, xonly32, sigs64, count,
+                          out_results, max_threads);
+}
+
+bool gpu_available() {
+    Lane& lane = registry().lane(0);
+    if (!lane.client) return false;
+    DaemonInfo info;
+    return lane.client->info(info) == Status::ok && info.gpus_enabled > 0;
+}
+
+}  // namespace sigverify::lbtc
