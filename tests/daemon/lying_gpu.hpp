@@ -26,8 +26,9 @@
 // start-up self-test (4 calls of 8 rows, daemon/self_test.cpp) must pass, as
 // it does for a GPU whose bug start-up does not meet.
 //
-// Compiled only into the test executable sigverifyd_lying
-// (lying_gpu_daemon.cpp); the product has no way to build or select it.
+// The liar runs only in the test executable sigverifyd_lying
+// (lying_gpu_daemon.cpp; test_daemon_lying includes this header for
+// lie_target); the product has no way to build or select it.
 #pragma once
 
 #include <atomic>
