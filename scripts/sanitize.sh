@@ -6,7 +6,8 @@
 #
 # asan: ASan + UBSan (gcc), runs the ctest tests labelled unit or integration
 #       (not long/differential/bench/gpu, nor kernel v1 math or the symbol list) — real sigverifyd and client processes,
-#       all instrumented. Any report fails the run (abort_on_error, halt_on_error).
+#       all instrumented, the client library too (test_c_abi_versions puts old C callers' option structs at the end
+#       of heap blocks of exactly their size). Any report fails the run (abort_on_error, halt_on_error).
 # tsan: ThreadSanitizer, runs the ring and scheduler tests: the ring ABI tests and
 #       the raw/hostile clients against an instrumented daemon (test_daemon_ring),
 #       the scheduler under concurrent client processes (test_daemon_e2e),
