@@ -62,7 +62,7 @@ bool mkdir_p(const std::string& path) {
 
 }  // namespace
 
-Server::Server(Config cfg) {
+Server::Server(Config cfg, HostKernelFactory host_kernel) : host_kernel_(std::move(host_kernel)) {
     ctx_.config = std::move(cfg);
     ctx_.log = make_logger(ctx_.config, dist_);
     std::uint64_t epoch = 0;
@@ -508,7 +508,8 @@ bool Server::select_backend() {
             cfg.gpus == "all" ? 1 : std::size_t(std::count(cfg.gpus.begin(), cfg.gpus.end(), ',')) + 1;
         std::vector<std::unique_ptr<Backend>> devices;
         for (std::size_t i = 0; i < count; ++i) {
-            devices.push_back(std::make_unique<HostKernelBackend>(int(i), cpu_threads));
+            devices.push_back(host_kernel_ ? host_kernel_(int(i), cpu_threads)
+                                           : std::make_unique<HostKernelBackend>(int(i), cpu_threads));
             GpuDeviceReport r;
             r.info.index = int(i);
             r.info.name = "host kernel (CPU)";

@@ -8,6 +8,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -34,7 +35,14 @@ namespace sigverify::daemon {
 
 class Server {
 public:
-    explicit Server(Config cfg);
+    // What stands in GPU `index`'s place under --backend host-kernel, with
+    // `workers` worker threads. Empty (the default): HostKernelBackend. A seam
+    // for test executables only (tests/daemon/lying_gpu_daemon.cpp puts a
+    // lying "GPU" there); sigverifyd's main() never passes one, so neither an
+    // option nor a client can reach it.
+    using HostKernelFactory = std::function<std::unique_ptr<Backend>(int index, unsigned workers)>;
+
+    explicit Server(Config cfg, HostKernelFactory host_kernel = {});
     ~Server();
     // Runs until SIGTERM/SIGINT; returns the process exit code (daemon/exit_codes.hpp).
     int run();
@@ -53,6 +61,7 @@ private:
     bool peer_allowed(int fd, const ucred& cred, char* why, std::size_t size);
 
     DaemonContext ctx_;
+    HostKernelFactory host_kernel_;
     std::shared_ptr<spdlog::sinks::dist_sink_mt> dist_;
     std::unique_ptr<Backend> backend_;
     std::unique_ptr<Backend> cpu_fallback_;      // with the GPU: re-runs chunks the GPU failed

@@ -6,13 +6,16 @@
 #
 # asan: ASan + UBSan (gcc), runs the ctest tests labelled unit or integration
 #       (not long/differential/bench/gpu, nor kernel v1 math or the symbol list) — real sigverifyd and client processes,
-#       all instrumented. Any report fails the run (abort_on_error, halt_on_error).
+#       all instrumented, the client library too (test_c_abi_versions puts old C callers' option structs at the end
+#       of heap blocks of exactly their size). Any report fails the run (abort_on_error, halt_on_error).
 # tsan: ThreadSanitizer, runs the ring and scheduler tests: the ring ABI tests and
 #       the raw/hostile clients against an instrumented daemon (test_daemon_ring),
 #       the scheduler under concurrent client processes (test_daemon_e2e),
 #       registered buffers (test_daemon_columns [registered]), the
-#       cross-checking backend, the GPU launch coalescer (with a CPU launch), and
-#       the reference verifier's thread pool.
+#       cross-checking backend, the GPU launch coalescer (with a CPU launch), the
+#       confirmation rule against a lying host-kernel GPU in real daemons
+#       (test_daemon_lying, less its longest case [sample]), and the reference
+#       verifier's thread pool.
 #
 # Only the targets the selected tests need are built. Environment:
 #   SANITIZE_ASAN_DIR, SANITIZE_TSAN_DIR   build directories (default $ROOT/build-asan, $ROOT/build-tsan)
@@ -105,7 +108,7 @@ run_asan() {
 run_tsan() {
   local start=$SECONDS
   configure "$TSAN_DIR" "-fsanitize=thread -O1"
-  build_targets "$TSAN_DIR" sigverifyd test_daemon_ring test_daemon_e2e test_daemon_columns test_checked_backend test_launch_coalescer \
+  build_targets "$TSAN_DIR" sigverifyd test_daemon_ring test_daemon_e2e test_daemon_columns test_daemon_lying test_checked_backend test_launch_coalescer \
     test_scheduler test_confirmation test_striped_backend test_split_planner test_in_place test_reference_differential test_columns
   echo "==> TSan: ring, scheduler, GPU-path and pool tests"
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$ROOT/scripts/tsan-suppressions.txt
@@ -118,6 +121,7 @@ run_tsan() {
   run1 "$b/daemon/test_daemon_ring"
   run1 "$b/daemon/test_daemon_e2e"
   run1 "$b/daemon/test_daemon_columns" "[registered]"
+  run1 "$b/daemon/test_daemon_lying" "[lying]~[sample]"
   run1 "$b/backend/test_checked_backend"
   run1 "$b/backend/test_launch_coalescer"
   run1 "$b/backend/test_scheduler"
