@@ -109,8 +109,9 @@ void do_install(const Capacity& capacity) {
         g_install_error = "cannot allocate the SIGBUS guard table";
         return;
     }
+    // Slots are constructed at their first use (take): constructing them
+    // all here would touch every page of a table sized for 4,096 clients.
     g_table = static_cast<Slot*>(table);
-    for (std::size_t i = 0; i < total; ++i) new (&g_table[i]) Slot();  // zero bytes already: writes nothing
     g_segment_slots = segments;
     g_total_slots = total;
     g_buffer_high.store(segments, std::memory_order_relaxed);
@@ -139,8 +140,12 @@ int take(std::size_t from, std::size_t to, std::size_t& hint, std::size_t& used,
     std::lock_guard lock(g_register_mutex);
     if (g_table != nullptr) {
         for (std::size_t i = std::max(hint, from); i < to; ++i) {
+            // [from, high) are constructed; the scan reaches high only when
+            // every slot below it is taken, so a fresh slot is exactly high.
+            const bool fresh = i >= high.load(std::memory_order_relaxed);
+            if (fresh) new (&g_table[i]) Slot();
             Slot& s = g_table[i];
-            if (s.base.load(std::memory_order_relaxed) != 0) continue;
+            if (!fresh && s.base.load(std::memory_order_relaxed) != 0) continue;
             s.poisoned.store(false, std::memory_order_relaxed);
             s.length.store(length, std::memory_order_release);
             s.base.store(base, std::memory_order_release);
