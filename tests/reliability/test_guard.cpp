@@ -188,6 +188,14 @@ void truncate_own_segment(const DaemonProcess& d) {
     s.base = nullptr;
     REQUIRE(ftruncate(s.seg_fd, 0) == 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // While the ended session is parked (we stay connected), its segment's
+    // replacement is a shared mapping of the guard's sparse sink: no memory
+    // committed for it, whatever the segment's size.
+    std::ifstream maps("/proc/" + std::to_string(d.pid()) + "/maps");
+    bool sink = false;
+    for (std::string line; std::getline(maps, line);)
+        sink = sink || line.find("sigverifyd-guard-sink") != std::string::npos;
+    CHECK(sink);
 }
 
 // An honest client: a registration of its own and a batch, verdicts against known ones.
@@ -275,7 +283,8 @@ TEST_CASE("a registered sparse memfd of the largest allowed size, truncated unde
     cols.signature_offset = image.size();
     append(t.signature);
     std::vector<std::uint8_t> expected;
-    for (std::size_t i = 0; i < tiles; ++i) expected.insert(expected.end(), known.expected.begin(), known.expected.end());
+    for (std::size_t i = 0; i < tiles; ++i)
+        expected.insert(expected.end(), known.expected.begin(), known.expected.end());
 
     unsigned lost = 0;
     for (int attempt = 0; attempt < 4 && lost == 0; ++attempt) {
