@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/mapping_guard.hpp"
 #include "shm_protocol/wire_format.hpp"
 
 namespace sigverify::daemon {
@@ -191,6 +192,10 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
             s.shm_bytes);
     w.gauge("sigverifyd_shm_budget_bytes", "Bound of sigverifyd_shm_bytes (--max-clients segments).",
             s.shm_budget_bytes);
+    w.counter("sigverifyd_guard_refusals_total",
+              "Sessions and buffer registrations refused because the SIGBUS guard had no free slot for their mapping "
+              "(the table is sized from --max-clients and --max-registered-buffers: normally never).",
+              guard::usage().refusals);
     w.counter("sigverifyd_segments_truncated_total",
               "Segments truncated to zero bytes when their session ended (pages freed even if a client kept them).",
               load(m.segments_truncated));
@@ -332,6 +337,7 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                      {"connections_rate_limited", load(m.refused_rate_limited)},
                      {"connections_over_shm_budget", load(m.refused_shm_budget)},
                      {"segments_truncated", load(m.segments_truncated)},
+                     {"guard_refusals", guard::usage().refusals},
                      {"chunks", load(m.chunks)},
                      {"cpu_fallback_chunks", load(m.cpu_fallback_chunks)},
                      {"cpu_fallback_rows", load(m.cpu_fallback_rows)},

@@ -24,12 +24,12 @@ RegisteredMapping::RegisteredMapping(int fd, std::uint64_t offset, std::uint64_t
     }
     map_base_ = p;
     map_length_ = static_cast<std::size_t>(length);
-    guard_slot_ = guard::register_mapping(p, map_length_);
+    guard_slot_ = guard::register_buffer(p, map_length_);
     if (guard_slot_ < 0) {
         // Unguarded, a truncation would crash the daemon: refuse instead.
         munmap(map_base_, map_length_);
         map_base_ = nullptr;
-        errno_ = ENOSPC;
+        guard_full_ = true;
         return;
     }
     data_ = static_cast<const std::uint8_t*>(p) + (offset - aligned);
@@ -75,12 +75,12 @@ RegisterOutcome RegisteredBuffers::add(int fd, std::uint64_t offset, std::uint64
                                                       std::to_string(max_bytes_) + " (--max-registered-bytes)");
     }
     auto mapping = std::make_shared<RegisteredMapping>(fd, offset, size);
+    if (mapping->guard_full())
+        return refuse(shm::Status::system_error,
+                      "no free slot in the daemon's SIGBUS guard for another registered buffer", ENOSPC);
     if (mapping->data() == nullptr) {
         const int e = mapping->error_number();
-        return refuse(shm::Status::system_error,
-                      e == ENOSPC ? std::string("the daemon's SIGBUS guard table is full")
-                                  : std::string("mmap failed: ") + std::strerror(e),
-                      std::uint32_t(e));
+        return refuse(shm::Status::system_error, std::string("mmap failed: ") + std::strerror(e), std::uint32_t(e));
     }
     std::lock_guard lock(mu_);
     out.id = next_id_++;

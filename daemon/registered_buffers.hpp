@@ -40,6 +40,8 @@ public:
     const std::uint8_t* data() const { return data_; }
     std::uint64_t size() const { return size_; }
     int error_number() const { return errno_; }
+    // Mapped but refused: the SIGBUS guard had no free slot (data() is null).
+    bool guard_full() const { return guard_full_; }
     // The file shrank under the daemon: the guard replaced the mapping with zeros.
     bool lost() const;
 
@@ -50,6 +52,7 @@ private:
     std::uint64_t size_ = 0;
     int guard_slot_ = -1;
     int errno_ = 0;
+    bool guard_full_ = false;
 };
 
 struct RegisterOutcome {

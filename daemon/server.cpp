@@ -37,6 +37,11 @@
 namespace sigverify::daemon {
 namespace {
 
+// Sessions ended by a violation whose client is still connected, kept for it
+// to read the closed state (reap_sessions); each keeps its segment mapped,
+// so the SIGBUS guard has a slot for each (guard::capacity_for).
+constexpr std::size_t kMaxParked = 64;
+
 // The refusal reply: status and "prefix text" as the reason; no allocation.
 void send_refusal(int fd, shm::Status status, std::uint64_t epoch, const char* prefix, const char* text) {
     shm::HelloReply reply{};
@@ -405,7 +410,6 @@ void Server::drain_refused(const pollfd* fds, std::size_t n) {
 // kParkedGrace (it stays counted in the shared memory budget meanwhile).
 void Server::reap_sessions(bool all) {
     constexpr auto kParkedGrace = std::chrono::seconds(2);
-    constexpr std::size_t kMaxParked = 64;
     const auto now = std::chrono::steady_clock::now();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
         if (all || it->first->finished()) {
@@ -605,7 +609,21 @@ int Server::run() {
         log.critical("signalfd: {}", std::strerror(errno));
         return exit_status::runtime_failure;
     }
-    guard::install();
+    // Sized from the limits in force: a slot for every segment and every
+    // registered buffer they allow, so no client mapping is ever unguarded.
+    {
+        shm::Layout layout;
+        const std::uint64_t largest = shm::compute_layout(cfg.ring_entries, cfg.ring_entries,
+                                                          std::max(cfg.arena_size, shm::kMinArenaSize), layout)
+                                          ? layout.segment_size
+                                          : cfg.arena_size;
+        const char* why = nullptr;
+        if (!guard::install(guard::capacity_for(cfg.max_clients, cfg.max_registered_buffers, kMaxParked, largest),
+                            &why)) {
+            log.critical("{}", why != nullptr ? why : "cannot install the SIGBUS guard");
+            return exit_status::runtime_failure;
+        }
+    }
     if (!setup_socket()) return exit_status::runtime_failure;
     stats_ = std::make_unique<StatsServer>(
         ctx_.metrics, [this](int fd, const ucred& cred, std::string& why) {

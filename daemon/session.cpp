@@ -109,7 +109,7 @@ void Session::refuse(shm::Status status, const std::string& text) {
     send_reply(fd_, reply, -1);
 }
 
-bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out) {
+bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out, bool& guard_full) {
     shm::Layout layout;
     if (!shm::compute_layout(ring_entries, ring_entries, arena_size, layout)) return false;
     // Unguessable name, created exclusively (O_EXCL) with owner-only permissions
@@ -150,7 +150,15 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
     fd_out = fcntl(seg_fd_, F_DUPFD_CLOEXEC, 0);
     if (fd_out < 0) return false;
     base_ = static_cast<std::uint8_t*>(region_->get_address());
-    guard_slot_ = guard::register_mapping(base_, layout.segment_size);
+    // Guarded before the daemon touches it, or not used at all: unguarded, a
+    // client's ftruncate would kill the daemon at its next access.
+    guard_slot_ = guard::register_segment(base_, layout.segment_size);
+    if (guard_slot_ < 0) {
+        guard_full = true;  // counted by the guard (guard::usage().refusals, the stats' guard_refusals)
+        if (ctx_.log_limit.allow(*ctx_.log, "refused: SIGBUS guard full"))
+            ctx_.log->warn("refused client {} ({}): no free segment slot in the SIGBUS guard table", id_, peer_);
+        return false;
+    }
     header_ = reinterpret_cast<shm::SegmentHeader*>(base_);
     sqes_ = reinterpret_cast<shm::SubmissionEntry*>(base_ + layout.sq_entries_offset);
     cqes_ = reinterpret_cast<shm::CompletionEntry*>(base_ + layout.cq_entries_offset);
@@ -258,8 +266,15 @@ bool Session::handshake() {
         budget_bytes_ = layout.segment_size;
     }
     int seg_fd = -1;
-    if (!create_segment(arena, ring, seg_fd)) {
-        refuse(shm::Status::system_error, "sigverifyd could not create the shared segment");
+    bool guard_full = false;
+    if (!create_segment(arena, ring, seg_fd, guard_full)) {
+        if (seg_fd >= 0) close(seg_fd);
+        if (guard_full) {
+            ++ctx_.refused;
+            refuse(shm::Status::busy, "sigverifyd is busy: no free slot in its SIGBUS guard for another segment");
+        } else {
+            refuse(shm::Status::system_error, "sigverifyd could not create the shared segment");
+        }
         return false;
     }
     shm::HelloReply reply{};
@@ -475,14 +490,17 @@ void Session::post_completion(std::uint64_t tag, shm::Status status, std::uint64
 void Session::finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) {
     Job& j = queue_->job(index);
     if (j.buffer != nullptr) {
-        // The file shrank under a chunk: the guard gave it zeros to read, so
-        // no verdict of this batch is the file's. Drop the registration.
+        // A page of the file could not be read under a chunk (SIGBUS: the
+        // file shrank, or its file system could not supply the page, e.g. a
+        // full tmpfs under a sparse file; the daemon cannot tell which): the
+        // guard gave it zeros to read, so no verdict of this batch is the
+        // file's. Drop the registration.
         if (j.buffer->lost()) {
             status = shm::Status::buffer_lost;
             registered_.remove(j.buffer_id);
             if (ctx_.log_limit.allow(*ctx_.log, "registered buffer lost"))
-                ctx_.log->warn("client {} '{}' ({}) truncated registered buffer {} under verification; "
-                               "registration dropped",
+                ctx_.log->warn("client {} '{}' ({}): registered buffer {} became unreadable under verification "
+                               "(truncated, or its file system could not supply a page); registration dropped",
                                id_, name_, peer_, j.buffer_id);
         }
         j.buffer.reset();  // may unmap it (unregistered meanwhile)

@@ -87,7 +87,9 @@ private:
     friend class SessionDriver;
 
     bool handshake();
-    bool create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out);
+    // False when it cannot; guard_full says the SIGBUS guard had no segment
+    // slot (the session is refused as busy: the segment is never used).
+    bool create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out, bool& guard_full);
     void reader_loop();
     // Consumes what it can from the submission ring; returns entries consumed,
     // or -1 on a protocol violation that ends the session.

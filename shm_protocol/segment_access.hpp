@@ -36,13 +36,15 @@ constexpr std::string_view to_string(Status s) {
     case Status::timeout: return "timed out";
     case Status::ring_full: return "ring or arena full";
     case Status::stale_epoch: return "completion from a stale daemon epoch";
-    case Status::too_large: return "request larger than the arena";
+    case Status::too_large: return "request over a limit (the arena, or the daemon's registered-buffer limits)";
     case Status::handshake: return "malformed handshake";
     case Status::bad_segment: return "invalid shared segment";
     case Status::system_error: return "system error";
     case Status::pending: return "pending";
     case Status::not_found: return "no batch in flight or registered buffer with that id";
-    case Status::buffer_lost: return "registered buffer truncated under verification";
+    case Status::buffer_lost:
+        return "registered buffer unreadable under verification (truncated, or its file system could not supply a "
+               "page)";
     }
     return "unknown status";
 }

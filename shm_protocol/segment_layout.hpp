@@ -90,7 +90,7 @@ enum class Status : std::uint32_t {
     timeout = 12,           // a bounded wait ran out (client side)
     ring_full = 13,         // no free submission slot / arena space (try_ variants)
     stale_epoch = 14,       // completion from another daemon epoch: discarded
-    too_large = 15,         // a zero-copy reservation larger than the arena
+    too_large = 15,         // a reservation larger than the arena, or a registration over a limit
     handshake = 16,         // malformed or unexpected handshake message
     bad_segment = 17,       // segment header failed validation (magic, ABI, sizes)
     system_error = 18,      // an OS call failed (details in the error text)

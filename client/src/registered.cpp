@@ -364,8 +364,10 @@ RegisteredBuffer Client::register_buffer(int fd, std::uint64_t offset, std::uint
     const Status st = register_buffer(fd, offset, size, b);
     if (st != Status::ok) {
         const std::string why = impl_->opt.fallback == Fallback::none ? last_error() : std::string();
-        throw Error(st, std::string("register_buffer: ") + std::string(shm::to_string(st)) +
-                            (why.empty() ? std::string() : ": " + why));
+        // too_large names the arena in general; here it can only be a registration limit.
+        const std::string what = st == Status::too_large ? std::string("over the daemon's registered-buffer limits")
+                                                         : std::string(shm::to_string(st));
+        throw Error(st, "register_buffer: " + what + (why.empty() ? std::string() : ": " + why));
     }
     return b;
 }

@@ -35,7 +35,8 @@ int c_abi_registered_check(const char* dir, int fd, unsigned long long size, siz
                                                        message_offset, key_offset, size, results) !=
                        SIGVERIFY_E_INVALID_ARGUMENT)
         rc = 5;
-    if (rc == 0 && strcmp(sigverify_strerror(SIGVERIFY_E_BUFFER_LOST), "registered buffer truncated under verification") != 0)
+    if (rc == 0 && strncmp(sigverify_strerror(SIGVERIFY_E_BUFFER_LOST), "registered buffer unreadable under verification",
+                           strlen("registered buffer unreadable under verification")) != 0)
         rc = 6;
     sigverify_unregister_buffer(b);
     sigverify_close(c);

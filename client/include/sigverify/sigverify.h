@@ -59,7 +59,7 @@ extern "C" {
 #define SIGVERIFY_E_SYSTEM 18
 #define SIGVERIFY_E_PENDING 19
 #define SIGVERIFY_E_NOT_FOUND 20 /* a cancel named no batch in flight; no such registered buffer */
-#define SIGVERIFY_E_BUFFER_LOST 21 /* a registered buffer shrank under the daemon (registration dropped) */
+#define SIGVERIFY_E_BUFFER_LOST 21 /* a registered buffer became unreadable under the daemon: it shrank, or its file system could not supply a page (registration dropped) */
 
 /* Signature encodings of ECDSA records. */
 #define SIGVERIFY_ENCODING_OPAQUE 0  /* r LE || s LE (libsecp256k1's in-memory form) */
