@@ -6,6 +6,7 @@
 
 #include "shm_protocol/segment_access.hpp"
 #include "shm_protocol/segment_layout.hpp"
+#include "sigverify/version.h"  // generated from the CMake project version
 
 namespace sigverify::daemon {
 
@@ -27,7 +28,7 @@ shm::InfoReply make_info_reply(const DaemonContext& ctx, const std::uint8_t* dat
         return r;
     }
     r.status = static_cast<std::uint32_t>(shm::Status::ok);
-    shm::copy_text(r.version, SIGVERIFY_VERSION);
+    shm::copy_text(r.version, SIGVERIFY_VERSION_STRING);
     shm::copy_text(r.backend, ctx.backend_kind);
     r.confirm_rule = ctx.config.confirm == ConfirmRule::strict ? shm::kConfirmStrict : shm::kConfirmGroups;
     r.max_arena_size = ctx.config.arena_size;
