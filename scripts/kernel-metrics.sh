@@ -17,6 +17,8 @@
 #                   Fe, fe_mul...); default fe32 when kernels/fe32.hpp exists
 #      WINDOWS      hot-loop iterations per row (33);  INNER_TRIPS  iterations of each
 #                   loop inside it per window (4)
+#      SUB_TRIPS    "NAME=t1,t2,... ..." trip counts of the loops in once-per-row
+#                   subroutines (default: read from the source, see below)
 #      HOT_LOOP     0x<head address>: force the hot loop (METRICS_VERBOSE=1 lists loops)
 #      METRICS_STRICT=0   exit 0 even when the kernel has a stack frame or spills
 # Exit: 1 when the kernel has a stack frame or spills (what CI enforces), 2 when
@@ -82,12 +84,41 @@ rev=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')
 [ -n "$(git -C "$SRC" status --porcelain -- kernels 2>/dev/null)" ] && rev="$rev+changes in kernels/"
 args=("$OUT/kernel.cubin" "$OUT/ptxas.txt" "${probe[@]}" --windows "${WINDOWS:-33}"
       --inner-trips "${INNER_TRIPS:-4}")
+# Trip counts of the loops inside the once-per-row subroutines an ECDSA row
+# calls, read from the source (the estimate would otherwise count each loop
+# once): the divsteps batches of the scalar inversion, the squaring runs of the
+# square-root chain (field.hpp: fe_chain_223 then fe_chain_sqrt_tail). The
+# field inversion (BIP-340 rows only) stays counted once. SUB_TRIPS replaces
+# the list ("NAME=t1,t2,... NAME=...", e.g. for an older source).
+if [ -z "${SUB_TRIPS+x}" ]; then
+  SUB_TRIPS=$(python3 - "$SRC" <<'PY'
+import re, sys
+src = sys.argv[1]
+out = []
+try:
+    m = re.search(r'kSafegcdBatches\s*=\s*(\d+)', open(f'{src}/kernels/safegcd32.hpp').read())
+    if m:
+        out.append(f'kernels::sc32_inv={m.group(1)}')
+except OSError:
+    pass
+field = open(f'{src}/kernels/field.hpp').read()
+runs = []
+for fn in ('fe_chain_223', 'fe_chain_sqrt_tail'):
+    body = re.search(r'SV_HD void ' + fn + r'\(.*?\n}\n', field, re.S)
+    runs += re.findall(r'fe_sqr_n\([^;]*,\s*(\d+)\);', body.group(0)) if body else []
+if runs:
+    out.append('kernels::fe32_sqrt=' + ','.join(runs))
+print(' '.join(out))
+PY
+)
+fi
+for t in $SUB_TRIPS; do args+=(--sub-trips "$t"); done
 [ -n "${HOT_LOOP:-}" ] && args+=(--hot-loop "$HOT_LOOP")
 [ "${METRICS_STRICT:-1}" = 0 ] && args+=(--no-strict)
 [ "${METRICS_VERBOSE:-0}" != 0 ] && args+=(--verbose)
 set +e
 {
-  echo "source: $SRC ($rev)  DEFS='${DEFS:-}'  PROBE_API=$api"
+  echo "source: $SRC ($rev)  DEFS='${DEFS:-}'  PROBE_API=$api  SUB_TRIPS='$SUB_TRIPS'"
   python3 "$ROOT/scripts/kernel_metrics.py" "${args[@]}"
 } 2>&1 | tee "$OUT/metrics.txt"
 exit "${PIPESTATUS[0]}"

@@ -291,6 +291,33 @@ def pick_hot_loop(code, loops, stats, forced):
     return k, 'outermost loop with the most IMAD.WIDE, no STG, no looping callee'
 
 
+def subroutine_loop_extra(code, sub_trips):
+    """Passes of the loops inside once-per-row subroutines beyond the one that
+    the plain count includes: for each NAME=t1,t2,... (the trip counts of its
+    outermost loops in address order, from the source: fixed addition chains and
+    fixed batch counts), sum((t - 1) x loop size with callees). A subroutine whose
+    loops do not match its list is reported and counted once."""
+    extra = []
+    for spec in sub_trips or []:
+        name, _, trips = spec.partition('=')
+        trips = [int(t) for t in trips.split(',') if t]
+        sub = next(((lo, hi) for lo, hi, n in code.subs if n == name), None)
+        if sub is None:
+            print(f'  note: --sub-trips {name}: no such subroutine (inlined or renamed?), ignored')
+            continue
+        loops = find_loops(code, *sub)
+        parent = loop_parents(loops)
+        outer = [l for k, l in enumerate(loops) if parent[k] is None]
+        if len(outer) != len(trips):
+            print(f'  WARNING: --sub-trips {name}: {len(trips)} trip counts for {len(outer)} loops; its loops '
+                  f'are counted once')
+            continue
+        x = sum((t - 1) * code.counts(h, e)[0]['n'] for (h, e), t in zip(outer, trips))
+        print(f'  {name}: {len(outer)} loop(s) with trips {",".join(map(str, trips))}: +{x:,} beyond one pass each')
+        extra.append((name, x))
+    return extra
+
+
 def report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how):
     """Prints the hot loop and the per-row estimate; returns target figures."""
     h, e = loops[hot]
@@ -330,13 +357,15 @@ def report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how):
     rest = c['n'] - sum(stats[k][0]['n'] for k in inner)
     per_window = rest + a.inner_trips * sum(stats[k][0]['n'] for k in inner)
     outside = code.counts(0, entry_end)[0]['n'] - c['n']
-    per_row = a.windows * per_window + outside
+    sub_extra = subroutine_loop_extra(code, a.sub_trips)
+    per_row = a.windows * per_window + outside + sum(x for _, x in sub_extra)
     print('estimate (one row per lane, 32 rows per warp, no divergence):')
     terms = ' + '.join([f'{stats[k][0]["n"]:,} x {a.inner_trips}' for k in inner] + [f'{rest:,}'])
     print(f'  per window = sum(inner loop body x INNER_TRIPS) + rest of the loop body = {terms} = {per_window:,}'
           if inner else f'  per window = the loop body = {per_window:,}')
-    print(f'  per row    = {a.windows} windows x {per_window:,} + {outside:,} outside the loop (each once) '
-          f'= {per_row:,} thread-instructions')
+    extra_terms = ''.join(f' + {x:,} ({n} loops)' for n, x in sub_extra)
+    print(f'  per row    = {a.windows} windows x {per_window:,} + {outside:,} outside the loop (each once)'
+          f'{extra_terms} = {per_row:,} thread-instructions')
     print(f'  warp-instructions per row = {per_row:,} / 32 = {per_row / 32:,.0f}')
     anc, k = set(), parent[hot]
     while k is not None:
@@ -360,6 +389,8 @@ def main():
     ap.add_argument('--inner-trips', type=int, default=4, help='passes of each inner loop per window')
     ap.add_argument('--min-skip', type=int, default=16, help='branch heuristic: instructions skipped')
     ap.add_argument('--hot-loop', help='force the hot loop: hex address of its head')
+    ap.add_argument('--sub-trips', action='append', metavar='NAME=T1,T2,...',
+                    help='trip counts of the loops of a once-per-row subroutine, in address order')
     ap.add_argument('--no-strict', action='store_true', help='exit 0 even with stack/spills')
     ap.add_argument('--verbose', action='store_true', help='list every loop of the kernel')
     a = ap.parse_args()
