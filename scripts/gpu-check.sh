@@ -37,7 +37,9 @@
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
 #            every gpu_check_<variant> carried (see VDEFS below; prepare
-#            builds GPU_VARIANTS, default "v1 regcap2"), then the default
+#            builds GPU_VARIANTS, default "v2 v1": v2 is the kernel of
+#            V2_COMMIT (66d7ca7, before issue 30's divsteps inversions), v1 the
+#            first kernel), then the default
 #            build with 64, 256 and 32 threads per block; or the runs RUNS
 #            names ("name:binary args;...", e.g. "t96:gpu_check --tpb 96");
 #         4. Nsight Compute (ncu) on one kernel launch: occupancy, issue
@@ -59,10 +61,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY="$ROOT/build-gpu-carry"
 DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v1 regcap2}"
+read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2 v1}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
 # Kernel variants against the default build (kernel v2, 178 registers, no cap):
 declare -A VDEFS=(
+    [v2]=""                                        # kernel v2 as before issue 30 (Fermat inversions): source of V2_COMMIT
     [v1]="-DSV_KERNEL_V1"                          # kernel v1 (wNAF, 64-bit limbs), the old default
     [v1_regcap1]="-DSV_KERNEL_V1 -DSV_MIN_BLOCKS_PER_SM=1"
     # kernel v1 only:
@@ -106,8 +109,15 @@ prepare() {
     cp "$ROOT/build-gpu/daemon/sigverifyd" "$ROOT/build-gpu/client/cli/sigverify" \
         "$ROOT/build-gpu/tests/kernels/gpu_check" "$CARRY/bin/"
     for v in "${VARIANT_NAMES[@]}"; do
-        echo "prepare: variant $v (${VDEFS[$v]}) in build-gpu-$v"
-        cmake -S "$ROOT" -B "$ROOT/build-gpu-$v" "${cfg[@]}" -DCMAKE_CUDA_FLAGS="${VDEFS[$v]}" >/dev/null
+        local vsrc=$ROOT
+        if [[ $v == v2 ]]; then
+            # the kernel before issue 30, side by side with today's in the same run
+            vsrc=$ROOT/build-gpu-v2-src
+            rm -rf "$vsrc" && mkdir -p "$vsrc"
+            git -C "$ROOT" archive "${V2_COMMIT:-66d7ca7}" | tar -x -C "$vsrc"
+        fi
+        echo "prepare: variant $v (${VDEFS[$v]:-source of ${V2_COMMIT:-66d7ca7}}) in build-gpu-$v"
+        cmake -S "$vsrc" -B "$ROOT/build-gpu-$v" "${cfg[@]}" -DCMAKE_CUDA_FLAGS="${VDEFS[$v]}" >/dev/null
         cmake --build "$ROOT/build-gpu-$v" -j"$JOBS" --target gpu_check >"$CARRY/build-$v.log" 2>&1 ||
             { echo "variant $v failed to build (build-$v.log)"; continue; }
         cp "$ROOT/build-gpu-$v/tests/kernels/gpu_check" "$CARRY/bin/gpu_check_$v"
