@@ -9,12 +9,13 @@
 // goes through it. mul/sqr/add/sub/half are the generated carry-chain
 // sequences of fe32_ops.hpp (one instruction list for device and host).
 //
-// Nothing here branches on data: inversion and square root are fixed
-// addition chains, selections are masks.
+// Nothing here branches on data: the square root is a fixed addition chain,
+// the inversion a fixed count of divsteps, selections are masks.
 #pragma once
 
 #include "kernels/fe32_ops.hpp"
 #include "kernels/group.hpp"
+#include "kernels/safegcd32.hpp"
 
 namespace sigverify::kernels {
 
@@ -133,12 +134,14 @@ SV_HD void fe_mul(Fe32& r, const Fe32& a, const Fe32& b) { fe32_mul(r, a, b); }
 SV_HD void fe_sqr(Fe32& r, const Fe32& a) { fe32_sqr(r, a); }
 SV_HD void fe_sqr_n(Fe32& r, const Fe32& a, int n) { fe32_sqr_n(r, a, n); }
 
-// 1/a = a^(p-2) (0 maps to 0). A real call on the device (arguments and
-// result in registers): the chain runs once per row, outside the hot loop.
+// 1/a mod p by divsteps (safegcd32.hpp; 0 maps to 0), from the canonical
+// value. A real call on the device (argument and result in registers): once
+// per BIP-340 row whose x matched. It replaced the addition chain a^(p-2)
+// (255 squarings and 15 products).
 SV_HD_NOINLINE Fe32 fe32_inv(Fe32 a) {
-    Fe32 x223, x2, x22, r;
-    fe_chain_223(x223, x2, x22, a);
-    fe_chain_inv_tail(r, x223, x2, x22, a);
+    Fe32 n, r;
+    fe32_normalize(n, a);
+    safegcd_inverse(r.v, n.v, modulus30_p());
     return r;
 }
 

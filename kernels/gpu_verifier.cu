@@ -218,6 +218,8 @@ struct DeviceVerifier::Impl {
     std::vector<Lane> lanes;
     std::size_t max_rows_per_chunk = 0;
     Timing timing;
+    int launch_tpb = 0;      // threads per block of a full launch (choose_launch)
+    int resident_warps = 0;  // warps per SM at launch_tpb (0: unknown)
 
     ~Impl() {
         cudaSetDevice(info.index);
@@ -238,9 +240,7 @@ struct DeviceVerifier::Impl {
     Status init() {
         SV_CUDA(cudaSetDevice(info.index));
         const std::vector<k::GeStorage> table = device_g_tables();
-        if (kSharedBytesPerThread != 0)
-            SV_CUDA(cudaFuncSetAttribute(verify_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(kSharedBytesPerThread * kMaxThreadsPerBlock)));
+        if (const Status st = choose_launch(); !st.ok()) return st;
         SV_CUDA(cudaMalloc(&d_table, table.size() * sizeof(k::GeStorage)));
         SV_CUDA(cudaMemcpy(d_table, table.data(), table.size() * sizeof(k::GeStorage), cudaMemcpyHostToDevice));
         // a chunk of the smallest records holds the most rows
@@ -259,8 +259,43 @@ struct DeviceVerifier::Impl {
         return Status::success();
     }
 
+    // The launch follows the device's limits. Kernel v2's scratch is shared
+    // memory per thread, and the most a block may use differs by GPU (64 KiB
+    // on Turing, 99 KiB on RTX 30/40/50, 227 KiB on Hopper): at most that many
+    // threads per block (and at most options.threads_per_block), and of those
+    // block sizes the one that keeps the most warps resident on an SM, as the
+    // runtime computes it from this kernel's registers and shared memory
+    // (ties: the larger block).
+    Status choose_launch() {
+        launch_tpb = options.threads_per_block;
+        if (kSharedBytesPerThread == 0) return Status::success();
+        int optin = 0;
+        SV_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, info.index));
+        const int fit = int(std::size_t(optin) / kSharedBytesPerThread) / 32 * 32;
+        const int cap = fit < options.threads_per_block ? fit : options.threads_per_block;
+        if (cap < 32)
+            return Status{Code::cuda_error, "device allows " + std::to_string(optin) +
+                                                " B of shared memory per block, one warp needs " +
+                                                std::to_string(32 * kSharedBytesPerThread)};
+        SV_CUDA(cudaFuncSetAttribute(verify_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(kSharedBytesPerThread * std::size_t(cap))));
+        int best = -1;
+        for (int tpb = cap; tpb >= 32; tpb -= 32) {
+            int blocks = 0;
+            SV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, verify_kernel, tpb,
+                                                                  kSharedBytesPerThread * std::size_t(tpb)));
+            if (blocks * (tpb / 32) > best) {
+                best = blocks * (tpb / 32);
+                launch_tpb = tpb;
+            }
+        }
+        if (best <= 0) return Status{Code::cuda_error, "the verify kernel cannot be resident on this device"};
+        resident_warps = best;
+        return Status::success();
+    }
+
     Status launch(Lane& l, std::size_t n, const wire::RowSpan& rows) {
-        const int tpb = spread_threads_per_block(n, options.threads_per_block, info.sm_count, kRowsPerThread);
+        const int tpb = spread_threads_per_block(n, launch_tpb, info.sm_count, kRowsPerThread);
         const std::size_t per_block = std::size_t(tpb) * kRowsPerThread;
         const unsigned blocks = static_cast<unsigned>((n + per_block - 1) / per_block);
         verify_kernel<<<blocks, tpb, kSharedBytesPerThread * std::size_t(tpb), l.stream>>>(
@@ -367,6 +402,7 @@ std::unique_ptr<DeviceVerifier> DeviceVerifier::open(const Options& options, Sta
 const DeviceInfo& DeviceVerifier::info() const { return impl_->info; }
 const Options& DeviceVerifier::options() const { return impl_->options; }
 Timing DeviceVerifier::last_timing() const { return impl_->timing; }
+LaunchShape DeviceVerifier::launch_shape() const { return LaunchShape{impl_->launch_tpb, impl_->resident_warps}; }
 
 Status DeviceVerifier::verify(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, Counts* counts) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -130,6 +130,13 @@ struct Timing {
     std::size_t bytes_staged = 0;
 };
 
+// How the kernel is launched on this device (chosen at open() from the
+// device's shared memory per block and the runtime's occupancy figures).
+struct LaunchShape {
+    int threads_per_block = 0;    // of a full launch; a small one may spread smaller blocks
+    int resident_warps_per_sm = 0;  // theoretical, at that block size (0: not computed)
+};
+
 class DeviceVerifier {
 public:
     // Opens a device: creates streams, uploads the precomputed G tables,
@@ -164,6 +171,7 @@ public:
     Status benchmark_kernel(const wire::RowSpan& rows, int repeats, double& rows_per_s);
 
     Timing last_timing() const;
+    LaunchShape launch_shape() const;
 
 private:
     struct Impl;

@@ -41,6 +41,7 @@ Status DeviceVerifier::benchmark_kernel(const wire::RowSpan&, int, double& rows_
     return Status{Code::not_built, kNotBuilt};
 }
 Timing DeviceVerifier::last_timing() const { return {}; }
+LaunchShape DeviceVerifier::launch_shape() const { return {}; }
 Status pin_host_memory(const void*, std::size_t) { return Status{Code::not_built, kNotBuilt}; }
 void unpin_host_memory(const void*) {}
 

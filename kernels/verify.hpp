@@ -7,19 +7,28 @@
 //   * every verdict equals libsecp256k1's for the same row.
 #pragma once
 
+#include <cstddef>
+
 #include "kernels/ecmult.hpp"
 #include "kernels/sha256.hpp"
+#include "shm_protocol/wire_format.hpp"
 
 namespace sigverify::kernels {
 
-// Record offsets (shm_protocol/wire_format.hpp pins the same numbers; the
-// device code does not include that header).
-constexpr int kRecHash = 0;
-constexpr int kRecKey = 32;
-constexpr int kEcdsaSig = 65;
-constexpr int kSchnorrSig = 64;
-constexpr int kEcdsaRecordBytes = 129;
-constexpr int kSchnorrRecordBytes = 128;
+// Record offsets, from the layouts of shm_protocol/wire_format.hpp (its
+// records are plain byte arrays, so offsetof is the whole contract). Both
+// kinds start with the 32-byte hash and put the key at byte 32; the
+// signature follows the key (33 bytes compressed, 32 x-only).
+constexpr int kRecHash = int(offsetof(wire::EcdsaRecord, hash));
+constexpr int kRecKey = int(offsetof(wire::EcdsaRecord, point));
+constexpr int kEcdsaSig = int(offsetof(wire::EcdsaRecord, sig));
+constexpr int kSchnorrSig = int(offsetof(wire::SchnorrRecord, sig));
+constexpr int kEcdsaRecordBytes = int(sizeof(wire::EcdsaRecord));
+constexpr int kSchnorrRecordBytes = int(sizeof(wire::SchnorrRecord));
+static_assert(offsetof(wire::SchnorrRecord, hash) == std::size_t(kRecHash), "one hash offset for both kinds");
+static_assert(offsetof(wire::SchnorrRecord, xonly) == std::size_t(kRecKey), "one key offset for both kinds");
+static_assert(kRecHash == 0 && kRecKey == 32 && kEcdsaSig == 65 && kSchnorrSig == 64, "the bridge's layout");
+static_assert(kEcdsaRecordBytes == 129 && kSchnorrRecordBytes == 128, "the bridge's record sizes");
 
 // p - n: r + n is a field element exactly when r < p - n.
 SV_HD Sc p_minus_n() { return Sc{{0x402DA1722FC9BAEEull, 0x4551231950B75FC4ull, 1, 0}}; }

@@ -37,11 +37,16 @@
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
 #            every gpu_check_<variant> carried (see VDEFS below; prepare
-#            builds GPU_VARIANTS, default "v1 regcap2"), then the default
+#            builds GPU_VARIANTS, default "v2 v1": v2 is the kernel of
+#            V2_COMMIT (66d7ca7, before issue 30's divsteps inversions), v1 the
+#            first kernel), then the default
 #            build with 64, 256 and 32 threads per block; or the runs RUNS
 #            names ("name:binary args;...", e.g. "t96:gpu_check --tpb 96");
+#         0. imad_rate (tests/kernels/imad_rate.cu): IMAD.WIDE.U32 against IMAD
+#            warp-instructions per SM per clock (issue 30: half rate or full?);
 #         4. Nsight Compute (ncu) on one kernel launch: occupancy, issue
-#            efficiency, stall reasons, local-memory traffic (NCU= to skip).
+#            efficiency, stall reasons, local-memory traffic, pipe utilisation
+#            (ComputeWorkloadAnalysis) (NCU= to skip).
 #       Env: OUT (default ./gpu-check-out), ROWS (1000000), EXTRA_ROWS
 #       (300000), DEADLINE (seconds after which nothing new starts, 400), RUNS,
 #       DAEMON_ROWS (200000), BENCH_SIZES (4096,65536,1048576; empty: skip),
@@ -59,10 +64,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY="$ROOT/build-gpu-carry"
 DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v1 regcap2}"
+read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2 v1}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
 # Kernel variants against the default build (kernel v2, 178 registers, no cap):
 declare -A VDEFS=(
+    [v2]=""                                        # kernel v2 as before issue 30 (Fermat inversions): source of V2_COMMIT
     [v1]="-DSV_KERNEL_V1"                          # kernel v1 (wNAF, 64-bit limbs), the old default
     [v1_regcap1]="-DSV_KERNEL_V1 -DSV_MIN_BLOCKS_PER_SM=1"
     # kernel v1 only:
@@ -105,9 +111,19 @@ prepare() {
         grep -E "error|warning|Built target" || true
     cp "$ROOT/build-gpu/daemon/sigverifyd" "$ROOT/build-gpu/client/cli/sigverify" \
         "$ROOT/build-gpu/tests/kernels/gpu_check" "$CARRY/bin/"
+    # the IMAD.WIDE vs IMAD issue-rate microbenchmark (phase 0; CUDA runtime only)
+    "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 \
+        -o "$CARRY/bin/imad_rate" "$ROOT/tests/kernels/imad_rate.cu"
     for v in "${VARIANT_NAMES[@]}"; do
-        echo "prepare: variant $v (${VDEFS[$v]}) in build-gpu-$v"
-        cmake -S "$ROOT" -B "$ROOT/build-gpu-$v" "${cfg[@]}" -DCMAKE_CUDA_FLAGS="${VDEFS[$v]}" >/dev/null
+        local vsrc=$ROOT
+        if [[ $v == v2 ]]; then
+            # the kernel before issue 30, side by side with today's in the same run
+            vsrc=$ROOT/build-gpu-v2-src
+            rm -rf "$vsrc" && mkdir -p "$vsrc"
+            git -C "$ROOT" archive "${V2_COMMIT:-66d7ca7}" | tar -x -C "$vsrc"
+        fi
+        echo "prepare: variant $v (${VDEFS[$v]:-source of ${V2_COMMIT:-66d7ca7}}) in build-gpu-$v"
+        cmake -S "$vsrc" -B "$ROOT/build-gpu-$v" "${cfg[@]}" -DCMAKE_CUDA_FLAGS="${VDEFS[$v]}" >/dev/null
         cmake --build "$ROOT/build-gpu-$v" -j"$JOBS" --target gpu_check >"$CARRY/build-$v.log" 2>&1 ||
             { echo "variant $v failed to build (build-$v.log)"; continue; }
         cp "$ROOT/build-gpu-$v/tests/kernels/gpu_check" "$CARRY/bin/gpu_check_$v"
@@ -214,6 +230,14 @@ else
         exit 2
     fi
     say "built gpu_check from source"
+fi
+
+# --- phase 0: does IMAD.WIDE.U32 issue at the rate of IMAD? (~10 s; IMAD_SECONDS per measurement)
+if [[ -x "$CARRY/bin/imad_rate" ]]; then
+    say "phase 0: imad_rate"
+    timeout 40 "$CARRY/bin/imad_rate" "${IMAD_SECONDS:-2}" >"$LOGS/imad_rate.txt" 2>&1
+    say "imad_rate exit $?"
+    tee -a "$OUT/summary.txt" <"$LOGS/imad_rate.txt"
 fi
 
 # --- phase 1: kernels vs libsecp256k1, 1M rows per table
@@ -384,12 +408,12 @@ if [[ $rc_check -eq 0 && -n "$NCU" && -x "$NCU" && $SECONDS -lt $DEADLINE ]]; th
     say "phase 4: $NCU on one verify_kernel launch"
     timeout 120 "$NCU" --clock-control none -k regex:verify_kernel --launch-skip 8 --launch-count 1 \
         --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
-        --section SchedulerStats --section InstructionStats \
+        --section SchedulerStats --section InstructionStats --section ComputeWorkloadAnalysis \
         --metrics smsp__thread_inst_executed_per_inst_executed.ratio,smsp__inst_executed.sum,sm__cycles_elapsed.max \
         "$BIN/gpu_check" --rows 65536 --repeats 1 >"$LOGS/ncu.txt" 2>&1
     say "ncu exit $?"
-    grep -E "Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Local|L1/TEX Hit|L2 Hit|DRAM Throughput|Active Threads|Not Predicated|thread_inst_executed_per|smsp__inst_executed.sum|sm__cycles_elapsed|Registers Per|Shared Memory Config|Block Limit" \
-        "$LOGS/ncu.txt" | head -30 | tee -a "$OUT/summary.txt"
+    grep -E "Executed Ipc|Issue Slots Busy|SM Busy|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Local|L1/TEX Hit|L2 Hit|DRAM Throughput|Active Threads|Not Predicated|thread_inst_executed_per|smsp__inst_executed.sum|sm__cycles_elapsed|Registers Per|Shared Memory Config|Block Limit" \
+        "$LOGS/ncu.txt" | head -40 | tee -a "$OUT/summary.txt"
     cp "$LOGS/ncu.txt" "$OUT/ncu.txt"
 elif [[ -z "$NCU" ]]; then
     say "phase 4: no ncu (or NCU= given), skipped"

@@ -17,6 +17,11 @@
 #                   Fe, fe_mul...); default fe32 when kernels/fe32.hpp exists
 #      WINDOWS      hot-loop iterations per row (33);  INNER_TRIPS  iterations of each
 #                   loop inside it per window (4)
+#      SUB_TRIPS    "NAME=t1,t2,... ..." trip counts of the loops in once-per-row
+#                   subroutines (default: read from the source, see below)
+#      ARCHS        architectures besides sm_90 for the occupancy table and the
+#                   stack/spill check (default "75 80 86 89 100 120"; "" for none)
+#      TPB          threads per block of the launch (default: the source's default)
 #      HOT_LOOP     0x<head address>: force the hot loop (METRICS_VERBOSE=1 lists loops)
 #      METRICS_STRICT=0   exit 0 even when the kernel has a stack frame or spills
 # Exit: 1 when the kernel has a stack frame or spills (what CI enforces), 2 when
@@ -78,16 +83,69 @@ if ! wait "$kernel_pid"; then
   exit 2
 fi
 
+# The other architectures (ARCHS, default every one CUDA 13 builds from Turing
+# up): ptxas reports only, two compilations at a time, for the occupancy table
+# and the stack/spill check on each.
+arch_args=()
+base_flags=("${flags[@]}")
+running=0
+for arch in ${ARCHS-75 80 86 89 100 120}; do
+  [ "$arch" = 90 ] && continue
+  aflags=()
+  for f in "${base_flags[@]}"; do aflags+=("${f/arch=compute_90,code=sm_90/arch=compute_$arch,code=sm_$arch}"); done
+  "$NVCC" "${aflags[@]}" -o "$OUT/kernel_sm$arch.cubin" "$SRC/kernels/gpu_verifier.cu" >"$OUT/ptxas_sm$arch.txt" 2>&1 &
+  arch_args+=(--arch-log "$arch:$OUT/ptxas_sm$arch.txt")
+  running=$((running + 1))
+  if [ "$running" -ge 2 ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait || true
+# Shared memory per thread and threads per block of the launch, from the source.
+smem_src=$OUT/smem_per_thread.cpp
+printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::kScratchWords * 4)); }\n' >"$smem_src"
+smem=$(c++ -std=c++20 -I"$SRC" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" || echo)
+tpb=${TPB:-$(sed -n 's/^ *int threads_per_block = \([0-9]*\);.*/\1/p' "$SRC/kernels/gpu_verifier.hpp" | head -n 1)}
+
 rev=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')
 [ -n "$(git -C "$SRC" status --porcelain -- kernels 2>/dev/null)" ] && rev="$rev+changes in kernels/"
 args=("$OUT/kernel.cubin" "$OUT/ptxas.txt" "${probe[@]}" --windows "${WINDOWS:-33}"
       --inner-trips "${INNER_TRIPS:-4}")
+# Trip counts of the loops inside the once-per-row subroutines an ECDSA row
+# calls, read from the source (the estimate would otherwise count each loop
+# once): the divsteps batches of the scalar inversion, the squaring runs of the
+# square-root chain (field.hpp: fe_chain_223 then fe_chain_sqrt_tail). The
+# field inversion (BIP-340 rows only) stays counted once. SUB_TRIPS replaces
+# the list ("NAME=t1,t2,... NAME=...", e.g. for an older source).
+if [ -z "${SUB_TRIPS+x}" ]; then
+  SUB_TRIPS=$(python3 - "$SRC" <<'PY'
+import re, sys
+src = sys.argv[1]
+out = []
+try:
+    m = re.search(r'kSafegcdBatches\s*=\s*(\d+)', open(f'{src}/kernels/safegcd32.hpp').read())
+    if m:
+        out.append(f'kernels::sc32_inv={m.group(1)}')
+except OSError:
+    pass
+field = open(f'{src}/kernels/field.hpp').read()
+runs = []
+for fn in ('fe_chain_223', 'fe_chain_sqrt_tail'):
+    body = re.search(r'SV_HD void ' + fn + r'\(.*?\n}\n', field, re.S)
+    runs += re.findall(r'fe_sqr_n\([^;]*,\s*(\d+)\);', body.group(0)) if body else []
+if runs:
+    out.append('kernels::fe32_sqrt=' + ','.join(runs))
+print(' '.join(out))
+PY
+)
+fi
+for t in $SUB_TRIPS; do args+=(--sub-trips "$t"); done
+args+=("${arch_args[@]}")
+[ -n "$smem" ] && args+=(--smem-per-thread "$smem" --tpb "${tpb:-128}")
 [ -n "${HOT_LOOP:-}" ] && args+=(--hot-loop "$HOT_LOOP")
 [ "${METRICS_STRICT:-1}" = 0 ] && args+=(--no-strict)
 [ "${METRICS_VERBOSE:-0}" != 0 ] && args+=(--verbose)
 set +e
 {
-  echo "source: $SRC ($rev)  DEFS='${DEFS:-}'  PROBE_API=$api"
+  echo "source: $SRC ($rev)  DEFS='${DEFS:-}'  PROBE_API=$api  SUB_TRIPS='$SUB_TRIPS'"
   python3 "$ROOT/scripts/kernel_metrics.py" "${args[@]}"
 } 2>&1 | tee "$OUT/metrics.txt"
 exit "${PIPESTATUS[0]}"

@@ -252,6 +252,61 @@ def parse_ptxas(path, entry):
     return (int(r.group(1)) if r else None,) + (tuple(int(g) for g in m.groups()) if m else (None,) * 3)
 
 
+# Per-SM limits by architecture (CUDA programming guide, compute capabilities
+# table): shared memory per SM (KiB, the largest carve-out), the most a block
+# may opt in to (KiB), resident warps and blocks. Every one has 64K 32-bit
+# registers per SM in four sub-partitions; a warp's registers (allocated in
+# units of 256) come from one sub-partition, so warps by registers =
+# 4 x floor(16384 / registers per warp). Since sm_80 the driver reserves 1 KiB
+# of shared memory per block.
+ARCH_LIMITS = {  # arch: (smem KiB per SM, smem KiB per block, max warps, max blocks)
+    75: (64, 64, 32, 16), 80: (164, 163, 64, 32), 86: (100, 99, 48, 16), 89: (100, 99, 48, 24),
+    90: (228, 227, 64, 32), 100: (228, 227, 64, 32), 120: (100, 99, 48, 32),
+}
+OCCUPANCY_TARGET_ARCHS = (89, 90, 120)  # the issue's targets: >= 12 warps per SM
+
+
+def occupancy(arch, regs, smem_per_thread, tpb):
+    """(warps per SM, limiter) of a kernel of `regs` registers and `smem_per_thread`
+    bytes of dynamic shared memory per thread launched with `tpb` threads."""
+    smem_sm, smem_block, max_warps, max_blocks = ARCH_LIMITS[arch]
+    wpb = (tpb + 31) // 32
+    reserved = 1024 if arch >= 80 else 0
+    block_smem = smem_per_thread * tpb
+    if block_smem > smem_block * 1024:
+        return 0, f'{block_smem:,} B shared per block > {smem_block} KiB: cannot launch at {tpb} threads'
+    per_warp = (regs * 32 + 255) // 256 * 256
+    limits = {
+        'registers': 4 * (16384 // per_warp) // wpb if per_warp else max_blocks,
+        'shared memory': (smem_sm * 1024) // (block_smem + reserved),
+        'warps': max_warps // wpb,
+        'blocks': max_blocks,
+    }
+    blocks = min(limits.values())
+    return blocks * wpb, ' and '.join(k for k, v in limits.items() if v == blocks)
+
+
+def report_occupancy(arch_logs, entry_of, smem_per_thread, tpb):
+    """Prints per architecture: registers, stack, spills and theoretical warps per
+    SM; returns (stack or spills anywhere, {arch: warps})."""
+    print(f'occupancy at the launch configuration ({tpb} threads per block, {smem_per_thread:,} B shared per thread):')
+    print('   arch    regs  stack  spills  warps/SM  limited by')
+    bad, warps = [], {}
+    for arch, log in arch_logs:
+        regs, stack, sst, sld = parse_ptxas(log, entry_of)
+        if regs is None or arch not in ARCH_LIMITS:
+            print(f'   sm_{arch:<4} n/a (no ptxas report in {log})')
+            bad.append(arch)
+            continue
+        w, why = occupancy(arch, regs, smem_per_thread, tpb)
+        warps[arch] = w
+        spills = (sst or 0) + (sld or 0)
+        if stack or spills:
+            bad.append(arch)
+        print(f'   sm_{arch:<4} {regs:4}  {stack:5}  {spills:6}  {w:8}  {why}')
+    return bad, warps
+
+
 def probe_costs(path):
     """Marginal SASS instructions per call: probe kernels probe_<prim>_x1 / _x16 make
     1 and 16 dependent calls, cost = (x16 - x1) / 15. A kernel's size counts its
@@ -289,6 +344,33 @@ def pick_hot_loop(code, loops, stats, forced):
         return None, 'no loop with IMAD.WIDE'
     k = min((k for k in cand if stats[k][0]['IMAD.WIDE'] == best), key=lambda k: (loops[k][0], -loops[k][1]))
     return k, 'outermost loop with the most IMAD.WIDE, no STG, no looping callee'
+
+
+def subroutine_loop_extra(code, sub_trips):
+    """Passes of the loops inside once-per-row subroutines beyond the one that
+    the plain count includes: for each NAME=t1,t2,... (the trip counts of its
+    outermost loops in address order, from the source: fixed addition chains and
+    fixed batch counts), sum((t - 1) x loop size with callees). A subroutine whose
+    loops do not match its list is reported and counted once."""
+    extra = []
+    for spec in sub_trips or []:
+        name, _, trips = spec.partition('=')
+        trips = [int(t) for t in trips.split(',') if t]
+        sub = next(((lo, hi) for lo, hi, n in code.subs if n == name), None)
+        if sub is None:
+            print(f'  note: --sub-trips {name}: no such subroutine (inlined or renamed?), ignored')
+            continue
+        loops = find_loops(code, *sub)
+        parent = loop_parents(loops)
+        outer = [l for k, l in enumerate(loops) if parent[k] is None]
+        if len(outer) != len(trips):
+            print(f'  WARNING: --sub-trips {name}: {len(trips)} trip counts for {len(outer)} loops; its loops '
+                  f'are counted once')
+            continue
+        x = sum((t - 1) * code.counts(h, e)[0]['n'] for (h, e), t in zip(outer, trips))
+        print(f'  {name}: {len(outer)} loop(s) with trips {",".join(map(str, trips))}: +{x:,} beyond one pass each')
+        extra.append((name, x))
+    return extra
 
 
 def report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how):
@@ -330,13 +412,15 @@ def report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how):
     rest = c['n'] - sum(stats[k][0]['n'] for k in inner)
     per_window = rest + a.inner_trips * sum(stats[k][0]['n'] for k in inner)
     outside = code.counts(0, entry_end)[0]['n'] - c['n']
-    per_row = a.windows * per_window + outside
+    sub_extra = subroutine_loop_extra(code, a.sub_trips)
+    per_row = a.windows * per_window + outside + sum(x for _, x in sub_extra)
     print('estimate (one row per lane, 32 rows per warp, no divergence):')
     terms = ' + '.join([f'{stats[k][0]["n"]:,} x {a.inner_trips}' for k in inner] + [f'{rest:,}'])
     print(f'  per window = sum(inner loop body x INNER_TRIPS) + rest of the loop body = {terms} = {per_window:,}'
           if inner else f'  per window = the loop body = {per_window:,}')
-    print(f'  per row    = {a.windows} windows x {per_window:,} + {outside:,} outside the loop (each once) '
-          f'= {per_row:,} thread-instructions')
+    extra_terms = ''.join(f' + {x:,} ({n} loops)' for n, x in sub_extra)
+    print(f'  per row    = {a.windows} windows x {per_window:,} + {outside:,} outside the loop (each once)'
+          f'{extra_terms} = {per_row:,} thread-instructions')
     print(f'  warp-instructions per row = {per_row:,} / 32 = {per_row / 32:,.0f}')
     anc, k = set(), parent[hot]
     while k is not None:
@@ -360,6 +444,12 @@ def main():
     ap.add_argument('--inner-trips', type=int, default=4, help='passes of each inner loop per window')
     ap.add_argument('--min-skip', type=int, default=16, help='branch heuristic: instructions skipped')
     ap.add_argument('--hot-loop', help='force the hot loop: hex address of its head')
+    ap.add_argument('--sub-trips', action='append', metavar='NAME=T1,T2,...',
+                    help='trip counts of the loops of a once-per-row subroutine, in address order')
+    ap.add_argument('--arch-log', action='append', metavar='ARCH:PTXAS_LOG',
+                    help='ptxas -v report of the kernel built for another architecture (occupancy table)')
+    ap.add_argument('--smem-per-thread', type=int, help='dynamic shared memory per thread, bytes')
+    ap.add_argument('--tpb', type=int, default=128, help='threads per block of the launch configuration')
     ap.add_argument('--no-strict', action='store_true', help='exit 0 even with stack/spills')
     ap.add_argument('--verbose', action='store_true', help='list every loop of the kernel')
     a = ap.parse_args()
@@ -418,16 +508,30 @@ def main():
         print('   n/a (no probe cubin)')
     pget = lambda op: prim.get('fe32_' + op, prim.get('fe_' + op))
 
+    arch_bad, arch_warps = [], {}
+    if a.smem_per_thread is not None:
+        logs = [(90, a.ptxas_log)] + [(int(x.split(':', 1)[0]), x.split(':', 1)[1]) for x in a.arch_log or []]
+        arch_bad, arch_warps = report_occupancy(sorted(logs), entry, a.smem_per_thread, a.tpb)
+
     print('== against targets ==')
     rows = [('stack frame bytes', stack, 0), ('spill bytes (stores + loads)', spills, 0),
             ('hot loop code KiB (incl. callees)', hot_kib, 32), ('hot loop LDL + STL', hot_ldst, 0),
             ('hot loop data-dependent branches', divergent, 0), ('fe_mul SASS', pget('mul'), 170),
-            ('fe_sqr SASS', pget('sqr'), 170), ('fe_add SASS', pget('add'), 32), ('fe_sub SASS', pget('sub'), 32),
-            ('cubin KiB', cubin_bytes / 1024, 256), ('est. warp-instructions per ECDSA row', est, 20000)]
+            ('fe_sqr SASS', pget('sqr'), 110), ('fe_add SASS', pget('add'), 32), ('fe_sub SASS', pget('sub'), 32),
+            ('cubin KiB', cubin_bytes / 1024, 256), ('est. warp-instructions per ECDSA row', est, 12000)]
     for name, v, target in rows:
         verdict = 'n/a' if v is None else 'OK' if v <= target else 'MISS'
         spec = ',.1f' if isinstance(v, float) and v < 100 else ',.0f'
         print(f'   {name:38s} {fmt(v, spec):>10}   target <= {target:<8,} {verdict}')
+    for arch in OCCUPANCY_TARGET_ARCHS:
+        if arch in arch_warps:
+            v = arch_warps[arch]
+            print(f'   {"warps per SM, sm_" + str(arch):38s} {v:>10}   target >= {12:<8} {"OK" if v >= 12 else "MISS"}')
+    if arch_bad:
+        print('kernel-metrics: FAIL: stack frame, spills or no report on ' + ', '.join(f'sm_{x}' for x in arch_bad)
+              + (' (not enforced: METRICS_STRICT=0)' if a.no_strict else ''))
+        if not a.no_strict:
+            return 1
     if stack or spills:
         print(f'kernel-metrics: FAIL: the kernel has a stack frame ({stack} B) or spills ({spills} B)'
               + (' (not enforced: METRICS_STRICT=0)' if a.no_strict else ''))

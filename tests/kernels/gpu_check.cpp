@@ -148,9 +148,12 @@ int main(int argc, char** argv) {
                     st.message.c_str());
         return 2;
     }
-    std::printf("opened GPU %d in %.2fs (streams %d, chunk %zu MiB, %d threads/block)\n", args.options.device,
-                seconds_since(t0), args.options.streams, args.options.chunk_bytes >> 20,
-                args.options.threads_per_block);
+    const gpu::LaunchShape shape = dev->launch_shape();
+    std::printf("opened GPU %d (sm_%d%d) in %.2fs (streams %d, chunk %zu MiB, %d threads/block asked, "
+                "%d launched, %d warps/SM resident)\n",
+                args.options.device, dev->info().cc_major, dev->info().cc_minor, seconds_since(t0),
+                args.options.streams, args.options.chunk_bytes >> 20, args.options.threads_per_block,
+                shape.threads_per_block, shape.resident_warps_per_sm);
     t0 = clk::now();
     st = dev->self_test();
     std::printf("self-test: %s%s%s (%.2fs)\n", st.ok() ? "PASS" : "FAIL", st.ok() ? "" : ": ",
