@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bignum.hpp"
 #include "kernels/kernel_math.hpp"
 #include "kernels/verify.hpp"
 
@@ -25,19 +26,9 @@ __extension__ typedef __int128 i128_test;
 
 namespace {
 
-struct BnCtx {
-    BN_CTX* ctx = BN_CTX_new();
-    ~BnCtx() { BN_CTX_free(ctx); }
-};
+using sigverify::test::Bn;
+using sigverify::test::BnCtx;
 
-struct Bn {
-    BIGNUM* b = BN_new();
-    Bn() = default;
-    explicit Bn(const char* hex) { BN_hex2bn(&b, hex); }
-    Bn(const Bn&) = delete;
-    Bn& operator=(const Bn&) = delete;
-    ~Bn() { BN_free(b); }
-};
 
 void limbs_to_bn(const u64 v[4], Bn& out) {
     unsigned char be[32];

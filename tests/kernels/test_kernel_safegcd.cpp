@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bignum.hpp"
 #include "kernels/kernel_math.hpp"
 #include "kernels/safegcd32.hpp"
 #include "kernels/verify32.hpp"
@@ -24,18 +25,9 @@ using namespace sigverify::kernels;
 
 namespace {
 
-struct Bn {
-    BIGNUM* b = BN_new();
-    Bn() = default;
-    Bn(const Bn&) = delete;
-    Bn& operator=(const Bn&) = delete;
-    ~Bn() { BN_free(b); }
-};
+using sigverify::test::Bn;
+using sigverify::test::BnCtx;
 
-struct BnCtx {
-    BN_CTX* ctx = BN_CTX_new();
-    ~BnCtx() { BN_CTX_free(ctx); }
-};
 
 using Words = std::array<u32, 8>;
 

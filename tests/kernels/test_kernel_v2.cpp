@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bignum.hpp"
 #include "kernels/kernel_math.hpp"
 #include "kernels/verify32.hpp"
 
@@ -20,18 +21,9 @@ using namespace sigverify::kernels;
 
 namespace {
 
-struct Bn {
-    BIGNUM* b = BN_new();
-    Bn() = default;
-    Bn(const Bn&) = delete;
-    Bn& operator=(const Bn&) = delete;
-    ~Bn() { BN_free(b); }
-};
+using sigverify::test::Bn;
+using sigverify::test::BnCtx;
 
-struct BnCtx {
-    BN_CTX* ctx = BN_CTX_new();
-    ~BnCtx() { BN_CTX_free(ctx); }
-};
 
 void words_to_bn(const u32* v, int n, Bn& out) {
     std::vector<unsigned char> be(std::size_t(n) * 4);
