@@ -59,7 +59,7 @@ struct InfoReply {
     std::uint16_t abi_major;         // ring ABI
     std::uint16_t abi_minor;
     std::uint64_t epoch;
-    char version[32];                // daemon release, e.g. "0.9.0"
+    char version[32];                // daemon release (SIGVERIFY_VERSION_STRING), NUL-terminated
     char backend[32];                // "cpu", "gpu", "host-kernel"
     std::uint32_t confirm_rule;      // kConfirmStrict / kConfirmGroups
     std::uint32_t cpu_workers;       // CPU verifier threads (the fallback's on a GPU daemon)

@@ -54,6 +54,7 @@ expect_files "$L" "/usr/lib/$MA/libsigverify.so.$SOV" "/usr/lib/$MA/libsigverify
 # shellcheck disable=SC2046
 expect_files "$DEV" /usr/include/sigverify/client.hpp /usr/include/sigverify/sigverify.h \
   /usr/include/sigverify/groups.hpp /usr/include/sigverify/export.h /usr/include/sigverify/version.h \
+  /usr/include/sigverify/lbtc.hpp \
   /usr/share/man/man3/sigverify.h.3.gz \
   /usr/include/sigverify/shm_protocol/segment_access.hpp /usr/include/sigverify/shm_protocol/segment_layout.hpp \
   /usr/include/sigverify/shm_protocol/wire_format.hpp "/usr/lib/$MA/libsigverify.so" "/usr/lib/$MA/libsigverify.a" \
