@@ -137,4 +137,28 @@ struct RawSession {
     }
 };
 
+// Raw control messages (ring ABI 1.4): one request, one reply; a reply that
+// does not arrive whole reads as magic 0.
+inline shm::RegisterReply receive_register_reply(RawSession& s) {
+    shm::RegisterReply reply{};
+    const shm::ReceivedPacket r = shm::receive_packet(s.sock, &reply, sizeof reply, shm::KeepDescriptor::none);
+    if (r.bytes != static_cast<ssize_t>(sizeof reply)) reply.magic = 0;
+    return reply;
+}
+
+inline shm::RegisterReply raw_register(RawSession& s, int fd, std::uint64_t offset, std::uint64_t size,
+                                       std::uint32_t flags = 0) {
+    shm::RegisterRequest req{shm::kRegisterMagic, flags, offset, size};
+    shm::send_packet(s.sock, &req, sizeof req, fd);
+    shm::ring_force(s.h->daemon_bell);
+    return receive_register_reply(s);
+}
+
+inline shm::RegisterReply raw_unregister(RawSession& s, std::uint64_t id) {
+    shm::UnregisterRequest req{shm::kUnregisterMagic, 0, id};
+    shm::send_packet(s.sock, &req, sizeof req);
+    shm::ring_force(s.h->daemon_bell);
+    return receive_register_reply(s);
+}
+
 }  // namespace sigverify::test

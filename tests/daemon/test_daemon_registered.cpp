@@ -118,28 +118,6 @@ bool eventually(Pred&& pred, std::chrono::milliseconds limit = std::chrono::seco
     return pred();
 }
 
-// Raw control messages: one request, one reply.
-shm::RegisterReply raw_register(RawSession& s, int fd, std::uint64_t offset, std::uint64_t size,
-                                std::uint32_t flags = 0) {
-    shm::RegisterRequest req{shm::kRegisterMagic, flags, offset, size};
-    shm::send_packet(s.sock, &req, sizeof req, fd);
-    shm::ring_force(s.h->daemon_bell);
-    shm::RegisterReply reply{};
-    const shm::ReceivedPacket r = shm::receive_packet(s.sock, &reply, sizeof reply, shm::KeepDescriptor::none);
-    if (r.bytes != static_cast<ssize_t>(sizeof reply)) reply.magic = 0;
-    return reply;
-}
-
-shm::RegisterReply raw_unregister(RawSession& s, std::uint64_t id) {
-    shm::UnregisterRequest req{shm::kUnregisterMagic, 0, id};
-    shm::send_packet(s.sock, &req, sizeof req);
-    shm::ring_force(s.h->daemon_bell);
-    shm::RegisterReply reply{};
-    const shm::ReceivedPacket r = shm::receive_packet(s.sock, &reply, sizeof reply, shm::KeepDescriptor::none);
-    if (r.bytes != static_cast<ssize_t>(sizeof reply)) reply.magic = 0;
-    return reply;
-}
-
 shm::SubmissionEntry registered_entry(std::uint64_t id, std::uint64_t message, std::uint64_t key,
                                       std::uint64_t signature, std::uint64_t results, std::uint64_t n,
                                       RecordKind kind = RecordKind::ecdsa) {

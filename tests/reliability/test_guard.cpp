@@ -65,16 +65,6 @@ bool small_handshake(RawSession& s, const std::string& path) {
     return true;
 }
 
-shm::RegisterReply raw_register(RawSession& s, int fd, std::uint64_t offset, std::uint64_t size) {
-    shm::RegisterRequest req{shm::kRegisterMagic, 0, offset, size};
-    shm::send_packet(s.sock, &req, sizeof req, fd);
-    shm::ring_force(s.h->daemon_bell);
-    shm::RegisterReply reply{};
-    const shm::ReceivedPacket r = shm::receive_packet(s.sock, &reply, sizeof reply, shm::KeepDescriptor::none);
-    if (r.bytes != static_cast<ssize_t>(sizeof reply)) reply.magic = 0;
-    return reply;
-}
-
 // Running, not a zombie: a daemon killed by SIGBUS stays a zombie until the
 // fixture reaps it, and kill(pid, 0) would still succeed.
 bool daemon_alive(const DaemonProcess& d) {
