@@ -5,6 +5,10 @@
 #                     (a conffile), docs, man pages, bash completion
 #   libsigverify0     the shared client library (SONAME libsigverify.so.SOVERSION, CMakeLists.txt)
 #   libsigverify-dev  headers, static libraries, pkg-config file, CMake package
+#   libsigverify-libbitcoin-dev
+#                     the opt-in libbitcoin compatibility layer (<ufsecp/libbitcoin.hpp>,
+#                     CMake package and pkg-config module secp256k1-fast): built always,
+#                     installed only by whoever wants an unmodified libbitcoin to use us
 # The packages are meant for a build configured with -DCMAKE_INSTALL_PREFIX=/usr.
 set(SIGVERIFY_PACKAGE_MAINTAINER "sigverify maintainers <maintainers@users.noreply.a-seed-da0336f9.example>"
   CACHE STRING "Maintainer field of the Debian packages")
@@ -19,7 +23,7 @@ set(CPACK_PACKAGE_CONTACT "${SIGVERIFY_PACKAGE_MAINTAINER}")
 set(CPACK_PACKAGING_INSTALL_PREFIX "${CMAKE_INSTALL_PREFIX}")
 set(CPACK_PACKAGE_DIRECTORY "${PROJECT_BINARY_DIR}/packages")
 set(CPACK_GENERATOR DEB)
-set(CPACK_COMPONENTS_ALL sigverifyd libsigverify0 libsigverify-dev)
+set(CPACK_COMPONENTS_ALL sigverifyd libsigverify0 libsigverify-dev libsigverify-libbitcoin-dev)
 
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # NAME_VERSION_ARCH.deb, as apt expects
@@ -84,13 +88,28 @@ reference page of the C ABI, sigverify.h(3).")
 # static library needs libsecp256k1 at link time (pkg-config --static).
 set(CPACK_DEBIAN_LIBSIGVERIFY-DEV_PACKAGE_DEPENDS "libsigverify0 (= ${_sv_version}), libsecp256k1-dev")
 
+# The compatibility layer: headers and package files only, over libsigverify-dev
+# (secp256k1-fast.pc requires sigverify.pc; secp256k1-fastConfig.cmake finds sigverify).
+set(CPACK_DEBIAN_LIBSIGVERIFY-LIBBITCOIN-DEV_PACKAGE_NAME libsigverify-libbitcoin-dev)
+set(CPACK_DEBIAN_LIBSIGVERIFY-LIBBITCOIN-DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_LIBSIGVERIFY-LIBBITCOIN-DEV_DESCRIPTION "libbitcoin compatibility layer of libsigverify
+An unmodified libbitcoin-system built with its accelerator option finds this
+package's secp256k1-fast CMake package or pkg-config module and includes
+its <ufsecp/libbitcoin.hpp>, which forwards libbitcoin's batch verification
+hook to sigverifyd through libsigverify (sigverify/lbtc.hpp).
+
+It is a stand-in until libbitcoin calls libsigverify by its own name; it
+claims the names secp256k1-fast and ufsecp, so install it only on a machine
+that has no other library of those names.")
+set(CPACK_DEBIAN_LIBSIGVERIFY-LIBBITCOIN-DEV_PACKAGE_DEPENDS "libsigverify-dev (= ${_sv_version})")
+
 # Every package: copyright and changelog under /usr/share/doc/<package>/ (Debian policy 12.5, 12.7).
 set(_sv_changelog ${PROJECT_BINARY_DIR}/packaging/changelog.gz)
 file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/packaging)
 add_custom_command(OUTPUT ${_sv_changelog} COMMAND gzip -9 -n -c ${_sv_debian}/changelog > ${_sv_changelog}
   DEPENDS ${_sv_debian}/changelog VERBATIM)
 add_custom_target(sigverify_package_changelog ALL DEPENDS ${_sv_changelog})
-foreach(pkg sigverifyd libsigverify0 libsigverify-dev)
+foreach(pkg sigverifyd libsigverify0 libsigverify-dev libsigverify-libbitcoin-dev)
   install(FILES ${_sv_debian}/copyright ${_sv_changelog} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/${pkg}
     COMPONENT ${pkg} EXCLUDE_FROM_ALL)
 endforeach()

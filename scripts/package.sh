@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds the Debian packages sigverifyd, libsigverify0 and libsigverify-dev
+# Builds the Debian packages sigverifyd, libsigverify0, libsigverify-dev and
+# libsigverify-libbitcoin-dev (the optional libbitcoin compatibility layer)
 # with CPack (cmake/SigverifyPackage.cmake) into BUILD_DIR/packages.
 # usage: scripts/package.sh [--no-deb] [BUILD_DIR [extra cmake arguments]]
 #   --no-deb: only configure and build the /usr tree (tests/ops/test_install_layout.sh).

@@ -7,7 +7,9 @@
 # scripts run there through DPKG_ROOT: user, tmpfiles, unit enabled, not
 # started). The installed daemon and CLI run; a C program built against the
 # installed libsigverify-dev and run on libsigverify0 verifies rows through
-# the installed daemon. A purge removes the config and the unit's enablement.
+# the installed daemon; the optional libbitcoin layer (libsigverify-libbitcoin-dev)
+# builds libbitcoin's call site with only `pkg-config secp256k1-fast` and it runs
+# through that daemon. A purge removes the config and the unit's enablement.
 # usage: test_package.sh SOURCE_DIR PACKAGE_BUILD_DIR [cmake arguments for the package build]
 set -euo pipefail
 SRC=$1 PKG_BUILD=$2
@@ -26,10 +28,11 @@ LIBV=$SOV.$(lib_number AGE).$(lib_number REVISION)
 ARCH=$(dpkg --print-architecture)
 MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 D=$P/sigverifyd_${V}_$ARCH.deb L=$P/libsigverify0_${V}_$ARCH.deb DEV=$P/libsigverify-dev_${V}_$ARCH.deb
-for f in "$D" "$L" "$DEV"; do [ -f "$f" ] || fail "not built: $f ($(ls "$P"))"; done
+LBTC=$P/libsigverify-libbitcoin-dev_${V}_$ARCH.deb
+for f in "$D" "$L" "$DEV" "$LBTC"; do [ -f "$f" ] || fail "not built: $f ($(ls "$P"))"; done
 
 # --- lintian: no error, no warning (the expected ones are overridden) --------------
-lintian --tag-display-limit 0 "$D" "$L" "$DEV" >"$T/lintian.txt" 2>&1 || true
+lintian --tag-display-limit 0 "$D" "$L" "$DEV" "$LBTC" >"$T/lintian.txt" 2>&1 || true
 if grep -E '^[EW]: ' "$T/lintian.txt"; then fail "lintian reports the tags above"; fi
 echo "lintian: clean"
 
@@ -62,6 +65,10 @@ expect_files "$DEV" /usr/include/sigverify/client.hpp /usr/include/sigverify/sig
   "/usr/lib/$MA/cmake/sigverify/sigverifyConfig.cmake" "/usr/lib/$MA/cmake/sigverify/sigverifyConfigVersion.cmake" \
   "/usr/lib/$MA/cmake/sigverify/sigverifyTargets.cmake" "/usr/lib/$MA/cmake/sigverify/sigverifyTargets-release.cmake" \
   $(doc libsigverify-dev)
+# shellcheck disable=SC2046
+expect_files "$LBTC" /usr/include/ufsecp/libbitcoin.hpp "/usr/lib/$MA/pkgconfig/secp256k1-fast.pc" \
+  "/usr/lib/$MA/cmake/secp256k1-fast/secp256k1-fastConfig.cmake" \
+  "/usr/lib/$MA/cmake/secp256k1-fast/secp256k1-fastConfigVersion.cmake" $(doc libsigverify-libbitcoin-dev)
 echo "file lists: ok"
 
 # --- control data ------------------------------------------------------------------
@@ -83,6 +90,8 @@ grep -qx 'activate-noawait ldconfig' <(ctrl "$L" triggers) || fail "libsigverify
 grep -q 'libsecp256k1-1' <<<"$(dpkg-deb -f "$D" Depends)" || fail "sigverifyd Depends lacks libsecp256k1: $(dpkg-deb -f "$D" Depends)"
 grep -q 'libsecp256k1-1' <<<"$(dpkg-deb -f "$L" Depends)" || fail "libsigverify0 Depends lacks libsecp256k1"
 grep -q "libsigverify0 (= $V)" <<<"$(dpkg-deb -f "$DEV" Depends)" || fail "libsigverify-dev does not depend on libsigverify0 (= $V)"
+[ "$(dpkg-deb -f "$LBTC" Depends)" = "libsigverify-dev (= $V)" ] ||
+  fail "libsigverify-libbitcoin-dev Depends: '$(dpkg-deb -f "$LBTC" Depends)', expected 'libsigverify-dev (= $V)'"
 echo "control: ok"
 
 # --- dpkg into a scratch root --------------------------------------------------------
@@ -92,8 +101,8 @@ R=$T/root
 mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates" "$R/var/lib/dpkg/triggers" "$R/etc"
 touch "$R/var/lib/dpkg/status"
 DPKG=(dpkg --root="$R" --force-script-chrootless --force-depends --force-not-root --log=/dev/null)
-"${DPKG[@]}" -i "$L" "$DEV" "$D" >"$T/dpkg.log" 2>&1 || { cat "$T/dpkg.log"; fail "dpkg -i"; }
-for p in sigverifyd libsigverify0 libsigverify-dev; do
+"${DPKG[@]}" -i "$L" "$DEV" "$LBTC" "$D" >"$T/dpkg.log" 2>&1 || { cat "$T/dpkg.log"; fail "dpkg -i"; }
+for p in sigverifyd libsigverify0 libsigverify-dev libsigverify-libbitcoin-dev; do
   [ "$(dpkg-query --root="$R" -W -f='${db:Status-Abbrev}' "$p")" = "ii " ] || fail "$p is not installed in the scratch root"
 done
 [ -f "$R/etc/sigverifyd/sigverifyd.conf" ] || fail "config not installed"
@@ -125,13 +134,27 @@ want=$("$R/usr/bin/sigverify" verify --local --threads 2 --table ecdsa --in "$T/
   sed -n 's/.* \(valid=[0-9]*\) \(invalid=[0-9]*\) .*/\1 \2/p')
 got=$("$T/node" "$RUN" "$T/e.rows") || fail "the node failed against the installed daemon"
 if [ -z "$want" ] || [ "$got" != "$want" ]; then fail "node: '$got', expected '$want'"; fi
+# libbitcoin's call site (tests/lbtc/consumer), built as libbitcoin-system's
+# autotools build finds its accelerator: only pkg-config secp256k1-fast >= 4.0.0.0
+# and the macros its with-ultrafast option defines; run on tables of known
+# verdicts (LBTC_WRITE_TABLES, the test build's writer) against the installed daemon.
+pkg-config --atleast-version=4.0.0.0 secp256k1-fast || fail "installed secp256k1-fast.pc: >= 4.0.0.0 not satisfied"
+# shellcheck disable=SC2046
+${CXX:-c++} -std=c++20 -O1 -DWITH_ULTRAFAST -DHAVE_ULTRAFAST "$SRC/tests/lbtc/consumer/call_site_main.cpp" \
+  -o "$T/lbtc_call_site" $(pkg-config --cflags --libs secp256k1-fast) ||
+  fail "building libbitcoin's call site against the installed libsigverify-libbitcoin-dev"
+mkdir "$T/tables"
+"$LBTC_WRITE_TABLES" "$T/tables" 500 || fail "writing the tables"
+SIGVERIFY_RUNTIME_DIR=$RUN "$T/lbtc_call_site" "$T/tables" 0 || fail "libbitcoin's call site on the installed packages"
+echo "libsigverify-libbitcoin-dev: libbitcoin's call site builds and runs"
 kill -TERM "$DPID"; wait "$DPID" || fail "installed sigverifyd exited with $?"
 DPID=
 echo "installed binaries: ok (node on libsigverify0: $got)"
 
+
 # --- purge ---------------------------------------------------------------------------
-"${DPKG[@]}" --purge sigverifyd libsigverify-dev libsigverify0 >"$T/purge.log" 2>&1 || { cat "$T/purge.log"; fail "dpkg --purge"; }
+"${DPKG[@]}" --purge sigverifyd libsigverify-libbitcoin-dev libsigverify-dev libsigverify0 >"$T/purge.log" 2>&1 || { cat "$T/purge.log"; fail "dpkg --purge"; }
 [ ! -e "$R/etc/sigverifyd" ] || fail "purge left /etc/sigverifyd: $(ls -A "$R/etc/sigverifyd")"
 [ ! -e "$R/etc/systemd/system/multi-user.target.wants/sigverifyd.service" ] || fail "purge left the unit enabled"
 if [ -e "$R/usr/sbin/sigverifyd" ] || [ -e "$R/usr/lib/$MA/libsigverify.so.0" ]; then fail "purge left files"; fi
-echo "PASS: 3 packages built, lint-clean, installed, run and purged"
+echo "PASS: 4 packages built, lint-clean, installed, run and purged"
