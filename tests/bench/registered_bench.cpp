@@ -9,9 +9,12 @@
 // offset and copies only the verdicts out.
 //
 // usage: sigverify_registered_bench SIGVERIFYD [--sizes 4096,65536,...] [--kind ecdsa|schnorr]
-//                                   [--repeat N] [--daemon-arg ARG]...
+//                                   [--repeat N] [--daemon-arg ARG]... [--unparsable-keys 1]
 // Rows are 4096 distinct generated rows (1 in 64 invalid) repeated to fill
 // each size; every verdict is checked against those of the distinct rows.
+// --unparsable-keys 1 gives every row a key no parser accepts (ECDSA: prefix
+// 0x00, refused at once; Schnorr: x = 0, refused after one square root): what
+// the daemon spends is then staging and its own path, not signature checks.
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -119,6 +122,7 @@ int main(int argc, char** argv) {
     std::vector<std::size_t> sizes = {4096, 65536};
     std::string kind_name = "ecdsa";
     int repeat = 3;
+    bool unparsable = false;
     std::vector<std::string> daemon_args = {"--backend", "cpu"};
     for (int i = 2; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
@@ -132,6 +136,8 @@ int main(int argc, char** argv) {
             kind_name = argv[i + 1];
         } else if (a == "--repeat") {
             repeat = std::atoi(argv[i + 1]);
+        } else if (a == "--unparsable-keys") {
+            unparsable = std::atoi(argv[i + 1]) != 0;
         } else if (a == "--daemon-arg") {
             daemon_args.push_back(argv[i + 1]);
         }
@@ -148,7 +154,12 @@ int main(int argc, char** argv) {
     g.seed = 7;
     std::vector<std::uint8_t> rows = reference::generate_rows(g);
     const wire::RowSpan span{wire::record_kind(table), 0, wire::SigEncoding::opaque, rows.data(), g.count};
-    const reference::ColumnTable distinct = reference::rows_to_columns(span, reference::CorrelateLayout::none);
+    reference::ColumnTable distinct = reference::rows_to_columns(span, reference::CorrelateLayout::none);
+    if (unparsable) {
+        const std::size_t width = wire::column_key_width(distinct.kind);
+        for (std::size_t i = 0; i < distinct.count; ++i)
+            std::memset(distinct.key.data() + i * width, 0, ecdsa ? 1 : width);
+    }
 
     cli::DaemonProcessOptions o;
     o.binary = argv[1];
@@ -171,7 +182,8 @@ int main(int argc, char** argv) {
         if (!client->run_columns(c, wire::Mode::results, want.data()).ok()) return 1;
     }
 
-    std::printf("kind %s, daemon %s, client arena %llu bytes\n", kind_name.c_str(), o.binary.c_str(),
+    std::printf("kind %s%s, daemon %s, client arena %llu bytes\n", kind_name.c_str(),
+                unparsable ? " (unparsable keys)" : "", o.binary.c_str(),
                 static_cast<unsigned long long>(client->arena_size()));
     std::printf("%10s  %12s %10s %12s  %12s %10s %12s  %s\n", "rows", "copy rows/s", "copy B/row", "copy cpu/row",
                 "reg rows/s", "reg B/row", "reg cpu/row", "verdicts");

@@ -10,8 +10,11 @@
 // allocated blocks and the daemon's peak resident size must stay what the
 // client wrote and what the daemon's own staging needs, whatever the size
 // registered. The verdicts stay exact: the known rows as known, the hole's
-// rows (all-zero keys) invalid.
+// rows (all-zero keys) invalid. And the descriptor the daemon keeps of each
+// registration instead of a mapping is budgeted: a registration past what
+// RLIMIT_NOFILE leaves is refused, never a session.
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -157,4 +160,71 @@ TEST_CASE("a sparse 1 GiB registered memfd costs the daemon no memory of its siz
     }
     close(fd);
     CHECK(check_batch(*c, Table::schnorr, wire::Mode::results, SigEncoding::opaque, 50, 5));
+}
+
+TEST_CASE("registrations past the descriptors RLIMIT_NOFILE leaves are refused, never an accept",
+          "[reliability][hostile][registered]") {
+    // The daemon keeps a descriptor of every registered buffer (it reads them
+    // with pread). A daemon whose RLIMIT_NOFILE (360, soft and hard, set in a
+    // child that starts it) leaves room for a few: the rest are refused with
+    // system_error naming the limit, one unregistered makes room again, and
+    // the daemon keeps accepting sessions and serving batches.
+    struct Report {
+        std::uint32_t accepted = 0;
+        std::uint32_t refusal = 0;
+        bool names_limit = false, room_again = false, served = false, warned = false;
+    };
+    int up[2];
+    REQUIRE(pipe(up) == 0);
+    const pid_t child = run_in_child([&] {
+        close(up[0]);
+        const rlimit low{360, 360};
+        if (setrlimit(RLIMIT_NOFILE, &low) != 0) return false;
+        Report rep;
+        {
+            DaemonProcess d({"--cpu-threads", "1", "--max-clients", "4", "--max-registered-buffers", "64"});
+            ClientOptions o;
+            o.runtime_dir = d.dir();
+            o.name = "descriptors";
+            auto c = Client::connect(o);
+            const int fd = memfd_create("descriptor-budget", MFD_CLOEXEC);
+            if (fd < 0 || ftruncate(fd, 4096) != 0) return false;
+            std::vector<RegisteredBuffer> held;
+            for (int i = 0; i < 64; ++i) {
+                RegisteredBuffer b;
+                const Status st = c->register_buffer(fd, 0, 4096, b);
+                if (st != Status::ok) {
+                    rep.refusal = static_cast<std::uint32_t>(st);
+                    rep.names_limit = c->last_error().find("RLIMIT_NOFILE") != std::string::npos;
+                    break;
+                }
+                held.push_back(std::move(b));
+            }
+            rep.accepted = static_cast<std::uint32_t>(held.size());
+            if (!held.empty()) {
+                held.pop_back();  // unregistered: its descriptor is the daemon's again
+                RegisteredBuffer b;
+                rep.room_again = c->register_buffer(fd, 0, 4096, b) == Status::ok;
+            }
+            auto other = Client::connect(o);
+            rep.served = check_batch(*other, Table::ecdsa, wire::Mode::results, SigEncoding::opaque, 40, 3);
+            rep.warned = d.log().find("registrations past them are refused") != std::string::npos;
+            close(fd);
+        }
+        return write(up[1], &rep, sizeof rep) == static_cast<ssize_t>(sizeof rep);
+    });
+    close(up[1]);
+    Report rep;
+    const ssize_t got = read(up[0], &rep, sizeof rep);
+    close(up[0]);
+    CHECK(wait_child(child) == 0);
+    REQUIRE(got == static_cast<ssize_t>(sizeof rep));
+    INFO("accepted " << rep.accepted << " registrations");
+    CHECK(rep.accepted >= 1);
+    CHECK(rep.accepted < 64);
+    CHECK(rep.refusal == static_cast<std::uint32_t>(Status::system_error));
+    CHECK(rep.names_limit);
+    CHECK(rep.room_again);
+    CHECK(rep.served);
+    CHECK(rep.warned);
 }
