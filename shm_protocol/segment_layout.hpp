@@ -97,7 +97,7 @@ enum class Status : std::uint32_t {
     pending = 19,           // poll(): the batch has not completed yet
     not_found = 20,         // Opcode::cancel named no batch in flight (unknown, or already completed);
                             // verify_registered_columns named no registered buffer of this session
-    buffer_lost = 21,       // a registered buffer shrank under the daemon (SIGBUS guard): the batch's
+    buffer_lost = 21,       // a registered buffer shrank under the daemon (a short read): the batch's
                             // verdicts cannot be trusted and the registration is dropped
 };
 constexpr std::uint32_t kStatusCount = 22;
@@ -150,8 +150,8 @@ constexpr std::uint16_t kAbiMinorCancel = 3;
 // below by ignoring them and Opcode::verify_registered_columns with
 // bad_entry, so clients check SegmentHeader::abi_minor first). A client
 // registers memory it already has (a memfd, or a file it maps) over the
-// control socket (RegisterRequest + the descriptor); the daemon maps it
-// read-only and answers with a buffer id. A verify_registered_columns entry
+// control socket (RegisterRequest + the descriptor); the daemon keeps a
+// descriptor of it, reads it with pread and answers with a buffer id. A verify_registered_columns entry
 // then names the buffer and gives its columns as offsets into it:
 //   rows_offset                  the message column, row_count x 32 bytes
 //   registered.key_offset        the key column, row_count x 33 (ECDSA) / 32 (Schnorr)
@@ -422,14 +422,16 @@ static_assert(sizeof(MappedAck) == 8);
 // One request at a time: the client waits for each reply before it sends the
 // next. The descriptor must be a regular file (a memfd counts) readable by the
 // daemon; [offset, offset + size) must lie inside the file (fstat), size > 0.
-// The daemon maps the range read-only (MAP_SHARED, PROT_READ), closes the
-// descriptor, and counts size against the session's limits
+// The daemon keeps a duplicate of the descriptor and reads the range with
+// pread (it never maps it: a hole of a sparse file reads as zeros without
+// allocating a page), and counts size against the session's limits
 // (--max-registered-bytes, --max-registered-buffers). Refusals:
 //   invalid_argument  size 0, range past the end of the file, not a regular
 //                     file, no descriptor, reserved fields not 0
 //   too_large         the session's registered bytes or buffer count would
 //                     pass the daemon's limit
-//   system_error      the mapping failed (detail: errno)
+//   system_error      the daemon's descriptor budget (RLIMIT_NOFILE) is
+//                     spent, or the descriptor could not be kept (detail: errno)
 //   not_found         unregister: no such buffer id
 // Batches in flight keep their buffer mapped until they complete; everything
 // is unmapped when the session ends. Ids are never reused within a session.

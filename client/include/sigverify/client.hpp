@@ -154,7 +154,7 @@ struct Columns {
 
 // Registered buffers (docs/client.md, "Registered buffers"): memory the
 // caller already has (a memfd, or the file of a mapped table) registered with
-// the daemon, which maps it read-only; column batches inside it are then
+// the daemon, which reads it with pread (never maps it); column batches inside it are then
 // verified without the library copying a byte of them (only the verdicts,
 // one byte per row, come back through the arena).
 //

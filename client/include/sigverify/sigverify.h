@@ -127,8 +127,8 @@ SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_collect_schnorr_columns(sigverif
 
 /* Registered buffers (ring ABI 1.4; docs/client.md): memory the caller
  * already has -- a memfd, or a regular file it maps, e.g. a table file --
- * registered with the daemon, which maps [offset, offset + size) of fd
- * read-only. Column batches inside it are then verified without the library
+ * registered with the daemon, which reads [offset, offset + size) of fd
+ * with pread (it never maps it). Column batches inside it are then verified without the library
  * copying their bytes; only the verdicts come back (one byte per row).
  * The caller keeps its descriptor (the library duplicates it). On success
  * *out is the buffer; free it with sigverify_unregister_buffer before
