@@ -158,6 +158,28 @@ shm::Status RegisteredBuffers::columns_for(shm::CheckedSubmission& c, Registered
     return shm::Status::ok;
 }
 
+shm::Status RegisteredBuffers::columns_for_set(shm::CheckedSubmission& c, const shm::RegisteredColumnSet& set,
+                                               RegisteredColumnSource& out, std::uint32_t* detail) {
+    const shm::RegisteredColumnRef* refs[3] = {&set.message, &set.key, &set.signature};
+    RegisteredColumnSource::Column* cols[3] = {&out.message, &out.key, &out.signature};
+    std::uint64_t sizes[3] = {0, 0, 0};
+    for (int i = 0; i < 3; ++i) {
+        std::shared_ptr<const RegisteredFile> file = find(refs[i]->buffer_id);
+        if (file == nullptr) return shm::Status::not_found;
+        if (file->lost()) {
+            remove(refs[i]->buffer_id);
+            return shm::Status::buffer_lost;
+        }
+        sizes[i] = file->size();
+        *cols[i] = {std::move(file), refs[i]->offset, refs[i]->buffer_id};
+    }
+    if (const shm::Status st = shm::check_registered_column_set(c, set, sizes, detail); st != shm::Status::ok) {
+        out.reset();
+        return st;
+    }
+    return shm::Status::ok;
+}
+
 bool RegisteredBuffers::drop_lost(const RegisteredColumnSource& src) {
     bool any = false;
     for (const RegisteredColumnSource::Column* col : {&src.message, &src.key, &src.signature}) {

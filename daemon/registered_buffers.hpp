@@ -109,6 +109,12 @@ public:
     // ok, not_found, bad_range (detail: the column) or buffer_lost (a buffer
     // found lost by an earlier batch: its registration is dropped now).
     shm::Status columns_for(shm::CheckedSubmission& c, RegisteredColumnSource& out, std::uint32_t* detail);
+    // The same for a checked verify_registered_column_set entry (ABI 1.6)
+    // and the set the session copied out of its arena: each column in its
+    // own buffer (check_registered_column_set); the first column whose id is
+    // unknown answers not_found, the first lost one buffer_lost.
+    shm::Status columns_for_set(shm::CheckedSubmission& c, const shm::RegisteredColumnSet& set,
+                                RegisteredColumnSource& out, std::uint32_t* detail);
     // Drops the registration of every lost buffer of src; true when there was one.
     bool drop_lost(const RegisteredColumnSource& src);
     // Drops every registration (the session ended).

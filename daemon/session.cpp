@@ -548,8 +548,17 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
         return;
     }
     RegisteredColumnSource registered;
-    if (c.opcode == shm::Opcode::verify_registered_columns) {
-        const shm::Status bst = registered_.columns_for(c, registered, &detail);
+    if (c.opcode == shm::Opcode::verify_registered_columns ||
+        c.opcode == shm::Opcode::verify_registered_column_set) {
+        shm::Status bst;
+        if (c.opcode == shm::Opcode::verify_registered_column_set) {
+            // Copied out once: the client may rewrite its arena from now on.
+            shm::RegisteredColumnSet set;
+            std::memcpy(&set, arena_ + c.column_set_offset, sizeof set);
+            bst = registered_.columns_for_set(c, set, registered, &detail);
+        } else {
+            bst = registered_.columns_for(c, registered, &detail);
+        }
         if (bst != shm::Status::ok) {
             ++ctx_.protocol_errors;
             shm::word(header_->dropped).fetch_add(1, std::memory_order_relaxed);
@@ -574,7 +583,7 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     j.rows.kind = c.kind;
     j.rows.encoding = c.encoding;
     j.rows.count = static_cast<std::size_t>(c.row_count);
-    j.is_columns = c.opcode == shm::Opcode::verify_columns || c.opcode == shm::Opcode::verify_registered_columns;
+    j.is_columns = c.opcode != shm::Opcode::verify;  // verify_columns or a registered form
     if (j.is_columns) {
         // Every column was checked inside its memory: a registered buffer's
         // by check_registered_columns (which admits no correlate column; the
