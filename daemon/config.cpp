@@ -99,8 +99,8 @@ void add_options(CLI::App& app, Config& cfg, RawOptions& raw) {
         ->check(CLI::Range(shm::kMinRingEntries, shm::kMaxRingEntries));
     app.add_option("--arena-size", raw.arena, "Shared data arena per client, e.g. 256M (default and maximum)");
     app.add_option("--max-registered-bytes", raw.registered_bytes,
-                   "Bytes a client may register for in-place verification (its own memfds or table files, mapped "
-                   "read-only), e.g. 64G; 0 = no registered buffers")
+                   "Bytes a client may register for in-place verification (its own memfds or table files, read "
+                   "with pread, never mapped), e.g. 64G; 0 = no registered buffers")
         ->capture_default_str();
     app.add_option("--max-registered-buffers", cfg.max_registered_buffers,
                    "Registered buffers a client may hold at once (0 = none)")

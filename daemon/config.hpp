@@ -43,9 +43,8 @@ struct Config {
     std::uint32_t ring_entries = 64;     // default and maximum per client
     std::uint64_t arena_size = 64ull << 20;  // default and maximum per client
     // Registered buffers (ABI 1.4) per client session: total bytes and count.
-    // Address space of the daemon; a hole of a sparse tmpfs file or memfd the
-    // daemon reads first becomes a page charged to the daemon (docs/security.md,
-    // Known limits), so this bounds memory only for files without holes.
+    // Not memory of the daemon: it reads registered files with pread (a hole
+    // reads as zeros, allocating nothing) and keeps one descriptor each.
     std::uint64_t max_registered_bytes = 64ull << 30;
     unsigned max_registered_buffers = 64;
     std::string group;                   // members may connect (besides root and our uid)

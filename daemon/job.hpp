@@ -14,14 +14,13 @@
 #include <vector>
 
 #include "daemon/confirmation.hpp"
+#include "daemon/registered_buffers.hpp"
 #include "reference/columns.hpp"
 #include "reference/reference_verifier.hpp"
 #include "shm_protocol/segment_layout.hpp"
 #include "shm_protocol/wire_format.hpp"
 
 namespace sigverify::daemon {
-
-class RegisteredMapping;
 
 struct Job {
     // --- set by the submitter before Scheduler::submit, then read-only -------
@@ -34,11 +33,11 @@ struct Job {
     // (columns.count == rows.count).
     bool is_columns = false;
     reference::ColumnBatch columns;
-    // Opcode::verify_registered_columns: the registered buffer the columns
-    // point into (is_columns is set too), held until the job finishes so an
-    // unregister or the session's end cannot unmap it under a chunk.
-    std::shared_ptr<const RegisteredMapping> buffer;
-    std::uint64_t buffer_id = 0;
+    // Opcode::verify_registered_columns: the registered files the columns
+    // are read from with pread (is_columns is set too, columns has only its
+    // kind, encoding and count, no pointers), held until the job finishes so
+    // an unregister or the session's end cannot close one under a chunk.
+    RegisteredColumnSource registered;
     std::uint8_t* results = nullptr;  // results mode: rows.count bytes in the arena, zeroed (fail closed)
     wire::Mode mode = wire::Mode::results;
     std::uint8_t table = shm::kTableUnspecified;

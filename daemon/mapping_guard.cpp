@@ -22,23 +22,20 @@ struct Slot {
 };
 
 // Written once by install(), before the handler exists; never changed after.
-// The table is [0, g_segment_slots) segments, then registrations up to
-// g_total_slots. Anonymous memory without a reservation: only the pages of
-// slots ever used cost memory (the handler reads no further than the pools'
-// high-water marks).
+// The table holds g_segment_slots segments. Anonymous memory without a
+// reservation: only the pages of slots ever used cost memory (the handler
+// reads no further than the high-water mark).
 Slot* g_table = nullptr;
 std::size_t g_segment_slots = 0;
-std::size_t g_total_slots = 0;
 int g_sink_fd = -1;             // the guard's own sparse memfd, for writable replacements
 std::uint64_t g_sink_size = 0;
-// One past the highest slot ever used in each pool (release after the slot is written).
+// One past the highest slot ever used (release after the slot is written).
 std::atomic<std::size_t> g_segment_high{0};
-std::atomic<std::size_t> g_buffer_high{0};
 std::atomic<std::uint64_t> g_refusals{0};
 
 std::mutex g_register_mutex;  // registrations only: the handler never takes it
-std::size_t g_used_segments = 0, g_used_buffers = 0;
-std::size_t g_segment_hint = 0, g_buffer_hint = 0;  // lowest slot that may be free, per pool
+std::size_t g_used_segments = 0;
+std::size_t g_segment_hint = 0;  // lowest slot that may be free
 
 std::once_flag g_install_once;
 bool g_installed = false;
@@ -46,32 +43,31 @@ const char* g_install_error = nullptr;
 struct sigaction g_previous;
 
 // Async-signal-safe: mmap and fallocate are system calls; nothing else.
-bool replace(std::uintptr_t base, std::size_t length, bool writable) {
+bool replace(std::uintptr_t base, std::size_t length) {
     void* at = reinterpret_cast<void*>(base);
-    if (writable) {
-        // The daemon may still write into a segment (a worker publishing a
-        // verdict): a shared mapping of the sink takes those writes without
-        // committing memory up front, however large the segment.
-        if (g_sink_fd >= 0 && length <= g_sink_size &&
-            mmap(at, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, g_sink_fd, 0) != MAP_FAILED)
-            return true;
-        if (mmap(at, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
-                 0) != MAP_FAILED)
-            return true;
-    }
+    // The daemon may still write into a segment (a worker publishing a
+    // verdict): a shared mapping of the sink takes those writes without
+    // committing memory up front, however large the segment.
+    if (g_sink_fd >= 0 && length <= g_sink_size &&
+        mmap(at, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, g_sink_fd, 0) != MAP_FAILED)
+        return true;
+    if (mmap(at, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) !=
+        MAP_FAILED)
+        return true;
     // Read-only private anonymous memory is never committed: this cannot
-    // fail for lack of memory at any size.
+    // fail for lack of memory at any size (a later write faults again, and
+    // is then not ours any more: the default action).
     return mmap(at, length, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) !=
            MAP_FAILED;
 }
 
-bool replace_if_ours(std::uintptr_t addr, std::size_t from, std::size_t to, bool writable) {
-    for (std::size_t i = from; i < to; ++i) {
+bool replace_if_ours(std::uintptr_t addr, std::size_t to) {
+    for (std::size_t i = 0; i < to; ++i) {
         Slot& s = g_table[i];
         const std::uintptr_t base = s.base.load(std::memory_order_acquire);
         const std::size_t length = s.length.load(std::memory_order_acquire);
         if (base == 0 || addr < base || addr - base >= length) continue;
-        if (!replace(base, length, writable)) return false;
+        if (!replace(base, length)) return false;
         s.poisoned.store(true, std::memory_order_release);
         return true;
     }
@@ -82,9 +78,7 @@ void on_sigbus(int sig, siginfo_t* info, void* uctx) {
     const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
     if (g_table != nullptr) {
         const std::size_t segments = std::min(g_segment_high.load(std::memory_order_acquire), g_segment_slots);
-        const std::size_t buffers = std::min(g_buffer_high.load(std::memory_order_acquire), g_total_slots);
-        if (replace_if_ours(addr, 0, segments, true) || replace_if_ours(addr, g_segment_slots, buffers, false))
-            return;  // the faulting access is retried on the replacement
+        if (replace_if_ours(addr, segments)) return;  // the faulting access is retried on the replacement
     }
     // Not ours: behave as before the handler was installed.
     if (g_previous.sa_flags & SA_SIGINFO) {
@@ -102,8 +96,7 @@ void on_sigbus(int sig, siginfo_t* info, void* uctx) {
 
 void do_install(const Capacity& capacity) {
     const std::size_t segments = std::max<std::size_t>(capacity.segments, 1);
-    const std::size_t total = segments + std::max<std::size_t>(capacity.registrations, 1);
-    void* table = mmap(nullptr, total * sizeof(Slot), PROT_READ | PROT_WRITE,
+    void* table = mmap(nullptr, segments * sizeof(Slot), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (table == MAP_FAILED) {
         g_install_error = "cannot allocate the SIGBUS guard table";
@@ -113,9 +106,6 @@ void do_install(const Capacity& capacity) {
     // all here would touch every page of a table sized for 4,096 clients.
     g_table = static_cast<Slot*>(table);
     g_segment_slots = segments;
-    g_total_slots = total;
-    g_buffer_high.store(segments, std::memory_order_relaxed);
-    g_buffer_hint = segments;
     // The sink: sparse, so it costs nothing until a cut segment is written.
     // Without it (memfd_create refused) writable replacements fall back to
     // private anonymous memory with MAP_NORESERVE.
@@ -161,15 +151,13 @@ int take(std::size_t from, std::size_t to, std::size_t& hint, std::size_t& used,
 
 }  // namespace
 
-Capacity capacity_for(unsigned max_clients, unsigned max_registered_buffers, std::size_t max_parked,
-                      std::uint64_t largest_segment) {
+Capacity capacity_for(unsigned max_clients, std::size_t max_parked, std::uint64_t largest_segment) {
     // Headroom for what the limits bound only loosely (sessions that ended
-    // while a chunk of theirs still runs, and the buffer that chunk reads):
-    // slots cost nothing until used, and a full pool refuses, never crashes.
+    // while a chunk of theirs still runs): slots cost nothing until used,
+    // and a full table refuses, never crashes.
     constexpr std::size_t kHeadroom = 1024;
     Capacity c;
     c.segments = 2 * std::size_t(max_clients) + max_parked + kHeadroom;
-    c.registrations = (std::size_t(max_clients) + 1) * max_registered_buffers + kHeadroom;
     c.largest_segment = largest_segment;
     return c;
 }
@@ -180,26 +168,20 @@ bool install(const Capacity& capacity, const char** error) {
     return g_installed;
 }
 
-bool install() { return install(capacity_for(64, 64, 64, std::uint64_t(1) << 30)); }
+bool install() { return install(capacity_for(64, 64, std::uint64_t(1) << 30)); }
 
 int register_segment(void* base, std::size_t length) {
     return take(0, g_segment_slots, g_segment_hint, g_used_segments, g_segment_high,
                 reinterpret_cast<std::uintptr_t>(base), length);
 }
 
-int register_buffer(const void* base, std::size_t length) {
-    return take(g_segment_slots, g_total_slots, g_buffer_hint, g_used_buffers, g_buffer_high,
-                reinterpret_cast<std::uintptr_t>(base), length);
-}
-
 void unregister_mapping(int slot) {
-    if (slot < 0 || static_cast<std::size_t>(slot) >= g_total_slots) return;
+    if (slot < 0 || static_cast<std::size_t>(slot) >= g_segment_slots) return;
     const std::size_t i = static_cast<std::size_t>(slot);
     std::lock_guard lock(g_register_mutex);
     Slot& s = g_table[i];
     if (s.base.load(std::memory_order_relaxed) == 0) return;
-    const bool segment = i < g_segment_slots;
-    if (segment && s.poisoned.load(std::memory_order_relaxed) && g_sink_fd >= 0) {
+    if (s.poisoned.load(std::memory_order_relaxed) && g_sink_fd >= 0) {
         // Give back what the daemon wrote into the sink after this cut. Other
         // cut segments may share those pages: their contents were never
         // anyone's verdicts, and punching a hole never shortens the sink.
@@ -208,17 +190,12 @@ void unregister_mapping(int slot) {
     }
     s.base.store(0, std::memory_order_release);
     s.length.store(0, std::memory_order_release);
-    if (segment) {
-        --g_used_segments;
-        g_segment_hint = std::min(g_segment_hint, i);
-    } else {
-        --g_used_buffers;
-        g_buffer_hint = std::min(g_buffer_hint, i);
-    }
+    --g_used_segments;
+    g_segment_hint = std::min(g_segment_hint, i);
 }
 
 bool poisoned(int slot) {
-    if (slot < 0 || static_cast<std::size_t>(slot) >= g_total_slots) return false;
+    if (slot < 0 || static_cast<std::size_t>(slot) >= g_segment_slots) return false;
     return g_table[slot].poisoned.load(std::memory_order_acquire);
 }
 
@@ -227,8 +204,6 @@ Usage usage() {
     Usage u;
     u.segments = g_used_segments;
     u.segment_slots = g_segment_slots;
-    u.registrations = g_used_buffers;
-    u.registration_slots = g_total_slots - g_segment_slots;
     u.refusals = g_refusals.load(std::memory_order_relaxed);
     return u;
 }

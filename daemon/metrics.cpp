@@ -193,8 +193,8 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
     w.gauge("sigverifyd_shm_budget_bytes", "Bound of sigverifyd_shm_bytes (--max-clients segments).",
             s.shm_budget_bytes);
     w.counter("sigverifyd_guard_refusals_total",
-              "Sessions and buffer registrations refused because the SIGBUS guard had no free slot for their mapping "
-              "(the table is sized from --max-clients and --max-registered-buffers: normally never).",
+              "Sessions refused because the SIGBUS guard had no free slot for their segment's mapping "
+              "(the table is sized from --max-clients: normally never).",
               guard::usage().refusals);
     w.counter("sigverifyd_segments_truncated_total",
               "Segments truncated to zero bytes when their session ended (pages freed even if a client kept them).",

@@ -1,48 +1,69 @@
 // SPDX-License-Identifier: MIT
 #include "daemon/registered_buffers.hpp"
 
-#include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include "daemon/mapping_guard.hpp"
+#include <limits>
 
 namespace sigverify::daemon {
+namespace {
 
-RegisteredMapping::RegisteredMapping(int fd, std::uint64_t offset, std::uint64_t size) {
-    const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
-    const std::uint64_t aligned = offset / page * page;
-    // offset + size <= st_size was checked by the caller, so this cannot overflow.
-    const std::uint64_t length = offset - aligned + size;
-    void* p = mmap(nullptr, static_cast<std::size_t>(length), PROT_READ, MAP_SHARED, fd, static_cast<off_t>(aligned));
-    if (p == MAP_FAILED) {
-        errno_ = errno;
-        return;
-    }
-    map_base_ = p;
-    map_length_ = static_cast<std::size_t>(length);
-    guard_slot_ = guard::register_buffer(p, map_length_);
-    if (guard_slot_ < 0) {
-        // Unguarded, a truncation would crash the daemon: refuse instead.
-        munmap(map_base_, map_length_);
-        map_base_ = nullptr;
-        guard_full_ = true;
-        return;
-    }
-    data_ = static_cast<const std::uint8_t*>(p) + (offset - aligned);
-    size_ = size;
+std::atomic<std::uint64_t> g_descriptor_budget{std::numeric_limits<std::uint64_t>::max()};
+std::atomic<std::uint64_t> g_descriptors_held{0};
+
+// One descriptor from the budget, or false when it is spent.
+bool take_descriptor() {
+    std::uint64_t held = g_descriptors_held.load(std::memory_order_relaxed);
+    do {
+        if (held >= g_descriptor_budget.load(std::memory_order_relaxed)) return false;
+    } while (!g_descriptors_held.compare_exchange_weak(held, held + 1, std::memory_order_relaxed));
+    return true;
 }
 
-RegisteredMapping::~RegisteredMapping() {
-    if (map_base_ == nullptr) return;
-    guard::unregister_mapping(guard_slot_);
-    munmap(map_base_, map_length_);
+void give_back_descriptor() { g_descriptors_held.fetch_sub(1, std::memory_order_relaxed); }
+
+}  // namespace
+
+void set_registered_descriptor_budget(std::uint64_t descriptors) {
+    g_descriptor_budget.store(descriptors, std::memory_order_relaxed);
 }
 
-bool RegisteredMapping::lost() const { return guard::poisoned(guard_slot_); }
+std::uint64_t registered_descriptors_held() { return g_descriptors_held.load(std::memory_order_relaxed); }
+
+RegisteredFile::~RegisteredFile() {
+    ::close(fd_);
+    give_back_descriptor();
+}
+
+bool RegisteredFile::read(std::uint64_t at, std::size_t length, std::uint8_t* out) const noexcept {
+    if (lost()) return false;
+    // Callers checked the range; a range past it would be a daemon bug, and
+    // a non-verdict (lost) is the only safe answer to it.
+    if (at > size_ || length > size_ - at) {
+        lost_.store(true, std::memory_order_release);
+        return false;
+    }
+    // offset_ + size_ <= the file's size at registration (an off_t), so the
+    // file offsets below cannot overflow.
+    std::uint64_t done = 0;
+    while (done < length) {
+        const ssize_t got =
+            ::pread(fd_, out + done, length - done, static_cast<off_t>(offset_ + at + done));
+        if (got > 0) {
+            done += static_cast<std::uint64_t>(got);
+            continue;
+        }
+        if (got < 0 && errno == EINTR) continue;
+        // 0: end of file before the range's end (the file shrank); < 0: unreadable.
+        lost_.store(true, std::memory_order_release);
+        return false;
+    }
+    return true;
+}
 
 RegisterOutcome RegisteredBuffers::add(int fd, std::uint64_t offset, std::uint64_t size) {
     RegisterOutcome out;
@@ -57,6 +78,9 @@ RegisterOutcome RegisteredBuffers::add(int fd, std::uint64_t offset, std::uint64
     if (fstat(fd, &st) != 0) return refuse(shm::Status::system_error, "fstat failed", std::uint32_t(errno));
     // Regular files only (a memfd is one): never a device, socket or pipe.
     if (!S_ISREG(st.st_mode)) return refuse(shm::Status::invalid_argument, "not a regular file or memfd");
+    const int access = fcntl(fd, F_GETFL);
+    if (access < 0 || (access & O_ACCMODE) == O_WRONLY)
+        return refuse(shm::Status::invalid_argument, "the descriptor is not open for reading");
     const std::uint64_t file_size = st.st_size > 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
     if (size == 0) return refuse(shm::Status::invalid_argument, "size 0");
     if (offset > file_size || size > file_size - offset)
@@ -74,23 +98,35 @@ RegisterOutcome RegisteredBuffers::add(int fd, std::uint64_t offset, std::uint64
                                                       " registered bytes pass the daemon's limit of " +
                                                       std::to_string(max_bytes_) + " (--max-registered-bytes)");
     }
-    auto mapping = std::make_shared<RegisteredMapping>(fd, offset, size);
-    if (mapping->guard_full())
+    if (!take_descriptor())
         return refuse(shm::Status::system_error,
-                      "no free slot in the daemon's SIGBUS guard for another registered buffer", ENOSPC);
-    if (mapping->data() == nullptr) {
-        const int e = mapping->error_number();
-        return refuse(shm::Status::system_error, std::string("mmap failed: ") + std::strerror(e), std::uint32_t(e));
+                      "the daemon holds as many registered buffers as its descriptor limit leaves room for "
+                      "(RLIMIT_NOFILE, LimitNOFILE=)",
+                      EMFILE);
+    const int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) {
+        const int e = errno;
+        give_back_descriptor();
+        return refuse(shm::Status::system_error, std::string("cannot keep the descriptor: ") + std::strerror(e),
+                      std::uint32_t(e));
+    }
+    std::shared_ptr<const RegisteredFile> file;
+    try {
+        file = std::make_shared<const RegisteredFile>(own, offset, size);  // owns own and the descriptor taken
+    } catch (...) {
+        ::close(own);
+        give_back_descriptor();
+        return refuse(shm::Status::system_error, "out of memory", ENOMEM);
     }
     std::lock_guard lock(mu_);
     out.id = next_id_++;
     bytes_ += size;
-    buffers_.emplace(out.id, std::move(mapping));
+    buffers_.emplace(out.id, std::move(file));
     return out;
 }
 
 shm::Status RegisteredBuffers::remove(std::uint64_t id) {
-    std::shared_ptr<const RegisteredMapping> dropped;  // unmapped outside the lock
+    std::shared_ptr<const RegisteredFile> dropped;  // closed outside the lock
     std::lock_guard lock(mu_);
     auto it = buffers_.find(id);
     if (it == buffers_.end()) return shm::Status::not_found;
@@ -100,14 +136,62 @@ shm::Status RegisteredBuffers::remove(std::uint64_t id) {
     return shm::Status::ok;
 }
 
-std::shared_ptr<const RegisteredMapping> RegisteredBuffers::find(std::uint64_t id) const {
+std::shared_ptr<const RegisteredFile> RegisteredBuffers::find(std::uint64_t id) const {
     std::lock_guard lock(mu_);
     auto it = buffers_.find(id);
     return it == buffers_.end() ? nullptr : it->second;
 }
 
+shm::Status RegisteredBuffers::columns_for(shm::CheckedSubmission& c, RegisteredColumnSource& out,
+                                           std::uint32_t* detail) {
+    std::shared_ptr<const RegisteredFile> file = find(c.buffer_id);
+    if (file == nullptr) return shm::Status::not_found;
+    if (file->lost()) {
+        remove(c.buffer_id);
+        return shm::Status::buffer_lost;
+    }
+    if (const shm::Status st = shm::check_registered_columns(c, file->size(), detail); st != shm::Status::ok)
+        return st;
+    out.message = {file, c.rows_offset, c.buffer_id};
+    out.key = {file, c.key_offset, c.buffer_id};
+    out.signature = {file, c.signature_offset, c.buffer_id};
+    return shm::Status::ok;
+}
+
+shm::Status RegisteredBuffers::columns_for_set(shm::CheckedSubmission& c, const shm::RegisteredColumnSet& set,
+                                               RegisteredColumnSource& out, std::uint32_t* detail) {
+    const shm::RegisteredColumnRef* refs[3] = {&set.message, &set.key, &set.signature};
+    RegisteredColumnSource::Column* cols[3] = {&out.message, &out.key, &out.signature};
+    std::uint64_t sizes[3] = {0, 0, 0};
+    for (int i = 0; i < 3; ++i) {
+        std::shared_ptr<const RegisteredFile> file = find(refs[i]->buffer_id);
+        if (file == nullptr) return shm::Status::not_found;
+        if (file->lost()) {
+            remove(refs[i]->buffer_id);
+            return shm::Status::buffer_lost;
+        }
+        sizes[i] = file->size();
+        *cols[i] = {std::move(file), refs[i]->offset, refs[i]->buffer_id};
+    }
+    if (const shm::Status st = shm::check_registered_column_set(c, set, sizes, detail); st != shm::Status::ok) {
+        out.reset();
+        return st;
+    }
+    return shm::Status::ok;
+}
+
+bool RegisteredBuffers::drop_lost(const RegisteredColumnSource& src) {
+    bool any = false;
+    for (const RegisteredColumnSource::Column* col : {&src.message, &src.key, &src.signature}) {
+        if (col->file == nullptr || !col->file->lost()) continue;
+        any = true;
+        remove(col->buffer_id);  // not_found once dropped (two columns in one buffer)
+    }
+    return any;
+}
+
 void RegisteredBuffers::clear() {
-    std::map<std::uint64_t, std::shared_ptr<const RegisteredMapping>> dropped;
+    std::map<std::uint64_t, std::shared_ptr<const RegisteredFile>> dropped;
     {
         std::lock_guard lock(mu_);
         dropped.swap(buffers_);

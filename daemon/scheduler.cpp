@@ -290,7 +290,19 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
     //    segment) gets packed rows where they are instead; it sits behind a
     //    CheckedBackend that judges any disagreement on a private copy.
     const bool in_place = !on_cpu && !j.is_columns && !j.stage_rows && backend_.verifies_in_place();
-    const wire::RowSpan staged = in_place      ? subspan(j.rows, begin, end)
+    if (j.registered.active()) {
+        // Read from the client's files, never through a mapping of them. A
+        // file that no longer holds its column (it shrank) fails the chunk
+        // before anything is verified: nothing of it is published.
+        if (!stage_registered_columns(j.registered, kind, j.columns.encoding, begin, end, st.columns,
+                                      st.records.data())) {
+            failed.status = shm::Status::buffer_lost;
+            return failed;
+        }
+    }
+    const wire::RowSpan staged = in_place ? subspan(j.rows, begin, end)
+                                 : j.registered.active()
+                                     ? wire::RowSpan{kind, 0, j.columns.encoding, st.records.data(), n}
                                  : j.is_columns ? stage_columns(j.columns, begin, end, st.records.data())
                                                 : stage_rows(j.rows, begin, end, st.records.data());
     if (metrics_ != nullptr)

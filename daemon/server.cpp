@@ -28,6 +28,7 @@
 #include "daemon/host_kernel_backend.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/mapping_guard.hpp"
+#include "daemon/registered_buffers.hpp"
 #include "daemon/reload.hpp"
 #include "daemon/self_test.hpp"
 #include "shm_protocol/segment_access.hpp"
@@ -251,17 +252,22 @@ bool Server::peer_allowed(int fd, const ucred& cred, char* why, std::size_t size
 // client its control socket and its segment's descriptor (kept to truncate
 // it) plus, during its handshake, the one passed to the client. Refused
 // connections kept open until the peer read the reply, and sessions parked
-// after a protocol violation (at most 64), use what is left (at most 256).
+// after a protocol violation (at most 64), use what is left (at most 256),
+// and registered buffers (the daemon keeps a descriptor of each, to read it
+// with pread: max-clients x max-registered-buffers with every slot full)
+// what is left after them; a registration past that is refused.
 // Raises the soft RLIMIT_NOFILE up to the hard one when needed; false when
-// even the hard limit is too low.
+// even the hard limit is too low for the clients.
 bool Server::check_descriptor_limit() {
     constexpr rlim_t kBase = 64, kStats = 16, kPerClient = 3, kLinger = 256;
     const rlim_t need = kBase + kStats + kPerClient * rlim_t(ctx_.config.max_clients);
+    const rlim_t registrations = rlim_t(ctx_.config.max_clients) * ctx_.config.max_registered_buffers;
+    const rlim_t want = need + kLinger + registrations;
     rlimit lim{};
     if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return true;  // cannot tell: go on
-    if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need + kLinger) {
+    if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < want) {
         rlimit raised = lim;
-        raised.rlim_cur = lim.rlim_max == RLIM_INFINITY ? need + kLinger : std::min(lim.rlim_max, need + kLinger);
+        raised.rlim_cur = lim.rlim_max == RLIM_INFINITY ? want : std::min(lim.rlim_max, want);
         if (raised.rlim_cur > lim.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
     }
     if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
@@ -272,6 +278,15 @@ bool Server::check_descriptor_limit() {
         return false;
     }
     max_lingering_ = lim.rlim_cur == RLIM_INFINITY ? kLinger : std::size_t(std::min(kLinger, lim.rlim_cur - need));
+    if (lim.rlim_cur == RLIM_INFINITY) return true;  // the budget stays unbounded
+    // All that is left, not just a full house's worth: a session that ended
+    // while a chunk still reads its buffers holds them a moment longer.
+    const rlim_t left = lim.rlim_cur - need - max_lingering_;
+    set_registered_descriptor_budget(left);
+    if (left < registrations)
+        ctx_.log->warn("RLIMIT_NOFILE {} leaves descriptors for {} registered buffers, fewer than --max-clients {} x "
+                       "--max-registered-buffers {}: registrations past them are refused (LimitNOFILE=)",
+                       lim.rlim_cur, left, ctx_.config.max_clients, ctx_.config.max_registered_buffers);
     return true;
 }
 
@@ -609,8 +624,9 @@ int Server::run() {
         log.critical("signalfd: {}", std::strerror(errno));
         return exit_status::runtime_failure;
     }
-    // Sized from the limits in force: a slot for every segment and every
-    // registered buffer they allow, so no client mapping is ever unguarded.
+    // Sized from the limits in force: a slot for every segment they allow, so
+    // no client mapping is ever unguarded (registered buffers are read with
+    // pread, never mapped: daemon/registered_buffers.hpp).
     {
         shm::Layout layout;
         const std::uint64_t largest = shm::compute_layout(cfg.ring_entries, cfg.ring_entries,
@@ -618,8 +634,7 @@ int Server::run() {
                                           ? layout.segment_size
                                           : cfg.arena_size;
         const char* why = nullptr;
-        if (!guard::install(guard::capacity_for(cfg.max_clients, cfg.max_registered_buffers, kMaxParked, largest),
-                            &why)) {
+        if (!guard::install(guard::capacity_for(cfg.max_clients, kMaxParked, largest), &why)) {
             log.critical("{}", why != nullptr ? why : "cannot install the SIGBUS guard");
             return exit_status::runtime_failure;
         }

@@ -489,21 +489,18 @@ void Session::post_completion(std::uint64_t tag, shm::Status status, std::uint64
 
 void Session::finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) {
     Job& j = queue_->job(index);
-    if (j.buffer != nullptr) {
-        // A page of the file could not be read under a chunk (SIGBUS: the
-        // file shrank, or its file system could not supply the page, e.g. a
-        // full tmpfs under a sparse file; the daemon cannot tell which): the
-        // guard gave it zeros to read, so no verdict of this batch is the
-        // file's. Drop the registration.
-        if (j.buffer->lost()) {
+    if (j.registered.active()) {
+        // A file no longer held a column under a chunk (it shrank, or could
+        // not be read): that chunk published nothing, and the batch is no
+        // verdict of the file's. Drop the registration.
+        if (registered_.drop_lost(j.registered)) {
             status = shm::Status::buffer_lost;
-            registered_.remove(j.buffer_id);
             if (ctx_.log_limit.allow(*ctx_.log, "registered buffer lost"))
-                ctx_.log->warn("client {} '{}' ({}): registered buffer {} became unreadable under verification "
-                               "(truncated, or its file system could not supply a page); registration dropped",
-                               id_, name_, peer_, j.buffer_id);
+                ctx_.log->warn("client {} '{}' ({}): a registered buffer of batch {} became unreadable under "
+                               "verification (it shrank, or could not be read); registration dropped",
+                               id_, name_, peer_, j.user_tag);
         }
-        j.buffer.reset();  // may unmap it (unregistered meanwhile)
+        j.registered.reset();  // may close its files (unregistered meanwhile)
     }
     if (j.rows_rewritten && !stage_rows_.exchange(true, std::memory_order_relaxed) &&
         ctx_.log_limit.allow(*ctx_.log, "rows rewritten"))
@@ -550,17 +547,17 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
         complete_now(n != 0 ? shm::Status::ok : shm::Status::not_found);
         return;
     }
-    std::shared_ptr<const RegisteredMapping> buffer;
-    if (c.opcode == shm::Opcode::verify_registered_columns) {
-        buffer = registered_.find(c.buffer_id);
-        shm::Status bst = shm::Status::ok;
-        if (buffer == nullptr) {
-            bst = shm::Status::not_found;
-        } else if (buffer->lost()) {
-            registered_.remove(c.buffer_id);
-            bst = shm::Status::buffer_lost;
+    RegisteredColumnSource registered;
+    if (c.opcode == shm::Opcode::verify_registered_columns ||
+        c.opcode == shm::Opcode::verify_registered_column_set) {
+        shm::Status bst;
+        if (c.opcode == shm::Opcode::verify_registered_column_set) {
+            // Copied out once: the client may rewrite its arena from now on.
+            shm::RegisteredColumnSet set;
+            std::memcpy(&set, arena_ + c.column_set_offset, sizeof set);
+            bst = registered_.columns_for_set(c, set, registered, &detail);
         } else {
-            bst = shm::check_registered_columns(c, buffer->size(), &detail);
+            bst = registered_.columns_for(c, registered, &detail);
         }
         if (bst != shm::Status::ok) {
             ++ctx_.protocol_errors;
@@ -586,27 +583,28 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     j.rows.kind = c.kind;
     j.rows.encoding = c.encoding;
     j.rows.count = static_cast<std::size_t>(c.row_count);
-    j.is_columns = c.opcode == shm::Opcode::verify_columns || c.opcode == shm::Opcode::verify_registered_columns;
-    j.buffer_id = c.buffer_id;
+    j.is_columns = c.opcode != shm::Opcode::verify;  // verify_columns or a registered form
     if (j.is_columns) {
-        // Every column was checked inside its memory: a registered buffer by
-        // check_registered_columns (which admits no correlate column), the
-        // arena by check_submission. The scheduler stages column batches: it
-        // copies each row out before verifying it and never writes a buffer.
-        const std::uint8_t* base = buffer != nullptr ? buffer->data() : arena_;
-        const bool correlated = buffer == nullptr && c.tail_size != 0;
+        // Every column was checked inside its memory: a registered buffer's
+        // by check_registered_columns (which admits no correlate column; the
+        // scheduler reads those with pread), the arena's by check_submission.
+        // The scheduler stages column batches: it copies each row out before
+        // verifying it and never writes a buffer.
+        const bool correlated = !registered.active() && c.tail_size != 0;
         j.rows.tail_size = 0;
         j.rows.data = nullptr;
         j.columns = reference::ColumnBatch{};
         j.columns.kind = c.kind;
         j.columns.encoding = c.encoding;
         j.columns.count = static_cast<std::size_t>(c.row_count);
-        j.columns.tail_size = correlated ? c.tail_size : 0;
-        j.columns.message = base + c.rows_offset;
-        j.columns.key = base + c.key_offset;
-        j.columns.signature = base + c.signature_offset;
-        j.columns.correlate = correlated ? arena_ + c.correlate_offset : nullptr;  // written by collect
-        j.buffer = std::move(buffer);
+        if (!registered.active()) {
+            j.columns.tail_size = correlated ? c.tail_size : 0;
+            j.columns.message = arena_ + c.rows_offset;
+            j.columns.key = arena_ + c.key_offset;
+            j.columns.signature = arena_ + c.signature_offset;
+            j.columns.correlate = correlated ? arena_ + c.correlate_offset : nullptr;  // written by collect
+        }
+        j.registered = std::move(registered);
     } else {
         j.rows.tail_size = c.tail_size;
         j.rows.data = arena_ + c.rows_offset;

@@ -41,6 +41,10 @@ struct CheckedSubmission {
     // key_offset and signature_offset are relative to it; checked against its
     // size by check_registered_columns once the session has looked it up).
     std::uint64_t buffer_id = 0;
+    // verify_registered_column_set: the arena offset of its
+    // RegisteredColumnSet (rows_offset is 0 until the session copied the set
+    // out and check_registered_column_set filled the offsets from it).
+    std::uint64_t column_set_offset = 0;
 };
 
 namespace detail {
@@ -63,7 +67,10 @@ constexpr bool ranges_overlap(std::uint64_t a, std::uint64_t a_bytes, std::uint6
 inline Status check_registered_entry(const SubmissionEntry& e, std::uint64_t arena_size, CheckedSubmission& out,
                                      std::uint32_t* detail_out) {
     CheckedSubmission c;
-    c.opcode = Opcode::verify_registered_columns;
+    const bool column_set = e.opcode == static_cast<std::uint8_t>(Opcode::verify_registered_column_set);
+    c.opcode = column_set ? Opcode::verify_registered_column_set : Opcode::verify_registered_columns;
+    // The set form names its columns in the arena: bytes 40..63 are reserved.
+    if (column_set && !reserved_words_zero(e)) return Status::bad_entry;
     if (e.record_kind > static_cast<std::uint8_t>(wire::RecordKind::schnorr)) return Status::bad_entry;
     c.kind = static_cast<wire::RecordKind>(e.record_kind);
     if (e.encoding > static_cast<std::uint8_t>(wire::SigEncoding::compact)) return Status::bad_entry;
@@ -79,17 +86,60 @@ inline Status check_registered_entry(const SubmissionEntry& e, std::uint64_t are
     c.strict_confirm = (e.flags & kSubmitStrictConfirm) != 0;
     c.stride = wire::record_size(c.kind);
     c.row_count = e.row_count;
-    c.rows_offset = e.rows_offset;
     c.results_offset = e.results_offset;
-    const RegisteredColumnOffsets o = registered_offsets(e);
-    c.key_offset = o.key_offset;
-    c.signature_offset = o.signature_offset;
-    c.buffer_id = o.buffer_id;
+    if (column_set) {
+        c.column_set_offset = e.rows_offset;
+    } else {
+        c.rows_offset = e.rows_offset;
+        const RegisteredColumnOffsets o = registered_offsets(e);
+        c.key_offset = o.key_offset;
+        c.signature_offset = o.signature_offset;
+        c.buffer_id = o.buffer_id;
+    }
     if (c.row_count > arena_size || !detail::range_in_arena(c.results_offset, c.row_count, 1, arena_size)) {
         if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(ColumnDetail::results);
         return Status::bad_range;
     }
+    if (column_set && (c.column_set_offset % 8 != 0 ||
+                       !detail::range_in_arena(c.column_set_offset, 1, sizeof(RegisteredColumnSet), arena_size))) {
+        if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(ColumnDetail::column_set);
+        return Status::bad_range;
+    }
     out = c;
+    return Status::ok;
+}
+
+// One column of a verify_registered_column_set entry, [offset, offset +
+// row_count * width) inside its buffer of `size` bytes, without overflow.
+constexpr bool registered_column_fits(std::uint64_t offset, std::uint64_t row_count, std::uint64_t width,
+                                      std::uint64_t size) {
+    return row_count <= size / width && detail::range_in_arena(offset, row_count, width, size);
+}
+
+// The columns of a checked verify_registered_column_set entry, each inside
+// its own buffer (sizes in message, key, signature order), from the set the
+// session copied out of the arena; fills rows_offset, key_offset and
+// signature_offset (each relative to its own buffer) and rows_bytes.
+// bad_entry when the set's reserved words are not 0; bad_range with the
+// column's detail when one passes its buffer's end.
+inline Status check_registered_column_set(CheckedSubmission& c, const RegisteredColumnSet& set,
+                                          const std::uint64_t (&sizes)[3], std::uint32_t* detail_out = nullptr) {
+    if (set.reserved[0] != 0 || set.reserved[1] != 0) return Status::bad_entry;
+    auto range_error = [&](ColumnDetail d) {
+        if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(d);
+        return Status::bad_range;
+    };
+    const std::uint64_t n = c.row_count;
+    if (!registered_column_fits(set.message.offset, n, wire::kColumnMessageWidth, sizes[0]))
+        return range_error(ColumnDetail::message);
+    if (!registered_column_fits(set.key.offset, n, wire::column_key_width(c.kind), sizes[1]))
+        return range_error(ColumnDetail::key);
+    if (!registered_column_fits(set.signature.offset, n, wire::kColumnSignatureWidth, sizes[2]))
+        return range_error(ColumnDetail::signature);
+    c.rows_offset = set.message.offset;
+    c.key_offset = set.key.offset;
+    c.signature_offset = set.signature.offset;
+    c.rows_bytes = n * c.stride;  // n <= sizes[2] / 64 <= 2^58: no overflow
     return Status::ok;
 }
 
@@ -120,7 +170,8 @@ inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_siz
     CheckedSubmission c;
     if (detail_out != nullptr) *detail_out = 0;
     if ((e.flags & ~kSubmitKnownFlags) != 0) return Status::bad_entry;
-    if (e.opcode == static_cast<std::uint8_t>(Opcode::verify_registered_columns))
+    if (e.opcode == static_cast<std::uint8_t>(Opcode::verify_registered_columns) ||
+        e.opcode == static_cast<std::uint8_t>(Opcode::verify_registered_column_set))
         return check_registered_entry(e, arena_size, out, detail_out);
     const bool columns = e.opcode == static_cast<std::uint8_t>(Opcode::verify_columns);
     if (!columns && !reserved_words_zero(e)) return Status::bad_entry;

@@ -46,10 +46,11 @@ namespace sigverify::shm {
 // ---------------------------------------------------------------------------
 constexpr std::uint32_t kSegmentMagic = 0x47535653;  // "SVSG" little-endian
 constexpr std::uint16_t kAbiMajor = 1;                // incompatible layout change
-constexpr std::uint16_t kAbiMinor = 5;                // compatible addition (1: Opcode::verify_columns,
+constexpr std::uint16_t kAbiMinor = 6;                // compatible addition (1: Opcode::verify_columns,
                                                       // 2: kSubmitStrictConfirm, 3: Opcode::cancel,
                                                       // 4: registered buffers, 5: the info request,
-                                                      // shm_protocol/info_message.hpp)
+                                                      // shm_protocol/info_message.hpp, 6: a registered
+                                                      // buffer per column)
 constexpr std::uint32_t kProtocolVersion = 1;         // handshake version
 
 constexpr std::size_t kCacheLine = 64;
@@ -97,7 +98,7 @@ enum class Status : std::uint32_t {
     pending = 19,           // poll(): the batch has not completed yet
     not_found = 20,         // Opcode::cancel named no batch in flight (unknown, or already completed);
                             // verify_registered_columns named no registered buffer of this session
-    buffer_lost = 21,       // a registered buffer shrank under the daemon (SIGBUS guard): the batch's
+    buffer_lost = 21,       // a registered buffer shrank under the daemon (a short read): the batch's
                             // verdicts cannot be trusted and the registration is dropped
 };
 constexpr std::uint32_t kStatusCount = 22;
@@ -112,6 +113,7 @@ enum class Opcode : std::uint8_t {
     verify_columns = 3,  // ABI 1.1: verify row_count rows given as column tables
     cancel = 4,          // ABI 1.3: cancel the batch in flight whose user_tag is rows_offset
     verify_registered_columns = 5,  // ABI 1.4: column tables inside a registered buffer
+    verify_registered_column_set = 6,  // ABI 1.6: each column in a registered buffer of its own
 };
 
 // The first ABI minor version whose daemon accepts Opcode::verify_columns; an
@@ -150,8 +152,8 @@ constexpr std::uint16_t kAbiMinorCancel = 3;
 // below by ignoring them and Opcode::verify_registered_columns with
 // bad_entry, so clients check SegmentHeader::abi_minor first). A client
 // registers memory it already has (a memfd, or a file it maps) over the
-// control socket (RegisterRequest + the descriptor); the daemon maps it
-// read-only and answers with a buffer id. A verify_registered_columns entry
+// control socket (RegisterRequest + the descriptor); the daemon keeps a
+// descriptor of it, reads it with pread and answers with a buffer id. A verify_registered_columns entry
 // then names the buffer and gives its columns as offsets into it:
 //   rows_offset                  the message column, row_count x 32 bytes
 //   registered.key_offset        the key column, row_count x 33 (ECDSA) / 32 (Schnorr)
@@ -161,6 +163,37 @@ constexpr std::uint16_t kAbiMinorCancel = 3;
 // go to results_offset in the arena; only results mode, and key_size (the
 // tail) must be 0: the daemon never writes a registered buffer.
 constexpr std::uint16_t kAbiMinorRegistered = 4;
+
+// A registered buffer per column (ABI 1.6; an older daemon answers the opcode
+// with bad_entry). A libbitcoin-like store keeps one file per column: a
+// verify_registered_column_set entry names, for each column, a registered
+// buffer and an offset into it, in a RegisteredColumnSet the client writes
+// into its arena:
+//   rows_offset      arena offset of the RegisteredColumnSet (8-byte aligned)
+//   results_offset   the verdicts, row_count bytes in the arena
+//   bytes 40..63     0 (reserved)
+// Every other field as for verify_registered_columns (results mode, no tail).
+// The daemon copies the set out of the arena when it takes the entry; a
+// later change to those bytes changes nothing.
+constexpr std::uint16_t kAbiMinorRegisteredColumnSet = 6;
+
+struct RegisteredColumnRef {
+    std::uint64_t buffer_id;  // an id from a RegisterReply of this session
+    std::uint64_t offset;     // of the column's first byte, from the start of the registered range
+};
+static_assert(sizeof(RegisteredColumnRef) == 16);
+
+struct RegisteredColumnSet {
+    RegisteredColumnRef message;    // row_count x 32 bytes
+    RegisteredColumnRef key;        // row_count x 33 (ECDSA) / 32 (Schnorr)
+    RegisteredColumnRef signature;  // row_count x 64
+    std::uint64_t reserved[2];      // 0 (a later minor may name a correlate column here)
+};
+static_assert(sizeof(RegisteredColumnSet) == 64);
+static_assert(offsetof(RegisteredColumnSet, key) == 16);
+static_assert(offsetof(RegisteredColumnSet, signature) == 32);
+static_assert(offsetof(RegisteredColumnSet, reserved) == 48);
+static_assert(std::is_trivially_copyable_v<RegisteredColumnSet>);
 
 // One request. Written by the client into sq slot (tail & mask), then the tail
 // is published with release. The daemon copies the whole entry out of shared
@@ -248,6 +281,8 @@ enum class ColumnDetail : std::uint32_t {
     correlate = 5,
     results = 6,
     overlap = 7,     // the written range (results, or the correlate in collect mode) overlaps a column read
+    column_set = 8,  // verify_registered_column_set: the RegisteredColumnSet is not inside the arena or
+                     // not 8-byte aligned
     // verify_registered_columns: the message/key/signature details above mean
     // "not inside the registered buffer"; row_count: more rows than the buffer holds.
 };
@@ -422,14 +457,16 @@ static_assert(sizeof(MappedAck) == 8);
 // One request at a time: the client waits for each reply before it sends the
 // next. The descriptor must be a regular file (a memfd counts) readable by the
 // daemon; [offset, offset + size) must lie inside the file (fstat), size > 0.
-// The daemon maps the range read-only (MAP_SHARED, PROT_READ), closes the
-// descriptor, and counts size against the session's limits
+// The daemon keeps a duplicate of the descriptor and reads the range with
+// pread (it never maps it: a hole of a sparse file reads as zeros without
+// allocating a page), and counts size against the session's limits
 // (--max-registered-bytes, --max-registered-buffers). Refusals:
 //   invalid_argument  size 0, range past the end of the file, not a regular
 //                     file, no descriptor, reserved fields not 0
 //   too_large         the session's registered bytes or buffer count would
 //                     pass the daemon's limit
-//   system_error      the mapping failed (detail: errno)
+//   system_error      the daemon's descriptor budget (RLIMIT_NOFILE) is
+//                     spent, or the descriptor could not be kept (detail: errno)
 //   not_found         unregister: no such buffer id
 // Batches in flight keep their buffer mapped until they complete; everything
 // is unmapped when the session ends. Ids are never reused within a session.

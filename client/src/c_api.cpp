@@ -252,6 +252,28 @@ int sigverify_verify_registered_columns(sigverify_client* c, const sigverify_buf
                                                           sigverify::shm::kTableUnspecified, t_stop));
 }
 
+int sigverify_verify_registered_column_buffers(sigverify_client* c, int kind, int encoding, size_t n,
+                                               const sigverify_buffer* message_buffer, uint64_t message_offset,
+                                               const sigverify_buffer* key_buffer, uint64_t key_offset,
+                                               const sigverify_buffer* signature_buffer, uint64_t signature_offset,
+                                               uint8_t* results) {
+    if (c == nullptr || message_buffer == nullptr || key_buffer == nullptr || signature_buffer == nullptr ||
+        (kind != SIGVERIFY_KIND_ECDSA && kind != SIGVERIFY_KIND_SCHNORR) ||
+        (kind == SIGVERIFY_KIND_ECDSA && bad_encoding(encoding)))
+        return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
+    sigverify::RegisteredColumnBuffers cols;
+    cols.kind = static_cast<RecordKind>(kind);
+    cols.encoding = kind == SIGVERIFY_KIND_ECDSA ? static_cast<SigEncoding>(encoding) : SigEncoding::opaque;
+    cols.count = n;
+    cols.message = &message_buffer->buffer;
+    cols.message_offset = message_offset;
+    cols.key = &key_buffer->buffer;
+    cols.key_offset = key_offset;
+    cols.signature = &signature_buffer->buffer;
+    cols.signature_offset = signature_offset;
+    return finish(c, c->client->verify_registered_columns(cols, results, sigverify::shm::kTableUnspecified, t_stop));
+}
+
 sigverify_cancel_token* sigverify_cancel_token_new(void) { return new (std::nothrow) sigverify_cancel_token; }
 
 void sigverify_cancel_token_cancel(sigverify_cancel_token* token) {

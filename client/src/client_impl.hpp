@@ -107,6 +107,19 @@ private:
     std::unique_ptr<std::uint8_t[]> bytes_;
 };
 
+// The columns of a registered batch (registered.cpp): each in a buffer (the
+// same one three times for the single-buffer form, ABI 1.4; one each, ABI
+// 1.6) at an offset from the start of its registered range; message, key,
+// signature.
+struct RegisteredSource {
+    RegisteredBuffer::State* buffer[3] = {nullptr, nullptr, nullptr};
+    std::uint64_t offset[3] = {0, 0, 0};
+    wire::RecordKind kind = wire::RecordKind::ecdsa;
+    wire::SigEncoding encoding = wire::SigEncoding::opaque;
+    std::size_t count = 0;
+    bool one_buffer() const { return buffer[0] == buffer[1] && buffer[1] == buffer[2]; }
+};
+
 }  // namespace detail
 
 // Hidden: Client is exported (SIGVERIFY_API), and a nested class would be too.
@@ -131,6 +144,10 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         // key_offset, signature_offset) inside registered buffer buffer_id.
         bool registered = false;
         std::uint64_t buffer_id = 0, message_offset = 0;
+        // ABI 1.6: a buffer per column; the RegisteredColumnSet is in the
+        // arena at column_set_offset (buffer_id and the offsets unused).
+        bool column_set = false;
+        std::uint64_t column_set_offset = 0;
         std::size_t count = 0;
         wire::RecordKind kind = wire::RecordKind::ecdsa;
         std::size_t tail_size = 0;
@@ -216,10 +233,10 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     // the error when it times out).
     Status control_exchange_locked(const void* request, std::size_t size, int pass_fd, std::uint32_t magic,
                                    void* reply, std::size_t reply_size, const char* what);
-    Status reserve_registered(const RegisteredBuffer::State& b, const RegisteredColumns& cols, std::size_t begin,
-                              std::size_t count, ColumnBatch& batch, bool wait);
-    BatchResult run_registered(RegisteredBuffer::State& b, const RegisteredColumns& cols, std::uint8_t* results,
-                               std::uint8_t table, const detail::CancelCheck& stop);
+    Status reserve_registered(const detail::RegisteredSource& src, std::size_t begin, std::size_t count, ColumnBatch& batch,
+                              bool wait);
+    BatchResult run_registered(const detail::RegisteredSource& src, std::uint8_t* results, std::uint8_t table,
+                               const detail::CancelCheck& stop);
 
     // --- copy API (copy_api.cpp) ---------------------------------------------
     BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,

@@ -162,44 +162,64 @@ void Client::Impl::unregister_locked(RegisteredBuffer::State& b) {
 // ---------------------------------------------------------------------------
 // Batches
 // ---------------------------------------------------------------------------
-Status Client::Impl::reserve_registered(const RegisteredBuffer::State& b, const RegisteredColumns& cols,
-                                        std::size_t begin, std::size_t count, ColumnBatch& batch, bool wait) {
+Status Client::Impl::reserve_registered(const detail::RegisteredSource& src, std::size_t begin, std::size_t count,
+                                        ColumnBatch& batch, bool wait) {
     std::unique_lock lk(mu);
     if (!live) return Status::disconnected;
-    if (b.serial != session_serial || b.daemon_id == 0) return Status::disconnected;  // registered with another daemon
-    if (count > conn.arena_size - kAlign) return Status::too_large;
+    for (const RegisteredBuffer::State* b : src.buffer)
+        if (b->serial != session_serial || b->daemon_id == 0) return Status::disconnected;  // another daemon's
+    // The set form names its columns in the arena, after the verdicts.
+    const bool set = !src.one_buffer();
+    const std::uint64_t set_bytes = set ? sizeof(shm::RegisteredColumnSet) : 0;
+    if (count > conn.arena_size - kAlign - set_bytes) return Status::too_large;
     std::uint32_t index = 0;
-    if (const Status st = alloc_waiting_locked(lk, align_up(count), wait, index); st != Status::ok) return st;
+    if (const Status st = alloc_waiting_locked(lk, align_up(count) + set_bytes, wait, index); st != Status::ok)
+        return st;
     Slot& s = slots[index];
+    const std::uint64_t widths[3] = {wire::kColumnMessageWidth, wire::column_key_width(src.kind),
+                                     wire::kColumnSignatureWidth};
+    std::uint64_t at[3];
+    for (int i = 0; i < 3; ++i) at[i] = src.offset[i] + std::uint64_t(begin) * widths[i];
     s.registered = true;
-    s.buffer_id = b.daemon_id;
     s.results_offset = s.rows_offset;
-    s.message_offset = cols.message_offset + std::uint64_t(begin) * wire::kColumnMessageWidth;
-    s.key_offset = cols.key_offset + std::uint64_t(begin) * wire::column_key_width(cols.kind);
-    s.signature_offset = cols.signature_offset + std::uint64_t(begin) * wire::kColumnSignatureWidth;
+    s.column_set = set;
+    if (set) {
+        s.column_set_offset = s.rows_offset + align_up(count);
+        shm::RegisteredColumnSet cs{};
+        cs.message = {src.buffer[0]->daemon_id, at[0]};
+        cs.key = {src.buffer[1]->daemon_id, at[1]};
+        cs.signature = {src.buffer[2]->daemon_id, at[2]};
+        std::memcpy(conn.arena + s.column_set_offset, &cs, sizeof cs);
+    } else {
+        s.buffer_id = src.buffer[0]->daemon_id;
+        s.message_offset = at[0];
+        s.key_offset = at[1];
+        s.signature_offset = at[2];
+    }
     s.count = count;
-    s.kind = cols.kind;
+    s.kind = src.kind;
     s.tail_size = 0;
     batch = ColumnBatch{};
     batch.results = conn.arena + s.results_offset;
     batch.count = count;
-    batch.kind = cols.kind;
+    batch.kind = src.kind;
     batch.slot = index;
     batch.generation = s.generation;
     return Status::ok;
 }
 
-BatchResult Client::Impl::run_registered(RegisteredBuffer::State& b, const RegisteredColumns& cols,
-                                         std::uint8_t* results, std::uint8_t table, const detail::CancelCheck& stop) {
+BatchResult Client::Impl::run_registered(const detail::RegisteredSource& src, std::uint8_t* results, std::uint8_t table,
+                                         const detail::CancelCheck& stop) {
     BatchResult total;
-    const std::size_t n = cols.count;
-    const bool bad_enums = static_cast<std::uint8_t>(cols.kind) > 1 ||
-                           (cols.kind == wire::RecordKind::ecdsa && cols.encoding != wire::SigEncoding::opaque &&
-                            cols.encoding != wire::SigEncoding::compact);
-    if (bad_enums ||
-        !column_fits(cols.message_offset, n, wire::kColumnMessageWidth, b.size) ||
-        !column_fits(cols.key_offset, n, wire::column_key_width(cols.kind), b.size) ||
-        !column_fits(cols.signature_offset, n, wire::kColumnSignatureWidth, b.size)) {
+    const std::size_t n = src.count;
+    const bool bad_enums = static_cast<std::uint8_t>(src.kind) > 1 ||
+                           (src.kind == wire::RecordKind::ecdsa && src.encoding != wire::SigEncoding::opaque &&
+                            src.encoding != wire::SigEncoding::compact);
+    const std::size_t widths[3] = {wire::kColumnMessageWidth, wire::column_key_width(src.kind),
+                                   wire::kColumnSignatureWidth};
+    bool fits = !bad_enums;
+    for (int i = 0; i < 3 && fits; ++i) fits = column_fits(src.offset[i], n, widths[i], src.buffer[i]->size);
+    if (!fits) {
         total.status = Status::invalid_argument;
         return total;
     }
@@ -209,16 +229,15 @@ BatchResult Client::Impl::run_registered(RegisteredBuffer::State& b, const Regis
         return results != nullptr ? results + begin : scratch.get(count);
     };
     if (n == 0) return total;
-    const wire::SigEncoding enc = cols.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : cols.encoding;
-    const std::size_t key_width = wire::column_key_width(cols.kind);
+    const wire::SigEncoding enc = src.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : src.encoding;
     auto sub_batch = [&](std::size_t begin, std::size_t count) {
         reference::ColumnBatch c;
-        c.kind = cols.kind;
+        c.kind = src.kind;
         c.encoding = enc;
         c.count = count;
-        c.message = b.data + cols.message_offset + begin * wire::kColumnMessageWidth;
-        c.key = b.data + cols.key_offset + begin * key_width;
-        c.signature = b.data + cols.signature_offset + begin * wire::kColumnSignatureWidth;
+        c.message = src.buffer[0]->data + src.offset[0] + begin * widths[0];
+        c.key = src.buffer[1]->data + src.offset[1] + begin * widths[1];
+        c.signature = src.buffer[2]->data + src.offset[2] + begin * widths[2];
         return c;
     };
     std::size_t chunk = kRegisteredChunkRows;
@@ -226,7 +245,16 @@ BatchResult Client::Impl::run_registered(RegisteredBuffer::State& b, const Regis
     {
         std::lock_guard lk(mu);
         maybe_reconnect_locked();
-        if (b.serial != session_serial || b.daemon_id == 0) registration = register_locked(b);
+        if (!src.one_buffer() && live && conn.abi_minor < shm::kAbiMinorRegisteredColumnSet) {
+            last_error = "sigverifyd speaks ring ABI " + std::to_string(shm::kAbiMajor) + "." +
+                         std::to_string(conn.abi_minor) + "; a registered buffer per column needs " +
+                         std::to_string(shm::kAbiMajor) + "." + std::to_string(shm::kAbiMinorRegisteredColumnSet);
+            registration = Status::bad_entry;
+        }
+        for (int i = 0; i < 3 && registration == Status::ok; ++i) {
+            RegisteredBuffer::State& b = *src.buffer[i];
+            if (b.serial != session_serial || b.daemon_id == 0) registration = register_locked(b);
+        }
         if (live && conn.arena_size / 4 > kAlign)
             chunk = std::min<std::size_t>(chunk, static_cast<std::size_t>(conn.arena_size / 4 - kAlign));
     }
@@ -255,7 +283,7 @@ BatchResult Client::Impl::run_registered(RegisteredBuffer::State& b, const Regis
     total = pipeline<ColumnBatch>(
         n, chunk, wire::Mode::results, enc, table, stop,
         [&](std::size_t begin, std::size_t count, ColumnBatch& batch, bool wait) {
-            return reserve_registered(b, cols, begin, count, batch, wait);
+            return reserve_registered(src, begin, count, batch, wait);
         },
         [&](std::size_t begin, std::size_t count, const ColumnBatch& batch) {
             if (results != nullptr) std::memcpy(results + begin, batch.results, count);
@@ -267,11 +295,15 @@ BatchResult Client::Impl::run_registered(RegisteredBuffer::State& b, const Regis
         },
         [&](Status st) { return is_daemon_failure(st) || st == Status::too_large; });
     if (total.status == Status::buffer_lost || total.status == Status::not_found) {
-        // The daemon dropped the registration (or another thread's batch saw
-        // it lost first); the next call registers the buffer again.
+        // The daemon dropped a registration (or another thread's batch saw it
+        // lost first); the next call registers the buffers again. Those the
+        // daemon still holds are unregistered first, so none is held twice.
         std::lock_guard lk(mu);
-        b.daemon_id = 0;
-        b.serial = 0;
+        for (int i = 0; i < 3; ++i) {
+            RegisteredBuffer::State& b = *src.buffer[i];
+            if (i > 0 && (&b == src.buffer[0] || (i > 1 && &b == src.buffer[1]))) continue;  // done already
+            unregister_locked(b);
+        }
     }
     return total;
 }
@@ -372,6 +404,30 @@ RegisteredBuffer Client::register_buffer(int fd, std::uint64_t offset, std::uint
     return b;
 }
 
+namespace {
+
+// The single-buffer form as a RegisteredSource; false when buffer is not one of impl's.
+bool single_source(const RegisteredBuffer::State* st, const void* impl, const RegisteredColumns& columns,
+                   detail::RegisteredSource& src) {
+    if (st == nullptr || static_cast<const void*>(st->impl) != impl) return false;
+    for (auto*& b : src.buffer) b = const_cast<RegisteredBuffer::State*>(st);
+    src.offset[0] = columns.message_offset;
+    src.offset[1] = columns.key_offset;
+    src.offset[2] = columns.signature_offset;
+    src.kind = columns.kind;
+    src.encoding = columns.encoding;
+    src.count = columns.count;
+    return true;
+}
+
+BatchResult invalid_call() {
+    BatchResult r;
+    r.status = Status::invalid_argument;
+    return r;
+}
+
+}  // namespace
+
 BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
                                               std::uint8_t* results, std::uint8_t table) {
     return verify_registered_columns(buffer, columns, results, table, std::stop_token{});
@@ -380,22 +436,56 @@ BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, co
 BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
                                               std::uint8_t* results, std::uint8_t table,
                                               const std::atomic<bool>* cancel) {
-    if (buffer.state_ == nullptr || buffer.state_->impl != impl_.get()) {
-        BatchResult r;
-        r.status = Status::invalid_argument;
-        return r;
-    }
-    return impl_->run_registered(*buffer.state_, columns, results, table, detail::CancelCheck{{}, cancel});
+    detail::RegisteredSource src;
+    if (!single_source(buffer.state_, impl_.get(), columns, src)) return invalid_call();
+    return impl_->run_registered(src, results, table, detail::CancelCheck{{}, cancel});
 }
 
 BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
                                               std::uint8_t* results, std::uint8_t table, std::stop_token stop) {
-    if (buffer.state_ == nullptr || buffer.state_->impl != impl_.get()) {
-        BatchResult r;
-        r.status = Status::invalid_argument;
-        return r;
+    detail::RegisteredSource src;
+    if (!single_source(buffer.state_, impl_.get(), columns, src)) return invalid_call();
+    return impl_->run_registered(src, results, table, detail::CancelCheck{std::move(stop), nullptr});
+}
+
+namespace {
+
+// The set form as a RegisteredSource; false when a buffer is missing or not impl's.
+bool column_buffers_source(const RegisteredColumnBuffers& columns, const RegisteredBuffer::State* const (&states)[3],
+                           const void* impl, detail::RegisteredSource& src) {
+    for (int i = 0; i < 3; ++i) {
+        if (states[i] == nullptr || static_cast<const void*>(states[i]->impl) != impl) return false;
+        src.buffer[i] = const_cast<RegisteredBuffer::State*>(states[i]);
     }
-    return impl_->run_registered(*buffer.state_, columns, results, table, detail::CancelCheck{std::move(stop), nullptr});
+    src.offset[0] = columns.message_offset;
+    src.offset[1] = columns.key_offset;
+    src.offset[2] = columns.signature_offset;
+    src.kind = columns.kind;
+    src.encoding = columns.encoding;
+    src.count = columns.count;
+    return true;
+}
+
+}  // namespace
+
+BatchResult Client::verify_registered_columns(const RegisteredColumnBuffers& columns, std::uint8_t* results,
+                                              std::uint8_t table, const std::atomic<bool>* cancel) {
+    const RegisteredBuffer::State* const states[3] = {columns.message ? columns.message->state_ : nullptr,
+                                                      columns.key ? columns.key->state_ : nullptr,
+                                                      columns.signature ? columns.signature->state_ : nullptr};
+    detail::RegisteredSource src;
+    if (!column_buffers_source(columns, states, impl_.get(), src)) return invalid_call();
+    return impl_->run_registered(src, results, table, detail::CancelCheck{{}, cancel});
+}
+
+BatchResult Client::verify_registered_columns(const RegisteredColumnBuffers& columns, std::uint8_t* results,
+                                              std::uint8_t table, std::stop_token stop) {
+    const RegisteredBuffer::State* const states[3] = {columns.message ? columns.message->state_ : nullptr,
+                                                      columns.key ? columns.key->state_ : nullptr,
+                                                      columns.signature ? columns.signature->state_ : nullptr};
+    detail::RegisteredSource src;
+    if (!column_buffers_source(columns, states, impl_.get(), src)) return invalid_call();
+    return impl_->run_registered(src, results, table, detail::CancelCheck{std::move(stop), nullptr});
 }
 
 }  // namespace sigverify

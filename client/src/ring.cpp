@@ -179,6 +179,8 @@ bool Client::Impl::try_alloc_locked(std::uint64_t bytes, std::uint32_t& index) {
     s.key_offset = s.signature_offset = s.correlate_offset = 0;
     s.registered = false;
     s.buffer_id = s.message_offset = 0;
+    s.column_set = false;
+    s.column_set_offset = 0;
     s.cancel_requested = false;
     s.cancel_state = CancelState::none;
     s.cancel_answer = Status::ok;
@@ -322,15 +324,18 @@ Status Client::Impl::submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mo
     shm::SubmissionEntry e{};
     e.user_tag = detail::batch_tag(b);
     if (opcode == shm::Opcode::verify && s->columns) opcode = shm::Opcode::verify_columns;
-    if (opcode == shm::Opcode::verify && s->registered) opcode = shm::Opcode::verify_registered_columns;
+    if (opcode == shm::Opcode::verify && s->registered)
+        opcode = s->column_set ? shm::Opcode::verify_registered_column_set : shm::Opcode::verify_registered_columns;
     e.opcode = static_cast<std::uint8_t>(opcode);
     if (opcode == shm::Opcode::verify_columns)
         shm::set_column_offsets(e, shm::ColumnOffsets{s->key_offset, s->signature_offset, s->correlate_offset});
     if (opcode == shm::Opcode::verify_registered_columns)
         shm::set_registered_offsets(e, shm::RegisteredColumnOffsets{s->key_offset, s->signature_offset, s->buffer_id});
     if (opcode == shm::Opcode::verify || opcode == shm::Opcode::verify_columns ||
-        opcode == shm::Opcode::verify_registered_columns) {
-        e.rows_offset = opcode == shm::Opcode::verify_registered_columns ? s->message_offset : s->rows_offset;
+        opcode == shm::Opcode::verify_registered_columns || opcode == shm::Opcode::verify_registered_column_set) {
+        e.rows_offset = opcode == shm::Opcode::verify_registered_columns      ? s->message_offset
+                        : opcode == shm::Opcode::verify_registered_column_set ? s->column_set_offset
+                                                                              : s->rows_offset;
         e.results_offset = mode == wire::Mode::results ? s->results_offset : 0;
         e.row_count = s->count;
         e.record_kind = static_cast<std::uint8_t>(s->kind);

@@ -9,9 +9,15 @@
 // offset and copies only the verdicts out.
 //
 // usage: sigverify_registered_bench SIGVERIFYD [--sizes 4096,65536,...] [--kind ecdsa|schnorr]
-//                                   [--repeat N] [--daemon-arg ARG]...
+//                                   [--repeat N] [--daemon-arg ARG]... [--unparsable-keys 1]
+//                                   [--per-column 1]
 // Rows are 4096 distinct generated rows (1 in 64 invalid) repeated to fill
 // each size; every verdict is checked against those of the distinct rows.
+// --unparsable-keys 1 gives every row a key no parser accepts (ECDSA: prefix
+// 0x00, refused at once; Schnorr: x = 0, refused after one square root): what
+// the daemon spends is then staging and its own path, not signature checks.
+// --per-column 1 adds a third path: each column in a memfd of its own
+// (ring ABI 1.6, RegisteredColumnBuffers), as a store with a file per column.
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -119,6 +125,8 @@ int main(int argc, char** argv) {
     std::vector<std::size_t> sizes = {4096, 65536};
     std::string kind_name = "ecdsa";
     int repeat = 3;
+    bool unparsable = false;
+    bool per_column = false;
     std::vector<std::string> daemon_args = {"--backend", "cpu"};
     for (int i = 2; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
@@ -132,6 +140,10 @@ int main(int argc, char** argv) {
             kind_name = argv[i + 1];
         } else if (a == "--repeat") {
             repeat = std::atoi(argv[i + 1]);
+        } else if (a == "--per-column") {
+            per_column = std::atoi(argv[i + 1]) != 0;
+        } else if (a == "--unparsable-keys") {
+            unparsable = std::atoi(argv[i + 1]) != 0;
         } else if (a == "--daemon-arg") {
             daemon_args.push_back(argv[i + 1]);
         }
@@ -148,7 +160,12 @@ int main(int argc, char** argv) {
     g.seed = 7;
     std::vector<std::uint8_t> rows = reference::generate_rows(g);
     const wire::RowSpan span{wire::record_kind(table), 0, wire::SigEncoding::opaque, rows.data(), g.count};
-    const reference::ColumnTable distinct = reference::rows_to_columns(span, reference::CorrelateLayout::none);
+    reference::ColumnTable distinct = reference::rows_to_columns(span, reference::CorrelateLayout::none);
+    if (unparsable) {
+        const std::size_t width = wire::column_key_width(distinct.kind);
+        for (std::size_t i = 0; i < distinct.count; ++i)
+            std::memset(distinct.key.data() + i * width, 0, ecdsa ? 1 : width);
+    }
 
     cli::DaemonProcessOptions o;
     o.binary = argv[1];
@@ -171,7 +188,8 @@ int main(int argc, char** argv) {
         if (!client->run_columns(c, wire::Mode::results, want.data()).ok()) return 1;
     }
 
-    std::printf("kind %s, daemon %s, client arena %llu bytes\n", kind_name.c_str(), o.binary.c_str(),
+    std::printf("kind %s%s, daemon %s, client arena %llu bytes\n", kind_name.c_str(),
+                unparsable ? " (unparsable keys)" : "", o.binary.c_str(),
                 static_cast<unsigned long long>(client->arena_size()));
     std::printf("%10s  %12s %10s %12s  %12s %10s %12s  %s\n", "rows", "copy rows/s", "copy B/row", "copy cpu/row",
                 "reg rows/s", "reg B/row", "reg cpu/row", "verdicts");
@@ -210,13 +228,44 @@ int main(int argc, char** argv) {
         rc.signature_offset = rc.key_offset + std::uint64_t(n) * kw;
         const Figure reg = measure(n, repeat, want, results,
                                    [&] { return client->verify_registered_columns(buf, rc, results.data()); });
-        std::printf("%10zu  %12.0f %10.2f %9.0f ns  %12.0f %10.2f %9.0f ns  %s\n", n, copy.rows_per_s,
+        Figure split;
+        if (per_column) {
+            // The same columns copied into three memfds, one each.
+            const std::uint64_t widths[3] = {32, kw, 64};
+            const std::uint8_t* from[3] = {message, key, signature};
+            int fds[3];
+            RegisteredBuffer bufs[3];
+            for (int k = 0; k < 3; ++k) {
+                fds[k] = memfd_create("registered-bench-column", MFD_CLOEXEC);
+                const std::uint64_t len = std::uint64_t(n) * widths[k];
+                if (fds[k] < 0 || pwrite(fds[k], from[k], len, 0) != static_cast<ssize_t>(len)) return 1;
+                bufs[k] = client->register_buffer(fds[k], 0, len);
+            }
+            RegisteredColumnBuffers cb;
+            cb.kind = distinct.kind;
+            cb.count = n;
+            cb.message = &bufs[0];
+            cb.key = &bufs[1];
+            cb.signature = &bufs[2];
+            split = measure(n, repeat, want, results,
+                            [&] { return client->verify_registered_columns(cb, results.data()); });
+            for (int k = 0; k < 3; ++k) {
+                bufs[k].reset();
+                close(fds[k]);
+            }
+        }
+        std::printf("%10zu  %12.0f %10.2f %9.0f ns  %12.0f %10.2f %9.0f ns  %s", n, copy.rows_per_s,
                     copy.bytes_per_row, copy.client_cpu_ns_per_row, reg.rows_per_s, reg.bytes_per_row,
-                    reg.client_cpu_ns_per_row, copy.verdicts_ok && reg.verdicts_ok ? "identical" : "DIFFER");
+                    reg.client_cpu_ns_per_row,
+                    copy.verdicts_ok && reg.verdicts_ok && split.verdicts_ok ? "identical" : "DIFFER");
+        if (per_column)
+            std::printf("  per-column %.0f rows/s %.2f B/row %.0f ns", split.rows_per_s, split.bytes_per_row,
+                        split.client_cpu_ns_per_row);
+        std::printf("\n");
         buf.reset();
         munmap(map, bytes);
         close(fd);
-        if (!copy.verdicts_ok || !reg.verdicts_ok) return 1;
+        if (!copy.verdicts_ok || !reg.verdicts_ok || !split.verdicts_ok) return 1;
     }
     return 0;
 }

@@ -6,13 +6,16 @@
 // registrations and entries from a raw client (bad ids, offsets past the end,
 // overflowing offsets, more than the limits) get their documented statuses
 // and the daemon keeps serving; a client truncating or rewriting its buffer
-// mid-batch cannot crash the daemon; a killed client's buffers are unmapped
-// (the daemon's /proc/PID/maps); the local fallback verifies from the
-// client's own mapping; the C ABI compiled as C.
+// mid-batch cannot crash the daemon; the daemon never maps a registered
+// buffer (its /proc/PID/maps), it holds one descriptor of it (/proc/PID/fd)
+// until the buffer is unregistered or its client killed; the local fallback
+// verifies from the client's own mapping; the C ABI compiled as C.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <dirent.h>
 
 #include <atomic>
 #include <fstream>
@@ -108,6 +111,21 @@ std::size_t maps_lines_naming(pid_t pid, const std::string& path) {
     return n;
 }
 
+// Descriptors the daemon holds open on `path` (/proc/PID/fd links).
+std::size_t fds_naming(pid_t pid, const std::string& path) {
+    const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+    DIR* d = opendir(dir.c_str());
+    if (d == nullptr) return 0;
+    std::size_t n = 0;
+    while (const dirent* e = readdir(d)) {
+        char target[4096];
+        const ssize_t len = readlink((dir + "/" + e->d_name).c_str(), target, sizeof target - 1);
+        if (len > 0 && std::string(target, static_cast<std::size_t>(len)) == path) ++n;
+    }
+    closedir(d);
+    return n;
+}
+
 template <class Pred>
 bool eventually(Pred&& pred, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -186,9 +204,12 @@ TEST_CASE("registered memfds and files verify in place like the copy path", "[da
         REQUIRE(rc.status == Status::ok);
         CHECK(std::equal(copied.begin(), copied.end(), results.begin()));
         if (k.file) {
-            CHECK(maps_lines_naming(d.pid(), path) >= 1);
-            b.reset();
+            // Read with pread through a descriptor of its own, never mapped
+            // (a mapping's reads would allocate a sparse file's holes).
             CHECK(maps_lines_naming(d.pid(), path) == 0);
+            CHECK(fds_naming(d.pid(), path) == 1);
+            b.reset();
+            CHECK(eventually([&] { return fds_naming(d.pid(), path) == 0; }));
             ::close(ro);
             unlink(path.c_str());
         }
@@ -372,7 +393,7 @@ TEST_CASE("a client truncating or rewriting its registered buffer mid-batch cann
     CHECK(check_batch(*c, Table::schnorr, wire::Mode::results, SigEncoding::opaque, 50, 5));
 }
 
-TEST_CASE("a killed client's registered buffers are unmapped by the daemon", "[daemon][registered]") {
+TEST_CASE("a killed client's registered buffers are released by the daemon", "[daemon][registered]") {
     DaemonProcess d;
     const std::string dir = make_temp_dir();
     const std::string path = dir + "/killed-client-table";
@@ -391,10 +412,11 @@ TEST_CASE("a killed client's registered buffers are unmapped by the daemon", "[d
     });
     char byte = 0;
     REQUIRE(read(ready[0], &byte, 1) == 1);
-    CHECK(maps_lines_naming(d.pid(), path) >= 1);
+    CHECK(fds_naming(d.pid(), path) == 1);
+    CHECK(maps_lines_naming(d.pid(), path) == 0);
     kill(child, SIGKILL);
     wait_child(child);
-    CHECK(eventually([&] { return maps_lines_naming(d.pid(), path) == 0; }));
+    CHECK(eventually([&] { return fds_naming(d.pid(), path) == 0; }));
     close(ready[0]);
     close(ready[1]);
     unlink(path.c_str());

@@ -100,6 +100,41 @@ void check_registered(const shm::SubmissionEntry& e, std::uint64_t arena, shm::S
     if (!fits) FUZZ_CHECK(in_buffer == shm::Status::bad_range);
 }
 
+// verify_registered_column_set (ABI 1.6): as above, with bytes 40..63
+// reserved and the RegisteredColumnSet (64 bytes, 8-aligned) in the arena;
+// then the set (its words from `words`) against three buffer sizes.
+void check_registered_set(const shm::SubmissionEntry& e, std::uint64_t arena, shm::Status st,
+                          const shm::CheckedSubmission& c, const std::uint64_t col[3], std::uint64_t raw) {
+    bool fields_ok = (e.flags & ~std::uint16_t(1)) == 0 && e.record_kind <= 1 && e.encoding <= 1 &&
+                     !(e.record_kind == 1 && e.encoding != 0) && e.mode == 0 && e.key_size == 0 &&
+                     (col[0] | col[1] | col[2]) == 0;
+    if (e.table != 0xFF) fields_ok = fields_ok && e.table <= 3 && ((e.table >= 2) == (e.record_kind == 1));
+    if (!fields_ok) {
+        FUZZ_CHECK(st == shm::Status::bad_entry);
+        return;
+    }
+    if (u128(e.results_offset) + e.row_count > arena || e.rows_offset % 8 != 0 || u128(e.rows_offset) + 64 > arena) {
+        FUZZ_CHECK(st == shm::Status::bad_range);
+        return;
+    }
+    FUZZ_CHECK(st == shm::Status::ok && c.opcode == shm::Opcode::verify_registered_column_set);
+    FUZZ_CHECK(c.column_set_offset == e.rows_offset && c.results_offset == e.results_offset);
+    // A set and three sizes from the raw word: anything, overflowing included.
+    shm::RegisteredColumnSet set{{1, raw}, {2, raw >> 3}, {3, ~raw}, {0, 0}};
+    const std::uint64_t sizes[3] = {raw, raw / 2 + 77, raw ^ 0x5555};
+    shm::CheckedSubmission checked = c;
+    const shm::Status in_buffers = shm::check_registered_column_set(checked, set, sizes);
+    const u128 n = e.row_count;
+    const bool fits = u128(set.message.offset) + n * 32 <= sizes[0] &&
+                      u128(set.key.offset) + n * (e.record_kind == 0 ? 33 : 32) <= sizes[1] &&
+                      u128(set.signature.offset) + n * 64 <= sizes[2];
+    FUZZ_CHECK((in_buffers == shm::Status::ok) == fits);
+    if (!fits) FUZZ_CHECK(in_buffers == shm::Status::bad_range);
+    set.reserved[0] = 1;
+    checked = c;
+    FUZZ_CHECK(shm::check_registered_column_set(checked, set, sizes) == shm::Status::bad_entry);
+}
+
 void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     shm::SubmissionEntry e{};
     std::uint64_t arena = 0;
@@ -146,6 +181,12 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
             e.key_size = 0;
             const std::uint64_t span = arena + 1 == 0 ? arena : arena + 1;
             e.results_offset = span != 0 ? e.results_offset % span : 0;
+            if (sel & 0x08) {
+                // a registered buffer per column (ABI 1.6): the set in the arena
+                e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_registered_column_set);
+                std::memset(reinterpret_cast<std::uint8_t*>(&e) + 40, 0, 24);
+                e.rows_offset = span != 0 ? (e.rows_offset % span) & ~std::uint64_t(7) : 0;
+            }
         }
     }
 
@@ -158,6 +199,10 @@ void fuzz_submission(const std::uint8_t* data, std::size_t size) {
     std::memcpy(col, reinterpret_cast<const std::uint8_t*>(&e) + 40, sizeof col);
     if (e.opcode == 5) {
         check_registered(e, arena, st, c, col, raw);
+        return;
+    }
+    if (e.opcode == 6) {
+        check_registered_set(e, arena, st, c, col, raw);
         return;
     }
     const bool is_nop = e.opcode == 2, is_verify = e.opcode == 1, is_columns = e.opcode == 3, is_cancel = e.opcode == 4;

@@ -154,7 +154,7 @@ struct Columns {
 
 // Registered buffers (docs/client.md, "Registered buffers"): memory the
 // caller already has (a memfd, or the file of a mapped table) registered with
-// the daemon, which maps it read-only; column batches inside it are then
+// the daemon, which reads it with pread (never maps it); column batches inside it are then
 // verified without the library copying a byte of them (only the verdicts,
 // one byte per row, come back through the arena).
 //
@@ -201,6 +201,22 @@ struct RegisteredColumns {
     std::size_t count = 0;
     std::uint64_t message_offset = 0;
     std::uint64_t key_offset = 0;
+    std::uint64_t signature_offset = 0;
+};
+
+// Column tables with each column in a registered buffer of its own (ring ABI
+// 1.6): a libbitcoin-like store keeps one file per column. Each offset is
+// from the start of its buffer's registered range; the three may be one
+// buffer too. The buffers must be registered by the same Client.
+struct RegisteredColumnBuffers {
+    wire::RecordKind kind = wire::RecordKind::ecdsa;
+    wire::SigEncoding encoding = wire::SigEncoding::opaque;  // ignored for Schnorr
+    std::size_t count = 0;
+    const RegisteredBuffer* message = nullptr;  // message[count][32]
+    std::uint64_t message_offset = 0;
+    const RegisteredBuffer* key = nullptr;      // key[count][33] ECDSA / [count][32] Schnorr
+    std::uint64_t key_offset = 0;
+    const RegisteredBuffer* signature = nullptr;  // signature[count][64]
     std::uint64_t signature_offset = 0;
 };
 
@@ -346,6 +362,17 @@ public:
     [[nodiscard]] BatchResult verify_registered_columns(const RegisteredBuffer& buffer,
                                                         const RegisteredColumns& columns, std::uint8_t* results,
                                                         std::uint8_t table, const std::atomic<bool>* cancel);
+    // Each column in a buffer of its own (RegisteredColumnBuffers; a daemon
+    // of ring ABI 1.6 or later when they differ: an older one answers
+    // bad_entry, or with Fallback::local the rows are verified in-process).
+    // Otherwise as above; invalid_argument when a buffer is missing or not
+    // this Client's, or a column passes the end of its buffer.
+    [[nodiscard]] BatchResult verify_registered_columns(const RegisteredColumnBuffers& columns, std::uint8_t* results,
+                                                        std::uint8_t table = shm::kTableUnspecified,
+                                                        const std::atomic<bool>* cancel = nullptr);
+    // Cancellable form (as run() with a stop token).
+    [[nodiscard]] BatchResult verify_registered_columns(const RegisteredColumnBuffers& columns, std::uint8_t* results,
+                                                        std::uint8_t table, std::stop_token stop);
 
     // --- zero-copy API ------------------------------------------------------
     // Reserves count rows (and count result bytes) in the arena. Waits for

@@ -59,7 +59,7 @@ extern "C" {
 #define SIGVERIFY_E_SYSTEM 18
 #define SIGVERIFY_E_PENDING 19
 #define SIGVERIFY_E_NOT_FOUND 20 /* a cancel named no batch in flight; no such registered buffer */
-#define SIGVERIFY_E_BUFFER_LOST 21 /* a registered buffer became unreadable under the daemon: it shrank, or its file system could not supply a page (registration dropped) */
+#define SIGVERIFY_E_BUFFER_LOST 21 /* a registered buffer became unreadable under the daemon: it shrank, or could not be read (registration dropped) */
 
 /* Signature encodings of ECDSA records. */
 #define SIGVERIFY_ENCODING_OPAQUE 0  /* r LE || s LE (libsecp256k1's in-memory form) */
@@ -127,8 +127,8 @@ SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_collect_schnorr_columns(sigverif
 
 /* Registered buffers (ring ABI 1.4; docs/client.md): memory the caller
  * already has -- a memfd, or a regular file it maps, e.g. a table file --
- * registered with the daemon, which maps [offset, offset + size) of fd
- * read-only. Column batches inside it are then verified without the library
+ * registered with the daemon, which reads [offset, offset + size) of fd
+ * with pread (it never maps it). Column batches inside it are then verified without the library
  * copying their bytes; only the verdicts come back (one byte per row).
  * The caller keeps its descriptor (the library duplicates it). On success
  * *out is the buffer; free it with sigverify_unregister_buffer before
@@ -158,6 +158,18 @@ SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_verify_registered_columns(sigver
                                                       int kind, int encoding, size_t n, uint64_t message_offset,
                                                       uint64_t key_offset, uint64_t signature_offset,
                                                       uint8_t* results);
+/* The same with each column in a registered buffer of its own (ring ABI 1.6;
+ * a libbitcoin-like store keeps one file per column): message[n][32] in
+ * message_buffer at message_offset, key[n][33] / [n][32] in key_buffer,
+ * signature[n][64] in signature_buffer, each offset from the start of its
+ * buffer's registered range (the three may be one buffer). A daemon older
+ * than 1.6 answers SIGVERIFY_E_BAD_ENTRY when the buffers differ (with the
+ * local fallback the rows are verified in-process). Honours the thread's
+ * cancel token. */
+SIGVERIFY_NODISCARD SIGVERIFY_API int sigverify_verify_registered_column_buffers(
+    sigverify_client* client, int kind, int encoding, size_t n, const sigverify_buffer* message_buffer,
+    uint64_t message_offset, const sigverify_buffer* key_buffer, uint64_t key_offset,
+    const sigverify_buffer* signature_buffer, uint64_t signature_offset, uint8_t* results);
 
 /* Cancel tokens (libbitcoin's batch hook takes one). A token is cancelled
  * once, from any thread. The verify/collect calls of a thread that bound a

@@ -25,6 +25,7 @@ void dropped(sigverify_client* c, sigverify_buffer* b, const uint8_t* rows, uint
     sigverify_collect_schnorr_columns(c, rows, rows, rows, results, 1, 3);          /* DROPPED */
     sigverify_register_buffer(c, 3, 0, 64, &buf);                                   /* DROPPED */
     sigverify_verify_registered_columns(c, b, SIGVERIFY_KIND_ECDSA, 0, 1, 0, 32, 65, results); /* DROPPED */
+    sigverify_verify_registered_column_buffers(c, SIGVERIFY_KIND_ECDSA, 0, 1, b, 0, b, 32, b, 65, results); /* DROPPED */
     sigverify_single_signature_group_rows(NULL, 0, g);                              /* DROPPED */
     sigverify_group_rows_from_ecdsa_correlate(rows, 1, g);                          /* DROPPED */
     sigverify_block_verdicts(SIGVERIFY_GROUP_MULTISIG, g, rows, 1, v, 1, &count, NULL); /* DROPPED */

@@ -29,6 +29,8 @@ void dropped(Client& c, RowBatch& rb, ColumnBatch& cb, const RegisteredBuffer& b
     c.run_columns(Columns{}, wire::Mode::results, results);                     // DROPPED
     c.verify_ecdsa_columns(rows, rows, rows, 1, results);                       // DROPPED
     c.verify_registered_columns(buf, RegisteredColumns{}, results);             // DROPPED
+    c.verify_registered_columns(RegisteredColumnBuffers{}, results);            // DROPPED
+    c.verify_registered_columns(RegisteredColumnBuffers{}, results, 0, stop);   // DROPPED
     c.register_buffer(3, 0, 64, out);                                           // DROPPED
     c.register_buffer(3, 0, 64);                                                // DROPPED
     c.reserve(wire::RecordKind::ecdsa, 0, 1, rb);                               // DROPPED
