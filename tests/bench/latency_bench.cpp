@@ -4,7 +4,7 @@
 // GPU daemon"). Not a test: it prints figures.
 //
 //   sigverify_latency_bench [--gpu sleeping|host-kernel] [--window-ms 6000]
-//                           [--bulk-rows N] [--bulk N] [--bulk-invalid N]
+//                           [--bulk-rows N] [--invalid-rows N] [--bulk N] [--bulk-invalid N]
 //                           [--block-rows 4096] [--daemon PATH]
 //                           [-- SIGVERIFYD-ARGS...]
 //
@@ -35,7 +35,7 @@ namespace {
 
 int usage() {
     std::fprintf(stderr,
-                 "usage: sigverify_latency_bench [--gpu sleeping|host-kernel] [--window-ms MS] [--bulk-rows N] "
+                 "usage: sigverify_latency_bench [--gpu sleeping|host-kernel] [--window-ms MS] [--bulk-rows N] [--invalid-rows N] "
                  "[--bulk N] [--bulk-invalid N] [--block-rows N] [--daemon PATH] [-- SIGVERIFYD-ARGS...]\n");
     return 2;
 }
@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
         if (a == "--gpu" && has) gpu = argv[++i];
         else if (a == "--window-ms" && has) spec.window = std::chrono::milliseconds(std::atol(argv[++i]));
         else if (a == "--bulk-rows" && has) spec.bulk_rows = std::strtoull(argv[++i], nullptr, 10);
+        else if (a == "--invalid-rows" && has) spec.invalid_rows = std::strtoull(argv[++i], nullptr, 10);
         else if (a == "--bulk" && has) spec.bulk_valid = unsigned(std::atoi(argv[++i]));
         else if (a == "--bulk-invalid" && has) spec.bulk_invalid = unsigned(std::atoi(argv[++i]));
         else if (a == "--block-rows" && has) spec.block_rows = std::strtoull(argv[++i], nullptr, 10);
@@ -97,8 +98,9 @@ int main(int argc, char** argv) {
     spec.runtime_dir = d.dir();
     std::printf("daemon: %s", o.binary.c_str());
     for (const auto& a : o.args) std::printf(" %s", a.c_str());
-    std::printf("\nload: %u bulk clients of valid rows + %u of invalid rows, %zu rows a batch; window %lld ms\n",
-                spec.bulk_valid, spec.bulk_invalid, spec.bulk_rows, static_cast<long long>(spec.window.count()));
+    std::printf("\nload: %u bulk clients of valid rows (%zu a batch) + %u of invalid rows (%zu a batch); window %lld ms\n",
+                spec.bulk_valid, spec.bulk_rows, spec.bulk_invalid, spec.invalid_rows,
+                static_cast<long long>(spec.window.count()));
     latency::Load load(spec);
     std::printf("libsecp256k1, this process, one core: 1 row %.3f ms, %zu rows %.2f ms\n", reference_ms(load.one_row()),
                 spec.block_rows, reference_ms(load.block()));
