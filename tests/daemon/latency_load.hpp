@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -56,6 +57,9 @@ struct LoadSpec {
     std::chrono::milliseconds window{4000};
     std::chrono::milliseconds one_row_pause{2};
     std::chrono::milliseconds block_pause{20};
+    // Called when the window opens and when it closes (a benchmark reads the
+    // daemon's counters there); may be empty.
+    std::function<void()> at_window_start, at_window_end;
 };
 
 struct Figures {
@@ -246,9 +250,11 @@ public:
         const auto t0 = Clock::now();
         board->window_start = t0.time_since_epoch().count();
         board->phase = 1;
+        if (spec_.at_window_start) spec_.at_window_start();
         std::this_thread::sleep_for(spec_.window);
         const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
         board->phase = 2;
+        if (spec_.at_window_end) spec_.at_window_end();
         const std::int64_t end_ns = Clock::now().time_since_epoch().count();
         const std::int64_t one_waiting = board->one_inflight.load(), block_waiting = board->block_inflight.load();
         // A bulk batch of invalid rows may take seconds more: its verdicts
