@@ -32,12 +32,20 @@
 // lane_workers of the workers serve the latency lane only: they take the
 // rows of small batches (jobs of at most kLaneWorkerRows rows, a block's
 // signatures) and never a bulk job's, so one of them is free whenever no
-// small batch holds it, whatever the bulk clients send. A lane worker takes
-// the chunks of one queue at a time only (JobQueue::lane_running_), so one
-// client's small batches cannot hold every lane worker. The other (bulk)
-// workers work as before and also serve the lane first. Lane workers run
-// at the daemon's priority, bulk workers kBulkNice lower (set_bulk_nice): a
-// small batch's CPU rows then take a core from bulk confirmations at once.
+// small batch holds it, whatever the bulk clients send. Lane workers take
+// the chunks of one job of a queue at a time (JobQueue::lane_running_,
+// lane_job_: they may share that job's chunks), so a client's stream of
+// small batches holds the lane workers with one batch, never with several
+// at once. The other (bulk) workers work as
+// before and serve the lane first, except that while a lane worker is idle
+// they leave small batches to it (bulk_may_take); they run kBulkNice lower
+// than the lane workers (set_bulk_nice), so a small batch's CPU rows take a
+// core from bulk confirmations at once. A small batch planned while every
+// bulk worker is busy splits its rows for the GPU and the lane workers'
+// cores only (plan_job). The limits: a client's small batches of invalid
+// rows hold one lane worker for their confirmations (up to kLaneWorkerRows
+// of them), and a small batch's GPU share shares its GPU slot with bulk
+// launches (LaunchCoalescer: it waits for the launch running there).
 // Every chunk still takes the one chunk path below (stage, verify under the
 // same confirmation rule, publish): only who runs it changes.
 //
