@@ -210,7 +210,8 @@ bool Scheduler::bulk_may_take(const JobQueue& q) const {
 void Scheduler::runnable_changed() {
     runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
     const auto any = [&](auto&& pred) { return std::any_of(runnable_.begin(), runnable_.end(), pred); };
-    const bool lane = lane_workers_ != 0 && any([&](const std::shared_ptr<JobQueue>& q) { return lane_worker_work(*q); });
+    const bool lane =
+        lane_workers_ != 0 && any([&](const std::shared_ptr<JobQueue>& q) { return lane_worker_work(*q); });
     const bool bulk = any([&](const std::shared_ptr<JobQueue>& q) { return bulk_may_take(*q); });
     // A wait that may end now is woken here, whoever made it end.
     if (lane && !lane_ready_.exchange(true, std::memory_order_acq_rel)) lane_cv_.notify_one();
@@ -469,9 +470,8 @@ void Scheduler::worker_loop(unsigned worker) {
         // lane worker (bulk_may_take): it serves them only when all are busy.
         const auto small = [&](const std::shared_ptr<JobQueue>& sq) { return lane_work(*sq) && bulk_may_take(*sq); };
         const auto first_small = std::find_if(runnable_.begin(), runnable_.end(), small);
-        const auto first_bulk = std::find_if(runnable_.begin(), runnable_.end(), [&](const std::shared_ptr<JobQueue>& bq) {
-            return !lane_work(*bq) && bulk_may_take(*bq);
-        });
+        const auto bulk = [&](const std::shared_ptr<JobQueue>& bq) { return !lane_work(*bq) && bulk_may_take(*bq); };
+        const auto first_bulk = std::find_if(runnable_.begin(), runnable_.end(), bulk);
         auto pick = runnable_.begin();
         // A bulk chunk taken because the lane had its kLaneBurst picks runs
         // whole: yielding it to the waiting small batches would shrink the

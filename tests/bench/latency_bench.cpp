@@ -38,7 +38,8 @@ namespace {
 
 int usage() {
     std::fprintf(stderr,
-                 "usage: sigverify_latency_bench [--gpu sleeping|host-kernel] [--window-ms MS] [--bulk-rows N] [--invalid-rows N] "
+                 "usage: sigverify_latency_bench [--gpu sleeping|host-kernel] [--window-ms MS] [--bulk-rows N] "
+                 "[--invalid-rows N] "
                  "[--bulk N] [--bulk-invalid N] [--block-rows N] [--daemon PATH] [-- SIGVERIFYD-ARGS...]\n");
     return 2;
 }
@@ -101,7 +102,8 @@ int main(int argc, char** argv) {
     spec.runtime_dir = d.dir();
     std::printf("daemon: %s", o.binary.c_str());
     for (const auto& a : o.args) std::printf(" %s", a.c_str());
-    std::printf("\nload: %u bulk clients of valid rows (%zu a batch) + %u of invalid rows (%zu a batch); window %lld ms\n",
+    std::printf("\nload: %u bulk clients of valid rows (%zu a batch) + %u of invalid rows (%zu a batch); "
+                "window %lld ms\n",
                 spec.bulk_valid, spec.bulk_rows, spec.bulk_invalid, spec.invalid_rows,
                 static_cast<long long>(spec.window.count()));
     // Rows the daemon handed to verification (read in place or staged): the

@@ -103,7 +103,8 @@ inline Rows signed_rows(std::size_t distinct, std::size_t n, std::uint64_t seed,
     r.count = n;
     r.expected = invalid ? 0 : 1;
     r.bytes.resize(n * stride);
-    for (std::size_t i = 0; i < n; ++i) std::memcpy(r.bytes.data() + i * stride, base.data() + (i % distinct) * stride, stride);
+    for (std::size_t i = 0; i < n; ++i)
+        std::memcpy(r.bytes.data() + i * stride, base.data() + (i % distinct) * stride, stride);
     if (invalid)
         for (std::size_t i = 0; i < n; ++i) r.bytes[i * stride] ^= 0x01;  // message hash changed: no longer signed
     return r;

@@ -158,9 +158,10 @@ public:
         for (unsigned s = 0; s < spec_.slots; ++s) {
             auto slot = std::make_unique<Slot>();
             Slot* const own = slot.get();
-            slot->coalescer = std::make_unique<daemon::LaunchCoalescer>(
-                2 * spec_.chunk_rows,
-                [this, own](const wire::RowSpan& rows, std::uint8_t* verdicts) { return launch(*own, rows, verdicts); });
+            auto run = [this, own](const wire::RowSpan& rows, std::uint8_t* verdicts) {
+                return launch(*own, rows, verdicts);
+            };
+            slot->coalescer = std::make_unique<daemon::LaunchCoalescer>(2 * spec_.chunk_rows, run);
             slots_.push_back(std::move(slot));
         }
     }
@@ -171,7 +172,8 @@ public:
     // Like a GPU: packed rows are read where the client put them.
     bool verifies_in_place() const override { return true; }
 
-    daemon::ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override {
+    daemon::ChunkResult verify(unsigned worker, const wire::RowSpan& records,
+                               std::uint8_t* verdicts) noexcept override {
         daemon::ChunkResult r;
         if (!daemon::chunk_args_ok(worker, workers_, records, verdicts)) {
             r.status = shm::Status::backend_error;
