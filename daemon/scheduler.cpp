@@ -59,6 +59,9 @@ void Scheduler::start() {
     if (!workers_.empty()) return;
     stopping_ = false;
     staging_.assign(backend_.concurrency(), Staging{});
+    // At least one worker takes bulk work.
+    lane_workers_ = std::min(lane_workers_, std::max(1u, backend_.concurrency()) - 1);
+    bulk_workers_ = backend_.concurrency() - lane_workers_;
     for (unsigned w = 0; w < backend_.concurrency(); ++w) workers_.emplace_back([this, w] { worker_loop(w); });
 }
 
@@ -77,7 +80,12 @@ void Scheduler::submit(const std::shared_ptr<JobQueue>& q, std::uint32_t index) 
         }
         runnable_changed();
     }
+    notify_work();
+}
+
+void Scheduler::notify_work() {
     work_cv_.notify_one();
+    if (lane_ready_.load(std::memory_order_acquire)) lane_cv_.notify_one();
 }
 
 void Scheduler::cancel(JobQueue& q, shm::Status status) {
@@ -174,6 +182,7 @@ void Scheduler::stop() {
         stopping_ = true;
     }
     work_cv_.notify_all();
+    lane_cv_.notify_all();
     for (auto& t : workers_)
         if (t.joinable()) t.join();
     workers_.clear();
@@ -187,8 +196,28 @@ bool Scheduler::lane_work(const JobQueue& q) const {
     return front.returned.empty() && front.rows.count - front.next_row <= chunk_rows_;
 }
 
+bool Scheduler::lane_worker_work(const JobQueue& q) const {
+    if (q.pending_.empty() || q.jobs_[q.pending_.front()].rows.count > kLaneWorkerRows) return false;
+    // Lane workers may share the chunks of one small job, never hold two of one queue's jobs.
+    return q.lane_running_ == 0 || q.lane_job_ == q.pending_.front();
+}
+
+bool Scheduler::bulk_may_take(const JobQueue& q) const {
+    return lane_workers_ == 0 || idle_lane_workers_ == 0 || q.pending_.empty() ||
+           q.jobs_[q.pending_.front()].rows.count > kLaneWorkerRows;
+}
+
 void Scheduler::runnable_changed() {
     runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
+    const auto any = [&](auto&& pred) { return std::any_of(runnable_.begin(), runnable_.end(), pred); };
+    const bool lane =
+        lane_workers_ != 0 && any([&](const std::shared_ptr<JobQueue>& q) { return lane_worker_work(*q); });
+    const bool bulk = any([&](const std::shared_ptr<JobQueue>& q) { return bulk_may_take(*q); });
+    // A wait that may end now is woken here, whoever made it end.
+    if (lane && !lane_ready_.exchange(true, std::memory_order_acq_rel)) lane_cv_.notify_one();
+    if (!lane) lane_ready_.store(false, std::memory_order_release);
+    if (bulk && !bulk_ready_.exchange(true, std::memory_order_acq_rel)) work_cv_.notify_one();
+    if (!bulk) bulk_ready_.store(false, std::memory_order_release);
     // Workers yield for small batches only, not for the last chunk of a bulk
     // batch (which lane_work also serves first): that would cut the chunks of
     // every bulk batch's end, for no one waiting on a round trip.
@@ -225,7 +254,8 @@ bool Scheduler::use_groups_rule(const Job& j) const {
 void Scheduler::plan_job(Job& j) const {
     const std::uint64_t n = j.rows.count;
     j.ledger = use_groups_rule(j) ? std::make_shared<GroupLedger>() : nullptr;
-    const unsigned workers = backend_.concurrency();
+    // The lane workers are not the split's: they serve small batches only.
+    const unsigned workers = std::max(1u, bulk_workers_);
     j.gpu_rows = n;
     j.cpu_chunk_rows = chunk_rows_;
     if (cpu_fallback_ == nullptr) {
@@ -240,8 +270,12 @@ void Scheduler::plan_job(Job& j) const {
         return;
     }
     j.backend_chunk_rows = chunk_rows_;
-    // One worker waits on the GPU share; the others verify the CPU share.
-    const unsigned cpu_workers = std::max(1u, workers - 1);
+    // One worker waits on the GPU share; the others verify the CPU share. A
+    // small batch planned while every bulk worker is busy (their cores busy
+    // with bulk confirmations and CPU shares) can count on the lane workers only.
+    const bool lane_only = lane_workers_ != 0 && n <= kLaneWorkerRows &&
+                           idle_workers_.load(std::memory_order_acquire) == 0;
+    const unsigned cpu_workers = lane_only ? lane_workers_ : std::max(1u, workers - 1);
     if (!backend_.available()) j.gpu_rows = 0;
     else if (planner_ != nullptr) j.gpu_rows = planner_->gpu_rows(n, cpu_workers);
     const std::uint64_t cpu_rows = n - j.gpu_rows;
@@ -402,23 +436,40 @@ shm::Status Scheduler::repair_groups(unsigned worker, const Job& j) {
 }
 
 void Scheduler::worker_loop(unsigned worker) {
-    if (worker_nice_ > 0) {
+    // Lane workers take only small batches (see Lane workers in scheduler.hpp).
+    const bool lane_worker = worker >= bulk_workers_;
+    const int nice_offset = worker_nice_ + (lane_worker || lane_workers_ == 0 ? 0 : bulk_nice_);
+    if (nice_offset > 0) {
         // Linux nice values are per thread; raising one needs no privilege. A
         // refusal (a sandbox) leaves the worker at the daemon's priority.
         const int nice_now = ::getpriority(PRIO_PROCESS, 0);
-        (void)::setpriority(PRIO_PROCESS, 0, std::min(19, nice_now + worker_nice_));
+        (void)::setpriority(PRIO_PROCESS, 0, std::min(19, nice_now + nice_offset));
     }
     if (pin_workers_) keep_to_core(worker);
     std::unique_lock lock(mutex_);
     for (;;) {
-        if (runnable_.empty() && !stopping_) {
+        if (lane_worker) {
+            // Its own wait: bulk work alone must neither wake it nor keep it spinning.
+            // While one is idle, small batches wait for it, not for a bulk worker.
+            if (!stopping_ && !lane_ready_.load(std::memory_order_acquire)) {
+                ++idle_lane_workers_;
+                runnable_changed();
+                lock.unlock();
+                shm::spin_before_sleep([&] { return lane_ready_.load(std::memory_order_acquire); });
+                lock.lock();
+                lane_cv_.wait(lock, [&] { return stopping_ || lane_ready_.load(std::memory_order_acquire); });
+                --idle_lane_workers_;
+                runnable_changed();
+            }
+        } else if (!bulk_ready_.load(std::memory_order_acquire) && !stopping_) {
             // Busy-poll briefly before sleeping: a condition-variable wakeup
             // costs ~100 us on a loaded VM, longer than a 1-row verification.
+            // Without lane workers bulk_ready_ is "runnable_ is not empty".
             idle_workers_.fetch_add(1, std::memory_order_acq_rel);
             lock.unlock();
-            shm::spin_before_sleep([&] { return runnable_count_.load(std::memory_order_acquire) != 0; });
+            shm::spin_before_sleep([&] { return bulk_ready_.load(std::memory_order_acquire); });
             lock.lock();
-            work_cv_.wait(lock, [&] { return stopping_ || !runnable_.empty(); });
+            work_cv_.wait(lock, [&] { return stopping_ || bulk_ready_.load(std::memory_order_acquire); });
             idle_workers_.fetch_sub(1, std::memory_order_acq_rel);
         }
         if (stopping_) return;
@@ -427,24 +478,40 @@ void Scheduler::worker_loop(unsigned worker) {
         // chunks of every bulk verifier on the host; bulk queues round-robin.
         // At most kLaneBurst lane picks in a row: a client flooding small
         // batches cannot starve the bulk queues (they get every fifth chunk).
-        const auto small = [&](const std::shared_ptr<JobQueue>& sq) { return lane_work(*sq); };
+        // With lane workers, a bulk worker leaves small batches to an idle
+        // lane worker (bulk_may_take): it serves them only when all are busy.
+        const auto small = [&](const std::shared_ptr<JobQueue>& sq) { return lane_work(*sq) && bulk_may_take(*sq); };
         const auto first_small = std::find_if(runnable_.begin(), runnable_.end(), small);
-        const auto first_bulk = std::find_if_not(runnable_.begin(), runnable_.end(), small);
+        const auto bulk = [&](const std::shared_ptr<JobQueue>& bq) { return !lane_work(*bq) && bulk_may_take(*bq); };
+        const auto first_bulk = std::find_if(runnable_.begin(), runnable_.end(), bulk);
         auto pick = runnable_.begin();
         // A bulk chunk taken because the lane had its kLaneBurst picks runs
         // whole: yielding it to the waiting small batches would shrink the
         // bulk queues' guaranteed share to one piece.
         bool may_yield = true;
-        if (first_small != runnable_.end() && (lane_streak_ < kLaneBurst || first_bulk == runnable_.end())) {
+        if (lane_worker) {
+            // The first queue in line with a small batch no lane worker serves
+            // (lane_ready_ said there is one; it is read under the lock).
+            pick = std::find_if(runnable_.begin(), runnable_.end(),
+                                [&](const std::shared_ptr<JobQueue>& lq) { return lane_worker_work(*lq); });
+            if (pick == runnable_.end()) continue;
+            may_yield = false;
+        } else if (first_small != runnable_.end() && (lane_streak_ < kLaneBurst || first_bulk == runnable_.end())) {
             pick = first_small;
             lane_streak_ = std::min(lane_streak_ + 1, kLaneBurst);
-        } else {
-            pick = first_bulk != runnable_.end() ? first_bulk : runnable_.begin();
+        } else if (first_bulk != runnable_.end()) {
+            pick = first_bulk;
             may_yield = first_small == runnable_.end();
             lane_streak_ = 0;
+        } else {
+            continue;  // only small batches an idle lane worker takes (bulk_ready_ is false)
         }
         std::shared_ptr<JobQueue> q = std::move(*pick);
         runnable_.erase(pick);
+        if (lane_worker) {
+            ++q->lane_running_;
+            q->lane_job_ = q->pending_.front();
+        }
         const std::uint32_t index = q->pending_.front();
         Job& j = q->jobs_[index];
         std::uint64_t begin = 0, end = 0;
@@ -462,13 +529,11 @@ void Scheduler::worker_loop(unsigned worker) {
         }
         ++j.running;
         if (j.unassigned() == 0) q->pending_.pop_front();
-        if (!q->pending_.empty()) {
-            runnable_.push_back(q);  // round robin: back of the line
-            work_cv_.notify_one();
-        } else {
-            q->in_runnable_ = false;
-        }
+        const bool more = !q->pending_.empty();
+        if (more) runnable_.push_back(q);  // round robin: back of the line
+        else q->in_runnable_ = false;
         runnable_changed();
+        if (more) notify_work();
         lock.unlock();
 
         // Reads only the job's submitter-set fields, which nobody writes while it runs.
@@ -481,6 +546,12 @@ void Scheduler::worker_loop(unsigned worker) {
 
         lock.lock();
         ++chunks_run_;
+        if (lane_worker) {
+            // q's next small batch may go to a lane worker again.
+            --q->lane_running_;
+            runnable_changed();
+            if (lane_ready_.load(std::memory_order_acquire)) lane_cv_.notify_one();
+        }
         if (r.status == shm::Status::ok && verified_end < end) hand_back(q, index, verified_end, end);
         j.tally += r.tally;
         j.rows_rewritten = j.rows_rewritten || r.rows_rewritten;

@@ -24,6 +24,31 @@
 // one full chunk in five). Rows handed back were neither verified
 // nor published: every row is verified and published exactly once.
 //
+// Lane workers (set_lane_workers, the GPU path). On a GPU daemon a chunk is
+// 65,536 rows whose worker waits for the GPU, then confirms its INVALID
+// verdicts on the CPU (~2.6 s of libsecp256k1 for a chunk of invalid rows),
+// and chunks are not cut: a small batch that waits for a worker to finish
+// its chunk waited seconds beside bulk clients (issue 29.6). So the last
+// lane_workers of the workers serve the latency lane only: they take the
+// rows of small batches (jobs of at most kLaneWorkerRows rows, a block's
+// signatures) and never a bulk job's, so one of them is free whenever no
+// small batch holds it, whatever the bulk clients send. Lane workers take
+// the chunks of one job of a queue at a time (JobQueue::lane_running_,
+// lane_job_: they may share that job's chunks), so a client's stream of
+// small batches holds the lane workers with one batch, never with several
+// at once. The other (bulk) workers work as
+// before and serve the lane first, except that while a lane worker is idle
+// they leave small batches to it (bulk_may_take); they run kBulkNice lower
+// than the lane workers (set_bulk_nice), so a small batch's CPU rows take a
+// core from bulk confirmations at once. A small batch planned while every
+// bulk worker is busy splits its rows for the GPU and the lane workers'
+// cores only (plan_job). The limits: a client's small batches of invalid
+// rows hold one lane worker for their confirmations (up to kLaneWorkerRows
+// of them), and a small batch's GPU share shares its GPU slot with bulk
+// launches (LaunchCoalescer: it waits for the launch running there).
+// Every chunk still takes the one chunk path below (stage, verify under the
+// same confirmation rule, publish): only who runs it changes.
+//
 // Every chunk, rows or columns, takes the same three steps in its worker:
 //   1. stage:   copy the chunk's records out of shared memory into the
 //               worker's private rows (daemon/staging.hpp);
@@ -99,6 +124,8 @@ private:
     std::vector<Job> jobs_;
     std::deque<std::uint32_t> pending_;  // jobs with unassigned rows, in submission order
     bool in_runnable_ = false;           // in the scheduler's runnable line
+    unsigned lane_running_ = 0;          // chunks of this queue lane workers run
+    std::uint32_t lane_job_ = 0;         // the job they belong to (while lane_running_ != 0)
 };
 
 class Scheduler {
@@ -113,6 +140,12 @@ public:
     // Rows a job-end group repair re-verifies at a time; each piece counts as
     // progress for the watchdog (~50 ms of one core).
     static constexpr std::size_t kRepairPieceRows = 1024;
+    // Workers the GPU path keeps for the latency lane (see Lane workers above).
+    static constexpr unsigned kLaneWorkers = 2;
+    // The largest batch a lane worker takes (a block's signature checks).
+    static constexpr std::uint64_t kLaneWorkerRows = 16384;
+    // Nice offset of the bulk workers over the lane workers (weights 1024 : 110).
+    static constexpr int kBulkNice = 10;
 
     Scheduler(Backend& backend, Backend* cpu_fallback, std::size_t chunk_rows);
     ~Scheduler();
@@ -165,6 +198,13 @@ public:
     // scheduler's backend without a CPU fallback (the CPU backend) yield.
     // Set before start().
     void set_yield_rows(std::size_t rows) { yield_rows_ = rows; }
+    // The last `workers` of the backend's concurrency() workers serve only
+    // the latency lane (see Lane workers above; at most concurrency() - 1;
+    // 0: none, the default). Set before start().
+    void set_lane_workers(unsigned workers) { lane_workers_ = workers; }
+    // With lane workers, the other workers raise their nice value by `offset`
+    // more than --worker-nice (kBulkNice). Set before start().
+    void set_bulk_nice(int offset) { bulk_nice_ = offset; }
     // Each worker thread raises its own nice value by `offset` when it starts
     // (--worker-nice; unprivileged). Set before start().
     void set_worker_nice(int offset) { worker_nice_ = offset; }
@@ -191,6 +231,14 @@ private:
     // Whether q's next job is latency-lane work: few enough unassigned rows
     // for one chunk, and none of them handed back by a yielding worker.
     bool lane_work(const JobQueue& q) const;
+    // Whether a lane worker may take q's next chunk: its next job is a small
+    // batch (at most kLaneWorkerRows rows) and no lane worker runs a chunk of q.
+    bool lane_worker_work(const JobQueue& q) const;
+    // Whether a bulk worker may take q's next chunk: always, except a small
+    // batch's while a lane worker is idle (it takes it).
+    bool bulk_may_take(const JobQueue& q) const;
+    // Wakes a bulk worker, and a lane worker when lane work waits (after runnable_changed).
+    void notify_work();
     // Rows [begin, end) of q's job `index` go back to be handed out again (lock held).
     void hand_back(const std::shared_ptr<JobQueue>& q, std::uint32_t index, std::uint64_t begin, std::uint64_t end);
     // After runnable_ changed: the counts workers read without the lock.
@@ -217,6 +265,7 @@ private:
     std::size_t chunk_rows_;
     std::mutex mutex_;
     std::condition_variable work_cv_;
+    std::condition_variable lane_cv_;  // lane workers wait here (work_cv_ wakes bulk workers)
     std::condition_variable idle_cv_;
     std::deque<std::shared_ptr<JobQueue>> runnable_;
     std::vector<std::thread> workers_;
@@ -226,6 +275,12 @@ private:
     unsigned lane_streak_ = 0;  // small-batch picks since a bulk queue was last served
     std::size_t yield_rows_ = 0;
     int worker_nice_ = 0;
+    unsigned lane_workers_ = 0;
+    unsigned bulk_workers_ = 0;  // workers [0, bulk_workers_) take any work; the rest the lane's
+    int bulk_nice_ = 0;
+    std::atomic<bool> lane_ready_{false};  // some runnable queue has work a lane worker may take
+    std::atomic<bool> bulk_ready_{false};  // some runnable queue has work a bulk worker may take
+    unsigned idle_lane_workers_ = 0;       // lane workers waiting for lane work
     bool pin_workers_ = false;
     std::uint64_t chunks_yielded_ = 0;
     std::atomic<bool> lane_waiting_{false};     // some runnable queue has lane work

@@ -522,13 +522,15 @@ bool Server::select_backend() {
     auto& log = *ctx_.log;
     const Config& cfg = ctx_.config;
     const unsigned cpu_threads = cfg.cpu_threads ? cfg.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
+    // The GPU path's workers, and the latency lane's on top (Scheduler::set_lane_workers).
+    const unsigned gpu_workers = cpu_threads + Scheduler::kLaneWorkers;
     if (cfg.backend == BackendChoice::host_kernel) {
         const std::size_t count =
             cfg.gpus == "all" ? 1 : std::size_t(std::count(cfg.gpus.begin(), cfg.gpus.end(), ',')) + 1;
         std::vector<std::unique_ptr<Backend>> devices;
         for (std::size_t i = 0; i < count; ++i) {
-            devices.push_back(host_kernel_ ? host_kernel_(int(i), cpu_threads)
-                                           : std::make_unique<HostKernelBackend>(int(i), cpu_threads));
+            devices.push_back(host_kernel_ ? host_kernel_(int(i), gpu_workers)
+                                           : std::make_unique<HostKernelBackend>(int(i), gpu_workers));
             GpuDeviceReport r;
             r.info.index = int(i);
             r.info.name = "host kernel (CPU)";
@@ -543,7 +545,7 @@ bool Server::select_backend() {
     }
     if (cfg.backend != BackendChoice::cpu) {
         std::string error;
-        auto opened = GpuBackend::open_all(cfg.gpus, cpu_threads, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
+        auto opened = GpuBackend::open_all(cfg.gpus, gpu_workers, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
                                            gpu_reports_, error);
         for (const auto& r : gpu_reports_)
             log.info("gpu {} {} ({} SMs, {} MiB): self-test {}", r.info.index, r.info.name, r.info.sm_count,
@@ -606,6 +608,11 @@ int Server::run() {
         scheduler_->set_pin_workers(cfg.pin_workers);
     }
     scheduler_->set_worker_nice(int(cfg.worker_nice));
+    if (gpus_ != nullptr) {
+        // The GPU path's chunks are not cut: small batches get workers of their own.
+        scheduler_->set_lane_workers(Scheduler::kLaneWorkers);
+        scheduler_->set_bulk_nice(Scheduler::kBulkNice);
+    }
     ctx_.scheduler = scheduler_.get();
     ctx_.backends = [this] { return backends(); };
     ctx_.backend_kind = gpus_ == nullptr ? "cpu" : cfg.backend == BackendChoice::host_kernel ? "host-kernel" : "gpu";

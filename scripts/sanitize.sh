@@ -111,7 +111,8 @@ run_tsan() {
   local start=$SECONDS
   configure "$TSAN_DIR" "-fsanitize=thread -O1"
   build_targets "$TSAN_DIR" sigverifyd test_daemon_ring test_daemon_e2e test_daemon_columns test_daemon_lying test_checked_backend test_launch_coalescer \
-    test_scheduler test_confirmation test_striped_backend test_split_planner test_in_place test_reference_differential test_columns
+    test_scheduler test_lane_workers test_confirmation test_striped_backend test_split_planner test_in_place \
+    test_reference_differential test_columns
   echo "==> TSan: ring, scheduler, GPU-path and pool tests"
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$ROOT/scripts/tsan-suppressions.txt
   local b=$TSAN_DIR/tests
@@ -127,6 +128,7 @@ run_tsan() {
   run1 "$b/backend/test_checked_backend"
   run1 "$b/backend/test_launch_coalescer"
   run1 "$b/backend/test_scheduler"
+  run1 "$b/backend/test_lane_workers"
   run1 "$b/backend/test_confirmation"
   run1 "$b/backend/test_striped_backend"
   run1 "$b/backend/test_split_planner"

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+// Lane workers (daemon/scheduler.hpp, the GPU path; issue 29.6), driven
+// without a session: a backend whose bulk chunks do not return until the test
+// lets them (a GPU launch, or the CPU confirmations of a chunk of invalid
+// rows), and small jobs beside them.
+//   * while every bulk worker holds a chunk, a small batch is verified at
+//     once by a lane worker, with libsecp256k1's verdicts; without lane
+//     workers it waits for a bulk chunk to end (the defect);
+//   * one queue's small batches hold one lane worker at a time, so another
+//     queue's small batch still gets the other one.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "daemon/scheduler.hpp"
+#include "reference/row_generator.hpp"
+
+using namespace sigverify;
+using daemon::ChunkResult;
+
+namespace {
+
+constexpr std::size_t kChunkRows = 64;
+constexpr unsigned kWorkers = 4;  // 2 bulk + 2 lane
+
+// libsecp256k1's verdicts; chunks of at least hold_rows rows wait in verify()
+// until release() (what a bulk chunk's worker does on a GPU daemon).
+class HoldingBackend final : public daemon::Backend {
+public:
+    std::string name() const override { return "holding"; }
+    unsigned concurrency() const override { return kWorkers; }
+    std::size_t preferred_chunk_rows() const override { return kChunkRows; }
+    ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override {
+        if (records.count >= kChunkRows) {
+            std::unique_lock lock(mutex_);
+            ++held_;
+            cv_.notify_all();
+            cv_.wait(lock, [&] { return released_; });
+            --held_;
+        }
+        ChunkResult r;
+        r.tally = cpu_[worker].run(records, 0, records.count, wire::Mode::results, verdicts);
+        return r;
+    }
+    void release() {
+        std::lock_guard lock(mutex_);
+        released_ = true;
+        cv_.notify_all();
+    }
+    // Waits until n chunks are held at once.
+    bool wait_held(unsigned n) {
+        std::unique_lock lock(mutex_);
+        return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return held_ >= n; });
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    unsigned held_ = 0;
+    bool released_ = false;
+    reference::RowVerifier cpu_[kWorkers];
+};
+
+struct Sink final : daemon::JobSink {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<std::pair<std::uint32_t, shm::Status>> done;
+    void finish_job(std::uint32_t index, shm::Status status, const reference::Tally&) override {
+        std::lock_guard lock(mutex);
+        done.emplace_back(index, status);
+        cv.notify_all();
+    }
+    bool wait_for(std::uint32_t index, std::chrono::milliseconds limit) {
+        std::unique_lock lock(mutex);
+        return cv.wait_for(lock, limit, [&] {
+            for (const auto& d : done)
+                if (d.first == index) return true;
+            return false;
+        });
+    }
+};
+
+struct Rows {
+    std::vector<std::uint8_t> bytes;
+    wire::RowSpan span;
+    std::vector<std::uint8_t> truth;
+    std::vector<std::uint8_t> results;
+};
+
+// n ECDSA rows: signed ones (a third invalid) for small batches; for a bulk
+// batch only the count matters (a zero row is an invalid key for everyone).
+Rows make_rows(std::size_t n, bool signed_rows) {
+    Rows r;
+    const std::size_t tail = wire::canonical_tail_size(wire::Table::ecdsa);
+    if (signed_rows) {
+        reference::GenOptions o;
+        o.table = wire::Table::ecdsa;
+        o.count = n;
+        o.invalid_rate = 0.3;
+        o.seed = 29;
+        r.bytes = reference::generate_rows(o);
+    } else {
+        r.bytes.assign(n * wire::stride(wire::RecordKind::ecdsa, tail), 0);
+    }
+    r.span = wire::RowSpan{wire::RecordKind::ecdsa, tail, wire::SigEncoding::opaque, r.bytes.data(), n};
+    r.truth.resize(n);
+    reference::Verifier(1).verify(r.span, r.truth.data());
+    r.results.assign(n, 0);
+    return r;
+}
+
+daemon::Job job_of(Rows& r) {
+    daemon::Job j;
+    j.rows = r.span;
+    j.results = r.results.data();
+    return j;
+}
+
+// Releases the held chunks when a test ends, also by a failed REQUIRE (before
+// the scheduler, declared earlier, joins its workers).
+struct ReleaseAtExit {
+    HoldingBackend& backend;
+    ~ReleaseAtExit() { backend.release(); }
+};
+
+// A bulk batch: more rows than a lane worker takes.
+constexpr std::size_t kBulkRows = daemon::Scheduler::kLaneWorkerRows + kChunkRows;
+
+}  // namespace
+
+TEST_CASE("lane workers: a small batch is verified while every bulk worker holds a chunk", "[scheduler][lane]") {
+    const bool lanes = GENERATE(true, false);
+    HoldingBackend backend;
+    daemon::CpuBackend fallback(kWorkers);
+    daemon::Scheduler scheduler(backend, &fallback, kChunkRows);
+    ReleaseAtExit release_at_exit{backend};
+    if (lanes) scheduler.set_lane_workers(daemon::Scheduler::kLaneWorkers);
+    scheduler.start();
+    Sink bulk_sink, small_sink;
+    std::shared_ptr<daemon::JobQueue> bulk_q = scheduler.make_queue(bulk_sink, 1);
+    std::shared_ptr<daemon::JobQueue> small_q = scheduler.make_queue(small_sink, 1);
+    Rows bulk = make_rows(kBulkRows, false), small = make_rows(8, true);
+    bulk_q->job(0) = job_of(bulk);
+    scheduler.submit(bulk_q, 0);
+    // Every worker that takes bulk work now holds a chunk of it.
+    const unsigned bulk_workers = lanes ? kWorkers - daemon::Scheduler::kLaneWorkers : kWorkers;
+    REQUIRE(backend.wait_held(bulk_workers));
+    small_q->job(0) = job_of(small);
+    scheduler.submit(small_q, 0);
+    if (lanes) {
+        REQUIRE(small_sink.wait_for(0, std::chrono::seconds(10)));
+        CHECK(small.results == small.truth);
+    } else {
+        // The defect: no worker is free until a bulk chunk ends.
+        CHECK_FALSE(small_sink.wait_for(0, std::chrono::milliseconds(300)));
+    }
+    backend.release();
+    REQUIRE(small_sink.wait_for(0, std::chrono::seconds(30)));
+    REQUIRE(bulk_sink.wait_for(0, std::chrono::seconds(30)));
+    CHECK(small.results == small.truth);
+    CHECK(bulk.results == bulk.truth);
+    scheduler.stop();
+}
+
+TEST_CASE("lane workers: one queue's small batches hold one lane worker, another queue's get the other",
+          "[scheduler][lane]") {
+    HoldingBackend backend;
+    daemon::CpuBackend fallback(kWorkers);
+    daemon::Scheduler scheduler(backend, &fallback, kChunkRows);
+    ReleaseAtExit release_at_exit{backend};
+    scheduler.set_lane_workers(daemon::Scheduler::kLaneWorkers);
+    scheduler.start();
+    Sink bulk_sink, flood_sink, honest_sink;
+    std::shared_ptr<daemon::JobQueue> bulk_q = scheduler.make_queue(bulk_sink, 1);
+    std::shared_ptr<daemon::JobQueue> flood_q = scheduler.make_queue(flood_sink, 3);
+    std::shared_ptr<daemon::JobQueue> honest_q = scheduler.make_queue(honest_sink, 1);
+    Rows bulk = make_rows(kBulkRows, false);
+    bulk_q->job(0) = job_of(bulk);
+    scheduler.submit(bulk_q, 0);
+    REQUIRE(backend.wait_held(kWorkers - daemon::Scheduler::kLaneWorkers));
+    // Three small batches of one chunk each that are held too (a client's
+    // small batches of invalid rows, confirmed for long): the first holds a
+    // lane worker; the others wait for that one, not for the second.
+    std::vector<Rows> flood;
+    for (int k = 0; k < 3; ++k) flood.push_back(make_rows(kChunkRows, false));
+    for (std::uint32_t k = 0; k < 3; ++k) {
+        flood_q->job(k) = job_of(flood[k]);
+        scheduler.submit(flood_q, k);
+    }
+    REQUIRE(backend.wait_held(kWorkers - daemon::Scheduler::kLaneWorkers + 1));
+    Rows honest = make_rows(8, true);
+    honest_q->job(0) = job_of(honest);
+    scheduler.submit(honest_q, 0);
+    REQUIRE(honest_sink.wait_for(0, std::chrono::seconds(10)));
+    CHECK(honest.results == honest.truth);
+    CHECK_FALSE(flood_sink.wait_for(0, std::chrono::milliseconds(1)));
+    backend.release();
+    for (std::uint32_t k = 0; k < 3; ++k) REQUIRE(flood_sink.wait_for(k, std::chrono::seconds(30)));
+    REQUIRE(bulk_sink.wait_for(0, std::chrono::seconds(30)));
+    for (const Rows& f : flood) CHECK(f.results == f.truth);
+    CHECK(bulk.results == bulk.truth);
+    scheduler.stop();
+}

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// Small batches keep their latency on a GPU daemon beside bulk verifiers
+// (issue 29.6): a real daemon whose GPU sleeps for a GPU's time
+// (sigverifyd_sleeping_gpu, sleeping_gpu.hpp: ~3 ms a launch, 25 M rows/s),
+// real client processes (latency_load.hpp): four bulk clients, one of them
+// all invalid rows (a libsecp256k1 confirmation each), beside a node sending
+// 1-row batches and one sending 4,096-row batches. Every verdict is checked.
+//
+// The bounds are generous for a loaded 2-core CI machine and fail when a
+// small batch waits for a bulk chunk's worker, as before the lane workers
+// (daemon/scheduler.hpp): a worker holding a chunk of invalid rows confirms
+// them for ~2.6 s of a core. The daemon keeps its defaults (batch split on)
+// with eight workers, as GpuBackend gives one GPU of four slots.
+// The goal figures are measured by sigverify_latency_bench (BENCHMARKS.md).
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "latency_load.hpp"
+
+using namespace sigverify;
+using namespace sigverify::test;
+
+namespace {
+
+cli::DaemonProcessOptions sleeping_daemon() {
+    cli::DaemonProcessOptions o;
+    o.binary = SIGVERIFYD_SLEEPING_BIN;
+    // Eight workers: what GpuBackend::open_all gives one GPU of four slots.
+    o.args = {"--backend", "host-kernel", "--gpus", "0", "--cpu-threads", "8"};
+    o.temp_template = "/tmp/sigverifyd-test-XXXXXX";
+    return o;
+}
+
+void print(const char* what, const latency::Figures& f) {
+    std::printf("%s: 1-row n=%zu p50=%.2f p99=%.2f max=%.2f ms; block n=%zu p50=%.1f p99=%.1f ms; bulk %.0f rows/s\n",
+                what, f.one_row_ms.size(), latency::percentile(f.one_row_ms, 0.5),
+                latency::percentile(f.one_row_ms, 0.99), latency::percentile(f.one_row_ms, 1.0), f.block_ms.size(),
+                latency::percentile(f.block_ms, 0.5), latency::percentile(f.block_ms, 0.99), f.bulk_rows_per_s);
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+TEST_CASE("GPU daemon: 1-row and block batches keep their latency beside bulk clients, one of invalid rows",
+          "[daemon][latency]") {
+    cli::DaemonProcess d(sleeping_daemon());
+    latency::LoadSpec spec;
+    spec.runtime_dir = d.dir();
+    latency::Load load(spec);
+    const latency::Figures alone = load.measure_alone(200, 20);
+    print("alone", alone);
+    const latency::Figures loaded = load.run_load();
+    print("beside 4 bulk clients", loaded);
+
+    CHECK(alone.wrong_verdicts == 0);
+    CHECK(loaded.wrong_verdicts == 0);
+    CHECK(alone.failed_batches == 0);
+    CHECK(loaded.failed_batches == 0);
+    // The goals (1-row p99 <= 5 ms, a block <= 2x its time alone) are the
+    // benchmark's; these bounds leave room for a CI machine's stalls (two
+    // cores shared with the bulk clients' confirmations and the batch split's
+    // CPU share) and were missed here before the lane workers, where a small
+    // batch waited for a worker holding a bulk chunk: 1-row p50 108-146 ms,
+    // p99 280-292 ms; block p50 24x alone, p99 1.0-1.2 s; 26-35 1-row and
+    // 5-6 block batches in the window. After: 1-row p50 0.06-9.6 ms (the
+    // worst beside five other agents' builds on the same two cores).
+    const double block_alone = latency::percentile(alone.block_ms, 0.5);
+    CHECK(latency::percentile(loaded.one_row_ms, 0.5) <= 40.0);
+    CHECK(latency::percentile(loaded.one_row_ms, 0.99) <= 250.0);
+    CHECK(latency::percentile(loaded.block_ms, 0.5) <= std::max(250.0, 4 * block_alone));
+    CHECK(latency::percentile(loaded.block_ms, 0.99) <= std::max(500.0, 8 * block_alone));
+    // Enough samples that p99 means something (a batch still waiting at the
+    // window's end counts with its wait so far).
+    CHECK(loaded.one_row_ms.size() >= 100);
+    CHECK(loaded.block_ms.size() >= 10);
+}
