@@ -177,7 +177,7 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
     w.gauge("sigverifyd_clients_max", "Configured --max-clients.", s.max_clients);
     w.counter("sigverifyd_connections_accepted_total", "Client connections accepted.", load(m.connections_accepted));
     w.counter("sigverifyd_connections_refused_total",
-              "Client connections refused (permission denied, --max-clients reached).", s.refused);
+              "Client connections refused (permission denied, --max-clients reached).", load(m.connections_refused));
     w.counter("sigverifyd_accept_errors_total",
               "accept() failures for lack of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM); each pauses "
               "accepting on that socket for 10 ms, doubling up to 1 s.",
@@ -200,7 +200,7 @@ std::string render_prometheus(const Metrics& m, const StatsSnapshot& s) {
               "Segments truncated to zero bytes when their session ended (pages freed even if a client kept them).",
               load(m.segments_truncated));
     w.counter("sigverifyd_protocol_errors_total",
-              "Protocol errors: malformed handshakes, invalid submissions, ring index violations.", s.protocol_errors);
+              "Protocol errors: malformed handshakes, invalid submissions, ring index violations.", load(m.protocol_errors));
     w.counter("sigverifyd_chunks_total", "Chunks verified by the backends.", load(m.chunks));
     w.counter("sigverifyd_cpu_fallback_chunks_total", "Chunks the primary backend failed and the CPU re-ran.",
               load(m.cpu_fallback_chunks));
@@ -331,8 +331,8 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                       {"gpu_row_seconds", s.split.gpu_row_s},
                       {"cpu_row_seconds", s.split.cpu_row_s}};
     j["counters"] = {{"connections_accepted", load(m.connections_accepted)},
-                     {"connections_refused", s.refused},
-                     {"protocol_errors", s.protocol_errors},
+                     {"connections_refused", load(m.connections_refused)},
+                     {"protocol_errors", load(m.protocol_errors)},
                      {"accept_errors", load(m.accept_errors)},
                      {"connections_rate_limited", load(m.refused_rate_limited)},
                      {"connections_over_shm_budget", load(m.refused_shm_budget)},
