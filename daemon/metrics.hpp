@@ -2,7 +2,9 @@
 // sigverifyd's metric registry: exact counters, updated with relaxed atomics
 // where the work happens (once per batch / chunk / connection, never per row),
 // and the renderers of the stats socket: Prometheus text exposition, JSON,
-// the client and backend listings.
+// the client and backend listings. Which metric is exported under which name,
+// labels and JSON key is one table (daemon/metric_table.hpp) that both
+// renderers walk.
 #pragma once
 
 #include <array>
