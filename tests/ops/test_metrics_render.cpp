@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The stats socket's renderers against committed golden output: every metric
-// name, type, help text, label and sample of the Prometheus exposition, and
-// the whole JSON object ("stats json"), from a fixed set of counters and a
+// name, type, help text, label and sample of the Prometheus exposition, the
+// whole JSON object ("stats json") and the clients / backends / version
+// listings, from a fixed set of counters and a
 // fixed snapshot where every value differs from every other. So a renderer
 // change that renames, drops, reorders or moves a metric (or a JSON key) fails
 // here, whatever the live tests happen to read.
@@ -158,6 +159,13 @@ TEST_CASE("the stats JSON is the golden one", "[metrics]") {
     // Compared indented (the dump keeps every key, value and number type), so
     // a difference names its line.
     check_golden("stats.json", nlohmann::json::parse(text).dump(2) + "\n");
+}
+
+TEST_CASE("the clients, backends and version listings are the golden ones", "[metrics]") {
+    Metrics m;
+    fill(m);
+    const StatsSnapshot s = snapshot(m);
+    check_golden("stats.listings", render_clients(s) + render_backends(s) + render_version(s));
 }
 
 TEST_CASE("a daemon without a split model exports no split gauges", "[metrics]") {
