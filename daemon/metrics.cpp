@@ -90,6 +90,26 @@ nlohmann::json json_value(const MetricSample& v) {
     return v.integer;
 }
 
+// A connected client's fields, once for both listings: the key "stats json"
+// gives each, the key of the `clients` line, and the value.
+struct ClientField {
+    std::string_view json_key;
+    std::string_view text_key;
+    nlohmann::json (*value)(const ClientInfo&);
+};
+constexpr ClientField kClientFields[] = {
+    {"id", "id", [](const ClientInfo& c) { return nlohmann::json(c.id); }},
+    {"pid", "pid", [](const ClientInfo& c) { return nlohmann::json(c.pid); }},
+    {"uid", "uid", [](const ClientInfo& c) { return nlohmann::json(c.uid); }},
+    {"gid", "gid", [](const ClientInfo& c) { return nlohmann::json(c.gid); }},
+    {"name", "name", [](const ClientInfo& c) { return nlohmann::json(c.name); }},
+    {"batches", "batches", [](const ClientInfo& c) { return nlohmann::json(c.batches); }},
+    {"rows", "rows", [](const ClientInfo& c) { return nlohmann::json(c.rows); }},
+    {"in_flight", "in_flight", [](const ClientInfo& c) { return nlohmann::json(c.in_flight); }},
+    {"ring_entries", "ring", [](const ClientInfo& c) { return nlohmann::json(c.ring_entries); }},
+    {"arena_size", "arena", [](const ClientInfo& c) { return nlohmann::json(c.arena_size); }},
+};
+
 nlohmann::json latency_json(const Metrics& m) {
     using nlohmann::json;
     json buckets = json::array();
@@ -158,17 +178,11 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
                      {"metrics_textfile", s.settings.metrics_textfile},
                      {"metrics_interval", s.settings.metrics_interval}};
     json clients = json::array();
-    for (const auto& c : s.clients)
-        clients.push_back({{"id", c.id},
-                           {"pid", c.pid},
-                           {"uid", c.uid},
-                           {"gid", c.gid},
-                           {"name", c.name},
-                           {"batches", c.batches},
-                           {"rows", c.rows},
-                           {"in_flight", c.in_flight},
-                           {"ring_entries", c.ring_entries},
-                           {"arena_size", c.arena_size}});
+    for (const auto& c : s.clients) {
+        json client = json::object();
+        for (const ClientField& f : kClientFields) client[std::string(f.json_key)] = f.value(c);
+        clients.push_back(std::move(client));
+    }
     j["clients"] = clients;
     json backends = json::array();
     for (const auto& b : s.backends)
@@ -217,17 +231,26 @@ std::string render_json(const Metrics& m, const StatsSnapshot& s) {
 }
 
 std::string render_clients(const StatsSnapshot& s) {
+    if (s.clients.empty()) return "no clients connected\n";
     std::string out;
-    char line[512];
     for (const auto& c : s.clients) {
-        std::snprintf(line, sizeof line,
-                      "id=%" PRIu64 " pid=%" PRId64 " uid=%u gid=%u name=\"%s\" batches=%" PRIu64 " rows=%" PRIu64
-                      " in_flight=%u ring=%u arena=%" PRIu64 "\n",
-                      c.id, c.pid, c.uid, c.gid, label_escape(c.name).c_str(), c.batches, c.rows, c.in_flight,
-                      c.ring_entries, c.arena_size);
-        out += line;
+        const char* sep = "";
+        for (const ClientField& f : kClientFields) {
+            const nlohmann::json v = f.value(c);
+            out += sep;
+            out += f.text_key;
+            out += '=';
+            if (v.is_string()) {
+                out += '"';
+                out += label_escape(v.get<std::string>());
+                out += '"';
+            } else {
+                out += v.dump();
+            }
+            sep = " ";
+        }
+        out += '\n';
     }
-    if (s.clients.empty()) out = "no clients connected\n";
     return out;
 }
 
