@@ -65,6 +65,26 @@ inline bool chunk_args_ok(unsigned worker, unsigned concurrency, const wire::Row
     return worker < concurrency && records.valid() && (records.count == 0 || verdicts != nullptr);
 }
 
+// The frame of a backend's verify(): the arguments checked, then body(r)
+// fills r. A malformed call and an exception out of body are a backend_error
+// with no tally: never a verdict (the scheduler re-runs or fails the chunk).
+template <class Body>
+ChunkResult verify_chunk(unsigned worker, unsigned concurrency, const wire::RowSpan& records,
+                         const std::uint8_t* verdicts, Body&& body) noexcept {
+    ChunkResult r;
+    if (!chunk_args_ok(worker, concurrency, records, verdicts)) {
+        r.status = shm::Status::backend_error;
+        return r;
+    }
+    try {
+        body(r);
+    } catch (...) {
+        r.status = shm::Status::backend_error;
+        r.tally = {};
+    }
+    return r;
+}
+
 class Backend {
 public:
     virtual ~Backend() = default;

@@ -18,23 +18,14 @@ CpuBackend::~CpuBackend() = default;
 unsigned CpuBackend::concurrency() const { return threads_; }
 
 ChunkResult CpuBackend::verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept {
-    ChunkResult r;
-    if (!chunk_args_ok(worker, threads_, records, verdicts)) {
-        r.status = shm::Status::backend_error;
-        return r;
-    }
-    try {
+    return verify_chunk(worker, threads_, records, verdicts, [&](ChunkResult& r) {
         // In pieces, each a sign of life for the watchdog.
         for (std::size_t b = 0; b < records.count; b += kProgressRows) {
             r.tally += verifiers_[worker]->run(records, b, std::min(records.count, b + kProgressRows),
                                                wire::Mode::results, verdicts);
             note_progress();
         }
-    } catch (...) {
-        r.status = shm::Status::backend_error;
-        r.tally = {};
-    }
-    return r;
+    });
 }
 
 }  // namespace sigverify::daemon

@@ -30,9 +30,10 @@ struct DaemonContext {
     std::shared_ptr<spdlog::logger> log;
     std::atomic<bool> stopping{false};       // SIGTERM/SIGINT received
     std::atomic<unsigned> active_sessions{0};
-    std::atomic<std::uint64_t> protocol_errors{0};
-    std::atomic<std::uint64_t> refused{0};
     Metrics metrics;                          // the stats socket's counters (daemon/metrics.hpp)
+    // Two of them under the short names the sessions bump (they live in metrics).
+    Metrics::Counter& protocol_errors = metrics.protocol_errors;
+    Metrics::Counter& refused = metrics.connections_refused;
     LogLimit log_limit;                       // for every log line a client can trigger repeatedly
     SegmentBudget segment_budget;             // shared memory handed out and not yet truncated, per uid
     int session_ended_fd = -1;

@@ -95,27 +95,19 @@ void GpuBackend::unmap_client_memory(const void* base) noexcept {
 }
 
 ChunkResult GpuBackend::verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept {
-    ChunkResult r;
-    if (!chunk_args_ok(worker, workers_, records, verdicts)) {
-        r.status = shm::Status::backend_error;
-        return r;
-    }
-    try {
+    return verify_chunk(worker, workers_, records, verdicts, [&](ChunkResult& r) {
         Slot& d = *slots_[worker % slots_.size()];
         // Merged launches (LaunchCoalescer); the device verifier resolves its
         // recheck verdicts, so verdicts come back as 0 / 1.
         if (!d.coalescer->verify(records, verdicts)) {
             r.status = shm::Status::backend_error;
-            return r;
+            return;
         }
         for (std::size_t i = 0; i < records.count; ++i) {
             if (verdicts[i] == 1) ++r.tally.valid;
             else ++r.tally.invalid;
         }
-    } catch (...) {
-        r.status = shm::Status::backend_error;
-    }
-    return r;
+    });
 }
 
 }  // namespace sigverify::daemon

@@ -8,12 +8,7 @@
 namespace sigverify::daemon {
 
 ChunkResult HostKernelBackend::verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept {
-    ChunkResult r;
-    if (!chunk_args_ok(worker, workers_, records, verdicts)) {
-        r.status = shm::Status::backend_error;
-        return r;
-    }
-    try {
+    return verify_chunk(worker, workers_, records, verdicts, [&](ChunkResult& r) {
         // In pieces, each a sign of life for the watchdog (a GPU's kernel
         // takes milliseconds; its host twin, ~7 times libsecp256k1's cost a
         // row, seconds): a quarter of kProgressRows keeps about its time.
@@ -25,10 +20,7 @@ ChunkResult HostKernelBackend::verify(unsigned worker, const wire::RowSpan& reco
             r.tally.invalid += c.invalid;
             note_progress();
         }
-    } catch (...) {
-        r.status = shm::Status::backend_error;
-    }
-    return r;
+    });
 }
 
 }  // namespace sigverify::daemon

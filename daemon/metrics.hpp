@@ -2,7 +2,9 @@
 // sigverifyd's metric registry: exact counters, updated with relaxed atomics
 // where the work happens (once per batch / chunk / connection, never per row),
 // and the renderers of the stats socket: Prometheus text exposition, JSON,
-// the client and backend listings.
+// the client and backend listings. Which metric is exported under which name,
+// labels and JSON key is one table (daemon/metric_table.hpp) that both
+// renderers walk.
 #pragma once
 
 #include <array>
@@ -43,6 +45,11 @@ struct Metrics {
     Counter latency_count{0};
 
     Counter connections_accepted{0};
+    // Refused at admission (every reason, daemon/admission.hpp) or by a
+    // session's handshake checks; malformed handshakes, invalid submissions
+    // and ring index violations.
+    Counter connections_refused{0};
+    Counter protocol_errors{0};
     // accept() failures for lack of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM) on the
     // control or stats socket; each one pauses that socket's accepts (daemon/accept_backoff.hpp).
     Counter accept_errors{0};
@@ -136,8 +143,6 @@ struct StatsSnapshot {
     std::uint64_t queued_jobs = 0;      // jobs with unassigned rows or running chunks
     std::uint64_t connected_clients = 0;
     std::uint64_t max_clients = 0;
-    std::uint64_t refused = 0;
-    std::uint64_t protocol_errors = 0;
     std::uint64_t stats_connections = 0;
     std::uint64_t shm_bytes = 0;        // shared memory handed out and not yet released (segment_budget.hpp)
     std::uint64_t shm_budget_bytes = 0;

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
-// sigverifyd's control plane: the listening socket, access control, session
-// threads, signals and the bounded shutdown. It owns the daemon-wide state
-// (DaemonContext), the backend(s) and the scheduler, and outlives every
-// session it starts.
+// sigverifyd's control plane: it accepts and dispatches. At start-up it puts
+// the backends (daemon/backend_setup.hpp), the scheduler, the sockets and the
+// SIGBUS guard in place; then one poll loop accepts connections (admitted by
+// daemon/admission.hpp, or refused: daemon/lingering.hpp), starts a thread per
+// session, notices hang-ups, reaps ended sessions (parking those whose client
+// stays connected), answers the stats socket, reloads on SIGHUP and feeds
+// systemd; SIGTERM/SIGINT end it with a bounded shutdown. It owns the
+// daemon-wide state (DaemonContext) and outlives every session it starts.
 #pragma once
 
 #include <poll.h>
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,13 +21,12 @@
 #include <spdlog/sinks/dist_sink.h>
 
 #include "daemon/accept_backoff.hpp"
-#include "daemon/backend.hpp"
-#include "daemon/striped_backend.hpp"
-#include "daemon/gpu_backend.hpp"
+#include "daemon/admission.hpp"
+#include "daemon/backend_setup.hpp"
 #include "daemon/config.hpp"
-#include "daemon/connection_rate.hpp"
-#include "daemon/logging.hpp"
 #include "daemon/daemon_context.hpp"
+#include "daemon/lingering.hpp"
+#include "daemon/listen_socket.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/notify.hpp"
 #include "daemon/scheduler.hpp"
@@ -40,7 +42,7 @@ public:
     // for test executables only (tests/daemon/lying_gpu_daemon.cpp puts a
     // lying "GPU" there); sigverifyd's main() never passes one, so neither an
     // option nor a client can reach it.
-    using HostKernelFactory = std::function<std::unique_ptr<Backend>(int index, unsigned workers)>;
+    using HostKernelFactory = daemon::HostKernelFactory;
 
     explicit Server(Config cfg, HostKernelFactory host_kernel = {});
     ~Server();
@@ -48,63 +50,46 @@ public:
     int run();
 
 private:
-    bool select_backend();
-    void use_gpus(std::vector<std::unique_ptr<Backend>> devices, unsigned cpu_threads);
-    bool setup_socket();
-    bool accept_one();  // false: stop accepting in this round (backlog empty, or paused)
-    bool check_descriptor_limit();
-    void reap_sessions(bool all);
+    // run()'s three steps. start: exit_status::clean_stop when serving can
+    // begin (READY=1 sent), else the exit status.
+    int start();
+    void serve();
     void shutdown_gracefully();
+
+    int open_signal_fd();
+    bool open_stats_socket();
+    bool accept_one();  // false: stop accepting in this round (backlog empty, or paused)
+    void start_session(int fd, const ucred& cred);
+    void reap_sessions(bool all);
     void reload();       // SIGHUP
     void reopen_logs();
-    // Whether the peer may connect; else the reason in why[0, size).
-    bool peer_allowed(int fd, const ucred& cred, char* why, std::size_t size);
+    bool handle_signals();  // true: SIGTERM/SIGINT, stop serving
+    unsigned occupied_slots() const;
+    void watch_hang_ups(std::vector<::pollfd>& fds, std::vector<Session*>& watched) const;
+
+    // Stats socket, systemd notification, metrics textfile (daemon/stats_server.hpp, notify.hpp).
+    StatsSnapshot snapshot();
+    std::string status_line();
+    void periodic(std::chrono::steady_clock::time_point now);
+    int periodic_timeout_ms(std::chrono::steady_clock::time_point now) const;
 
     DaemonContext ctx_;
     HostKernelFactory host_kernel_;
     std::shared_ptr<spdlog::sinks::dist_sink_mt> dist_;
-    std::unique_ptr<Backend> backend_;
-    std::unique_ptr<Backend> cpu_fallback_;      // with the GPU: re-runs chunks the GPU failed
-    StripedBackend* gpus_ = nullptr;            // backend_ when it is the cross-checked GPUs
-    std::unique_ptr<SplitPlanner> planner_;     // with the GPUs and --gpu-split auto
-    std::vector<GpuDeviceReport> gpu_reports_;  // every GPU tried at start-up
+    BackendSet backends_{ctx_};
+    Admission admission_{ctx_};
     std::unique_ptr<Scheduler> scheduler_;
-    std::string socket_path_;
-    int listen_fd_ = -1;
+    ListenSocket listen_;
     int signal_fd_ = -1;
-    bool have_group_ = false;
-    unsigned group_gid_ = 0;
+    int session_ended_fd_ = -1;        // eventfd the session threads write when they end
     std::uint64_t next_session_id_ = 1;
     std::vector<std::pair<std::shared_ptr<Session>, std::thread>> sessions_;
-    // Ended by the daemon while their client stays connected: kept (segment
-    // mapped and counted) until the client hangs up or a grace period ends.
-    std::vector<std::pair<std::shared_ptr<Session>, std::chrono::steady_clock::time_point>> parked_;
-    void release_parked(const ::pollfd* fds, std::size_t n);
-    // Refused connections: the refusal is sent at once, the socket is closed
-    // when the peer has read it (hang-up) or after a second, so the peer never
-    // sees a reset instead of the reason. Bounded.
-    std::vector<std::pair<int, std::chrono::steady_clock::time_point>> refused_;
-    std::vector<pollfd> poll_fds_;     // the main loop's, reused every round
-    std::uint64_t smallest_segment_ = 0;  // bytes of the smallest segment a session can get (set_segment_budget)
+    ParkedSessions parked_;
+    RefusedConnections refused_;
+    std::vector<::pollfd> poll_fds_;   // the main loop's, reused every round
     std::vector<Session*> watched_;    // sessions whose hang-up the main loop polls
-    std::size_t max_lingering_ = 256;  // lowered at start-up to what RLIMIT_NOFILE leaves
-    AcceptBackoff accept_backoff_;     // accept() out of descriptors: stop polling listen_fd_ for a while
-    ConnectionRate connection_rate_;   // sessions per process and per uid (daemon/connection_rate.hpp)
-    int session_ended_fd_ = -1;        // eventfd the session threads write when they end
-    void set_segment_budget();
-    unsigned occupied_slots() const;
-    void watch_hang_ups(std::vector<::pollfd>& fds, std::vector<Session*>& watched) const;
-    void linger_refused(int fd);
-    // Replies `status` with "prefix text" and closes fd, or leaves it to linger_refused.
-    void refuse_connection(int fd, shm::Status status, const char* prefix, const char* text);
-    void drain_refused(const ::pollfd* fds, std::size_t n);
+    AcceptBackoff accept_backoff_;     // accept() out of descriptors: stop polling the socket for a while
 
-    // Stats socket, systemd notification, metrics textfile (daemon/stats_server.hpp, notify.hpp).
-    StatsSnapshot snapshot();
-    std::vector<BackendInfo> backends() const;  // also DaemonContext::backends (session threads)
-    std::string status_line();
-    void periodic(std::chrono::steady_clock::time_point now);
-    int periodic_timeout_ms(std::chrono::steady_clock::time_point now) const;
     std::unique_ptr<StatsServer> stats_;
     Notifier notify_;
     WatchdogGate watchdog_gate_;
@@ -112,7 +97,6 @@ private:
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point next_watchdog_{}, next_periodic_{};
     std::string last_status_;
-    std::string self_test_;
 };
 
 }  // namespace sigverify::daemon

@@ -78,7 +78,7 @@ Session::Session(DaemonContext& ctx, int fd, const ucred& cred, std::uint64_t id
 
 Session::~Session() {
     // Every job holds this session, so no chunk reads the segment any more.
-    if (mapped_in_backend_) ctx_.scheduler->unmap_client_memory(base_);
+    if (mapped_in_backend_) ctx_.scheduler->unmap_client_memory(seg_.base);
     if (guard_slot_ >= 0) guard::unregister_mapping(guard_slot_);
     region_.reset();  // munmap: nothing in the daemon touches the segment from here on
     if (seg_fd_ >= 0) {
@@ -149,25 +149,19 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
     // three descriptors per client (socket, kept, passed) at any time.
     fd_out = fcntl(seg_fd_, F_DUPFD_CLOEXEC, 0);
     if (fd_out < 0) return false;
-    base_ = static_cast<std::uint8_t*>(region_->get_address());
+    void* const base = region_->get_address();
     // Guarded before the daemon touches it, or not used at all: unguarded, a
     // client's ftruncate would kill the daemon at its next access.
-    guard_slot_ = guard::register_segment(base_, layout.segment_size);
+    guard_slot_ = guard::register_segment(base, layout.segment_size);
     if (guard_slot_ < 0) {
         guard_full = true;  // counted by the guard (guard::usage().refusals, the stats' guard_refusals)
         if (ctx_.log_limit.allow(*ctx_.log, "refused: SIGBUS guard full"))
             ctx_.log->warn("refused client {} ({}): no free segment slot in the SIGBUS guard table", id_, peer_);
         return false;
     }
-    header_ = reinterpret_cast<shm::SegmentHeader*>(base_);
-    sqes_ = reinterpret_cast<shm::SubmissionEntry*>(base_ + layout.sq_entries_offset);
-    cqes_ = reinterpret_cast<shm::CompletionEntry*>(base_ + layout.cq_entries_offset);
-    arena_ = base_ + layout.arena_offset;
-    arena_size_ = layout.arena_size;
-    sq_entries_ = layout.sq_entries;
-    cq_entries_ = layout.cq_entries;
+    seg_ = shm::view_segment(base, layout.segment_size, layout);  // header set: the segment is ours to serve
 
-    shm::SegmentHeader& h = *header_;
+    shm::SegmentHeader& h = *seg_.header;
     h.magic = shm::kSegmentMagic;
     h.abi_major = shm::kAbiMajor;
     h.abi_minor = shm::kAbiMinor;
@@ -190,9 +184,9 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
     // The state word is published last, with release.
     shm::word(h.state).store(static_cast<std::uint32_t>(shm::SegmentState::ready), std::memory_order_release);
 
-    queue_ = ctx_.scheduler->make_queue(*this, cq_entries_);
-    free_jobs_.reserve(cq_entries_);
-    for (std::uint32_t i = cq_entries_; i-- > 0;) free_jobs_.push_back(i);
+    queue_ = ctx_.scheduler->make_queue(*this, seg_.cq_entries);
+    free_jobs_.reserve(seg_.cq_entries);
+    for (std::uint32_t i = seg_.cq_entries; i-- > 0;) free_jobs_.push_back(i);
     return true;
 }
 
@@ -281,7 +275,7 @@ bool Session::handshake() {
     reply.magic = shm::kReplyMagic;
     reply.protocol_version = shm::kProtocolVersion;
     reply.status = static_cast<std::uint32_t>(shm::Status::ok);
-    reply.segment_size = header_->segment_size;
+    reply.segment_size = seg_.header->segment_size;
     reply.epoch = ctx_.epoch;
     reply.session_id = id_;
     const bool sent = send_reply(fd_, reply, seg_fd);
@@ -307,12 +301,12 @@ bool Session::handshake() {
         return false;
     }
     mapped_in_backend_ = true;
-    stage_rows_.store(!ctx_.scheduler->map_client_memory(base_, region_->get_size()), std::memory_order_relaxed);
+    stage_rows_.store(!ctx_.scheduler->map_client_memory(seg_.base, region_->get_size()), std::memory_order_relaxed);
     // Rate-limited like every line a client can repeat (a connect loop): the
     // connections_accepted counter keeps the exact number.
     if (ctx_.log->should_log(spdlog::level::info) && ctx_.log_limit.allow(*ctx_.log, "client connected"))
         ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
-                       arena_size_, sq_entries_);
+                       seg_.arena_size, seg_.sq_entries);
     // seq_cst with set_closing's closing_ store: of a shutdown that begins
     // now, at least one side sees the other's flag and marks the header.
     established_.store(true);
@@ -329,7 +323,7 @@ void Session::run() noexcept {
         }
     } catch (const std::exception& e) {
         ctx_.log->error("client {}: session error: {}", id_, e.what());
-        if (header_ != nullptr) end_session();
+        if (seg_.header != nullptr) end_session();
     }
     leave();
 }
@@ -359,10 +353,10 @@ void Session::set_closing() {
 void Session::announce_closing() {
     // A mapping the SIGBUS guard replaced is no longer the client's.
     if (guard::poisoned(guard_slot_)) return;
-    shm::word(header_->state).store(static_cast<std::uint32_t>(shm::SegmentState::closing),
+    shm::word(seg_.header->state).store(static_cast<std::uint32_t>(shm::SegmentState::closing),
                                     std::memory_order_release);
-    shm::ring_force(header_->client_bell);
-    shm::ring_force(header_->daemon_bell);
+    shm::ring_force(seg_.header->client_bell);
+    shm::ring_force(seg_.header->daemon_bell);
 }
 
 bool Session::peer_gone() const {
@@ -373,18 +367,18 @@ bool Session::peer_gone() const {
 void Session::peer_hung_up() {
     hung_up_.store(true, std::memory_order_relaxed);
     // Before the handshake ends the session thread is in recv(), which the
-    // hang-up already ends; header_ is only read once established.
+    // hang-up already ends; seg_.header is only read once established.
     if (!established()) return;
     stop_.store(true);
     // A mapping the SIGBUS guard replaced is no longer the client's: the
     // reader sees stop_ at its next check anyway.
-    if (!guard::poisoned(guard_slot_)) shm::ring_force(header_->daemon_bell);
+    if (!guard::poisoned(guard_slot_)) shm::ring_force(seg_.header->daemon_bell);
 }
 
 void Session::request_stop() {
     stop_.store(true);
     // Before the handshake ends the reader has not started; it checks stop_ first.
-    if (established() && !guard::poisoned(guard_slot_)) shm::ring_force(header_->daemon_bell);
+    if (established() && !guard::poisoned(guard_slot_)) shm::ring_force(seg_.header->daemon_bell);
 }
 
 bool Session::control_message(const std::uint8_t* data, std::size_t size, int fd) {
@@ -481,9 +475,9 @@ void Session::post_completion(std::uint64_t tag, shm::Status status, std::uint64
     c.epoch = ctx_.epoch;
     c.status = static_cast<std::uint32_t>(status);
     c.detail = detail;
-    std::memcpy(&cqes_[cq_tail_ & (cq_entries_ - 1)], &c, sizeof c);
+    std::memcpy(&seg_.cqes[cq_tail_ & (seg_.cq_entries - 1)], &c, sizeof c);
     ++cq_tail_;
-    shm::word(header_->cq_tail).store(cq_tail_, std::memory_order_release);
+    shm::word(seg_.header->cq_tail).store(cq_tail_, std::memory_order_release);
     --in_flight_;
 }
 
@@ -515,22 +509,22 @@ void Session::finish_job(std::uint32_t index, shm::Status status, const referenc
         post_completion(j.user_tag, status, tally.valid, tally.invalid, 0);
         free_jobs_.push_back(index);
     }
-    shm::ring(header_->client_bell);
-    shm::ring(header_->daemon_bell);  // the reader may be waiting for a free job slot
+    shm::ring(seg_.header->client_bell);
+    shm::ring(seg_.header->daemon_bell);  // the reader may be waiting for a free job slot
 }
 
 void Session::accept_entry(const shm::SubmissionEntry& e) {
     // Caller reserved a completion slot (in_flight_ already counts this entry).
     shm::CheckedSubmission c;
     std::uint32_t detail = 0;  // which column a rejected verify_columns entry got wrong
-    shm::Status st = shm::check_submission(e, arena_size_, c, &detail);
+    shm::Status st = shm::check_submission(e, seg_.arena_size, c, &detail);
     auto complete_now = [&](shm::Status s, std::uint32_t d = 0) {
         std::lock_guard lock(cq_mutex_);
         post_completion(e.user_tag, s, 0, 0, d);
     };
     if (st != shm::Status::ok) {
         ++ctx_.protocol_errors;
-        shm::word(header_->dropped).fetch_add(1, std::memory_order_relaxed);
+        shm::word(seg_.header->dropped).fetch_add(1, std::memory_order_relaxed);
         ctx_.log->debug("client {} '{}': rejected submission tag {} (opcode {}): {} (detail {})", id_, name_,
                         e.user_tag, e.opcode, shm::to_string(st), detail);
         complete_now(st, detail);
@@ -554,14 +548,14 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
         if (c.opcode == shm::Opcode::verify_registered_column_set) {
             // Copied out once: the client may rewrite its arena from now on.
             shm::RegisteredColumnSet set;
-            std::memcpy(&set, arena_ + c.column_set_offset, sizeof set);
+            std::memcpy(&set, seg_.arena + c.column_set_offset, sizeof set);
             bst = registered_.columns_for_set(c, set, registered, &detail);
         } else {
             bst = registered_.columns_for(c, registered, &detail);
         }
         if (bst != shm::Status::ok) {
             ++ctx_.protocol_errors;
-            shm::word(header_->dropped).fetch_add(1, std::memory_order_relaxed);
+            shm::word(seg_.header->dropped).fetch_add(1, std::memory_order_relaxed);
             ctx_.log->debug("client {} '{}': rejected registered batch tag {} (buffer {}): {} (detail {})", id_,
                             name_, e.user_tag, c.buffer_id, shm::to_string(bst), detail);
             complete_now(bst, detail);
@@ -599,20 +593,20 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
         j.columns.count = static_cast<std::size_t>(c.row_count);
         if (!registered.active()) {
             j.columns.tail_size = correlated ? c.tail_size : 0;
-            j.columns.message = arena_ + c.rows_offset;
-            j.columns.key = arena_ + c.key_offset;
-            j.columns.signature = arena_ + c.signature_offset;
-            j.columns.correlate = correlated ? arena_ + c.correlate_offset : nullptr;  // written by collect
+            j.columns.message = seg_.arena + c.rows_offset;
+            j.columns.key = seg_.arena + c.key_offset;
+            j.columns.signature = seg_.arena + c.signature_offset;
+            j.columns.correlate = correlated ? seg_.arena + c.correlate_offset : nullptr;  // written by collect
         }
         j.registered = std::move(registered);
     } else {
         j.rows.tail_size = c.tail_size;
-        j.rows.data = arena_ + c.rows_offset;
+        j.rows.data = seg_.arena + c.rows_offset;
     }
     j.mode = c.mode;
     j.table = c.table;
     j.confirm = c.strict_confirm ? ConfirmRule::strict : ctx_.config.confirm;
-    j.results = c.mode == wire::Mode::results ? arena_ + c.results_offset : nullptr;
+    j.results = c.mode == wire::Mode::results ? seg_.arena + c.results_offset : nullptr;
     j.next_row = 0;
     j.running = 0;
     j.tally = {};
@@ -630,12 +624,12 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
 
 int Session::pump() {
     if (guard::poisoned(guard_slot_)) return -1;
-    const std::uint32_t tail = shm::word(header_->sq_tail).load(std::memory_order_acquire);
-    if (!shm::ring_count_ok(sq_head_, tail, sq_entries_)) {
+    const std::uint32_t tail = shm::word(seg_.header->sq_tail).load(std::memory_order_acquire);
+    if (!shm::ring_count_ok(sq_head_, tail, seg_.sq_entries)) {
         if (ctx_.log_limit.allow(*ctx_.log, "ring index out of bounds"))
             ctx_.log->warn(
                 "client {} '{}': submission ring tail {} is out of bounds (head {}, {} entries); ending session", id_,
-                name_, tail, sq_head_, sq_entries_);
+                name_, tail, sq_head_, seg_.sq_entries);
         ++ctx_.protocol_errors;
         return -1;
     }
@@ -643,8 +637,8 @@ int Session::pump() {
     while (sq_head_ != tail) {
         {
             std::lock_guard lock(cq_mutex_);
-            const std::uint32_t cq_head = shm::word(header_->cq_head).load(std::memory_order_acquire);
-            if (!shm::ring_count_ok(cq_head, cq_tail_, cq_entries_)) {
+            const std::uint32_t cq_head = shm::word(seg_.header->cq_head).load(std::memory_order_acquire);
+            if (!shm::ring_count_ok(cq_head, cq_tail_, seg_.cq_entries)) {
                 if (ctx_.log_limit.allow(*ctx_.log, "ring index out of bounds"))
                     ctx_.log->warn("client {} '{}': completion ring head {} is out of bounds (tail {}); ending session",
                                    id_, name_, cq_head, cq_tail_);
@@ -652,17 +646,17 @@ int Session::pump() {
                 return -1;
             }
             const std::uint32_t used = cq_tail_ - cq_head;
-            if (used + in_flight_ >= cq_entries_) break;  // back-pressure: wait for the client to reap
+            if (used + in_flight_ >= seg_.cq_entries) break;  // back-pressure: wait for the client to reap
             ++in_flight_;
         }
         shm::SubmissionEntry e;
-        std::memcpy(&e, &sqes_[sq_head_ & (sq_entries_ - 1)], sizeof e);  // copy out, then validate
+        std::memcpy(&e, &seg_.sqes[sq_head_ & (seg_.sq_entries - 1)], sizeof e);  // copy out, then validate
         ++sq_head_;
-        shm::word(header_->sq_head).store(sq_head_, std::memory_order_release);
+        shm::word(seg_.header->sq_head).store(sq_head_, std::memory_order_release);
         accept_entry(e);
         ++consumed;
     }
-    if (consumed > 0) shm::ring(header_->client_bell);  // completions and/or free sq slots
+    if (consumed > 0) shm::ring(seg_.header->client_bell);  // completions and/or free sq slots
     return consumed;
 }
 
@@ -670,7 +664,7 @@ void Session::reader_loop() {
     set_timeouts(fd_, std::chrono::milliseconds(100));
     auto last_socket_check = std::chrono::steady_clock::now();
     auto bell_seq = [&] {
-        return std::atomic_ref<std::uint32_t>(header_->daemon_bell.seq).load(std::memory_order_seq_cst);
+        return std::atomic_ref<std::uint32_t>(seg_.header->daemon_bell.seq).load(std::memory_order_seq_cst);
     };
     std::uint32_t socket_checked_seq = bell_seq();
     while (!stop_.load(std::memory_order_relaxed)) {
@@ -699,9 +693,9 @@ void Session::reader_loop() {
             if (!socket_alive()) return;
         }
         if (changed) continue;
-        shm::begin_wait(header_->daemon_bell);
-        if (!stop_.load(std::memory_order_relaxed)) shm::wait(header_->daemon_bell, seq, kIdleWait);
-        shm::end_wait(header_->daemon_bell);
+        shm::begin_wait(seg_.header->daemon_bell);
+        if (!stop_.load(std::memory_order_relaxed)) shm::wait(seg_.header->daemon_bell, seq, kIdleWait);
+        shm::end_wait(seg_.header->daemon_bell);
     }
 }
 
@@ -712,10 +706,10 @@ void Session::end_session() {
     cancel_jobs(shm::Status::cancelled);
     // Unmapped now, or by the last running chunk of each (its Job holds it).
     registered_.clear();
-    if (header_ != nullptr && !guard::poisoned(guard_slot_)) {
-        shm::word(header_->state).store(static_cast<std::uint32_t>(shm::SegmentState::closed),
+    if (seg_.header != nullptr && !guard::poisoned(guard_slot_)) {
+        shm::word(seg_.header->state).store(static_cast<std::uint32_t>(shm::SegmentState::closed),
                                         std::memory_order_release);
-        shm::ring_force(header_->client_bell);
+        shm::ring_force(seg_.header->client_bell);
     }
     if (violated_.load() && ctx_.log_limit.allow(*ctx_.log, "protocol violation"))
         ctx_.log->warn("client {} '{}' ({}) disconnected for a protocol violation", id_, name_, peer_);
@@ -740,8 +734,8 @@ ClientInfo Session::info() {
     i.name = name_;
     i.batches = batches_.load(std::memory_order_relaxed);
     i.rows = rows_.load(std::memory_order_relaxed);
-    i.ring_entries = cq_entries_;
-    i.arena_size = arena_size_;
+    i.ring_entries = seg_.cq_entries;
+    i.arena_size = seg_.arena_size;
     std::lock_guard lock(cq_mutex_);
     i.in_flight = in_flight_;
     return i;

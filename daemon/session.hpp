@@ -35,6 +35,7 @@
 #include "daemon/registered_buffers.hpp"
 #include "reference/reference_verifier.hpp"
 #include "shm_protocol/segment_layout.hpp"
+#include "shm_protocol/segment_view.hpp"
 
 namespace boost::interprocess {
 class mapped_region;
@@ -124,13 +125,9 @@ private:
     std::atomic<bool> stage_rows_{false};
     int seg_fd_ = -1;       // the segment, kept to truncate it when the session is destroyed
     std::uint64_t budget_bytes_ = 0;  // counted in ctx_.segment_budget for cred_.uid
-    std::uint8_t* base_ = nullptr;
-    shm::SegmentHeader* header_ = nullptr;
-    shm::SubmissionEntry* sqes_ = nullptr;
-    shm::CompletionEntry* cqes_ = nullptr;
-    std::uint8_t* arena_ = nullptr;
-    std::uint64_t arena_size_ = 0;
-    std::uint32_t sq_entries_ = 0, cq_entries_ = 0;
+    // The mapping, once guarded: header, rings, arena (shm_protocol/segment_view.hpp).
+    // seg_.header != nullptr: the segment was created and is served.
+    shm::SegmentView seg_;
     std::unique_ptr<JobQueue> queue_;       // cq_entries job slots, created at handshake
     RegisteredBuffers registered_;          // buffers the client registered (ABI 1.4)
 

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "kernels/verify.hpp"
 #include "kernels/verify32.hpp"
+#include "reference/parallel_for.hpp"
 #include "shm_protocol/verdict_publish.hpp"
 
 namespace sigverify::kernels {
@@ -110,28 +110,25 @@ HostCounts verify_range(const wire::RowSpan& rows, std::size_t begin, std::size_
     return c;
 }
 
+// What reference::sum_over adds up (found by argument-dependent lookup).
+static HostCounts& operator+=(HostCounts& a, const HostCounts& b) {
+    a.valid += b.valid;
+    a.invalid += b.invalid;
+    return a;
+}
+
+// The tests' and tools' entry (the daemon's host twin has its own workers):
+// the reference's one pool, for the length of the call.
 HostCounts verify_rows(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
                        unsigned threads) {
     if (mode == wire::Mode::results && rows.count != 0) std::memset(results, 0, rows.count);
     host_g_table();  // build before the threads start
     host_g_table32();
-    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-    const std::size_t n = rows.count;
-    if (threads == 1 || n < 2 * std::size_t(threads)) return verify_range(rows, 0, n, mode, results);
-    std::vector<HostCounts> parts(threads);
-    std::vector<std::thread> pool;
-    pool.reserve(threads);
-    for (unsigned t = 0; t < threads; ++t) {
-        const std::size_t b = n * t / threads, e = n * (t + 1) / threads;
-        pool.emplace_back([&, t, b, e] { parts[t] = verify_range(rows, b, e, mode, results); });
-    }
-    for (auto& th : pool) th.join();
-    HostCounts total;
-    for (const auto& p : parts) {
-        total.valid += p.valid;
-        total.invalid += p.invalid;
-    }
-    return total;
+    // A pool of one starts no thread: rows sum_over keeps on the caller anyway.
+    reference::WorkerPool pool(rows.count < reference::kSerialBelow ? 1 : threads);
+    return reference::sum_over<HostCounts>(pool, rows.count, [&](unsigned, std::size_t begin, std::size_t end) {
+        return verify_range(rows, begin, end, mode, results);
+    });
 }
 
 }  // namespace sigverify::kernels

@@ -120,19 +120,9 @@ Tally ColumnVerifier::run(const ColumnBatch& c, Mode mode, std::uint8_t* results
             throw std::invalid_argument("reference::ColumnVerifier: results mode needs a results buffer");
         if (c.count != 0) std::memset(results, 0, c.count);  // fail closed
     }
-    if (c.count == 0) return {};
-
-    const unsigned n = threads();
-    if (n == 1 || c.count < 64) return run_columns(*verifiers_[0], c, 0, c.count, mode, results);
-    // Same chunking as reference::Verifier.
-    const std::size_t chunk = std::clamp<std::size_t>(c.count / (std::size_t(n) * 16), 32, 4096);
-    std::vector<Tally> tallies(n);
-    pool_->parallel_for(c.count, chunk, [&](unsigned w, std::size_t begin, std::size_t end) {
-        tallies[w] += run_columns(*verifiers_[w], c, begin, end, mode, results);
+    return sum_over<Tally>(*pool_, c.count, [&](unsigned w, std::size_t begin, std::size_t end) {
+        return run_columns(*verifiers_[w], c, begin, end, mode, results);
     });
-    Tally total;
-    for (const auto& t : tallies) total += t;
-    return total;
 }
 
 // ---------------------------------------------------------------------------

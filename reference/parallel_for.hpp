@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// A small fixed pool of threads that runs one job on every worker at a time,
-// plus a chunked parallel_for over an index range built on it.
+// The one thread pool of reference/ (and of the kernels' host entry point):
+// a small fixed pool of threads that runs one job on every worker at a time,
+// a chunked parallel_for over an index range built on it, and sum_over, how a
+// verifier spreads its rows over the pool and adds up the workers' counts.
 //
 // The calling thread works as worker 0, so a pool of 1 starts no thread.
 // Exceptions thrown by a worker are rethrown to the caller of run() (the first
@@ -133,5 +135,30 @@ private:
     bool stopping_ = false;
     std::exception_ptr worker_error_;
 };
+
+// Below this many rows, or with a pool of one, the caller verifies alone:
+// waking the workers costs more than the rows.
+inline constexpr std::size_t kSerialBelow = 64;
+
+// Chunks small enough to balance uneven rows (invalid rows are cheap), large
+// enough that the shared counter is not contended.
+constexpr std::size_t balanced_chunk(std::size_t count, unsigned workers) {
+    return std::clamp<std::size_t>(count / (std::size_t(workers) * 16), 32, 4096);
+}
+
+// range(worker, begin, end) -> Counts over [0, count), spread over the pool as
+// above; the sum of what the calls returned. Counts: value-initialised zero,
+// with +=. Each worker adds into its own slot, so no count is shared.
+template <class Counts, class Range>
+Counts sum_over(WorkerPool& pool, std::size_t count, const Range& range) {
+    if (count == 0) return Counts{};
+    if (pool.size() == 1 || count < kSerialBelow) return range(0u, std::size_t{0}, count);
+    std::vector<Counts> parts(pool.size());
+    pool.parallel_for(count, balanced_chunk(count, pool.size()),
+                      [&](unsigned w, std::size_t begin, std::size_t end) { parts[w] += range(w, begin, end); });
+    Counts total{};
+    for (const Counts& p : parts) total += p;
+    return total;
+}
 
 }  // namespace sigverify::reference

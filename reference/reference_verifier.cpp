@@ -6,16 +6,12 @@
 #include <secp256k1_schnorrsig.h>
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
 #include <cstring>
-#include <exception>
-#include <functional>
-#include <mutex>
+#include <memory>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
+#include "reference/parallel_for.hpp"
 #include "shm_protocol/verdict_publish.hpp"
 
 namespace sigverify::reference {
@@ -77,88 +73,19 @@ Tally RowVerifier::run(const RowSpan& rows, std::size_t begin, std::size_t end, 
 }
 
 // ---------------------------------------------------------------------------
-// Verifier: a fixed pool; the calling thread works as worker 0.
+// Verifier: the reference's one pool (parallel_for.hpp), a libsecp256k1
+// context per worker.
 // ---------------------------------------------------------------------------
 
 struct Verifier::Pool {
-    explicit Pool(unsigned n) : verifiers(n) {
+    explicit Pool(unsigned n) : workers(n), verifiers(workers.size()) {
         for (auto& v : verifiers) v = std::make_unique<RowVerifier>();
-        for (unsigned w = 1; w < n; ++w) workers.emplace_back([this, w] { worker_loop(w); });
     }
-
-    ~Pool() {
-        {
-            std::lock_guard lock(mutex);
-            stopping = true;
-        }
-        wake.notify_all();
-        for (auto& t : workers) t.join();
-    }
-
-    // Runs job(worker_index) on every worker (caller included) and waits.
-    void run_on_all(const std::function<void(unsigned)>& fn) {
-        std::lock_guard batch_lock(batch_mutex);
-        {
-            std::lock_guard lock(mutex);
-            job = &fn;
-            pending = unsigned(workers.size());
-            ++generation;
-        }
-        wake.notify_all();
-        std::exception_ptr error;
-        try {
-            fn(0);
-        } catch (...) {
-            error = std::current_exception();
-        }
-        std::unique_lock lock(mutex);
-        done.wait(lock, [&] { return pending == 0; });
-        job = nullptr;
-        if (!error) error = worker_error;
-        worker_error = nullptr;
-        lock.unlock();
-        if (error) std::rethrow_exception(error);
-    }
-
-    void worker_loop(unsigned w) {
-        std::uint64_t seen = 0;
-        for (;;) {
-            const std::function<void(unsigned)>* fn;
-            {
-                std::unique_lock lock(mutex);
-                wake.wait(lock, [&] { return stopping || generation != seen; });
-                if (stopping) return;
-                seen = generation;
-                fn = job;
-            }
-            std::exception_ptr error;
-            try {
-                (*fn)(w);
-            } catch (...) {
-                error = std::current_exception();
-            }
-            std::lock_guard lock(mutex);
-            if (error && !worker_error) worker_error = error;
-            if (--pending == 0) done.notify_one();
-        }
-    }
-
-    std::vector<std::unique_ptr<RowVerifier>> verifiers;
-    std::vector<std::thread> workers;
-    std::mutex batch_mutex;  // one batch at a time
-    std::mutex mutex;
-    std::condition_variable wake, done;
-    const std::function<void(unsigned)>* job = nullptr;
-    unsigned pending = 0;
-    std::uint64_t generation = 0;
-    bool stopping = false;
-    std::exception_ptr worker_error;
+    WorkerPool workers;
+    std::vector<std::unique_ptr<RowVerifier>> verifiers;  // [worker]
 };
 
-Verifier::Verifier(unsigned threads) {
-    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-    pool_ = std::make_unique<Pool>(threads);
-}
+Verifier::Verifier(unsigned threads) : pool_(std::make_unique<Pool>(threads)) {}
 
 Verifier::~Verifier() = default;
 
@@ -177,27 +104,9 @@ Tally Verifier::run(const RowSpan& rows, Mode mode, std::uint8_t* results) {
             throw std::invalid_argument("reference::Verifier: results mode needs a results buffer");
         if (rows.count != 0) std::memset(results, 0, rows.count);  // fail closed
     }
-    if (rows.count == 0) return {};
-
-    const unsigned n = threads();
-    if (n == 1 || rows.count < 64) return pool_->verifiers[0]->run(rows, 0, rows.count, mode, results);
-
-    // Chunks small enough to balance uneven rows (invalid rows are cheap),
-    // large enough that the shared counter is not contended.
-    const std::size_t chunk = std::clamp<std::size_t>(rows.count / (std::size_t(n) * 16), 32, 4096);
-    std::atomic<std::size_t> next{0};
-    std::vector<Tally> tallies(n);
-    pool_->run_on_all([&](unsigned w) {
-        const RowVerifier& v = *pool_->verifiers[w];
-        for (;;) {
-            const std::size_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
-            if (begin >= rows.count) break;
-            tallies[w] += v.run(rows, begin, std::min(rows.count, begin + chunk), mode, results);
-        }
+    return sum_over<Tally>(pool_->workers, rows.count, [&](unsigned w, std::size_t begin, std::size_t end) {
+        return pool_->verifiers[w]->run(rows, begin, end, mode, results);
     });
-    Tally total;
-    for (const auto& t : tallies) total += t;
-    return total;
 }
 
 }  // namespace sigverify::reference

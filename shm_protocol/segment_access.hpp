@@ -54,28 +54,39 @@ inline std::atomic_ref<std::uint32_t> word(std::uint32_t& w) { return std::atomi
 inline std::atomic_ref<std::uint32_t> word(CacheLineWord& w) { return word(w.value); }
 
 
-// The column offsets of an entry (bytes 40..63), read bytewise.
-inline ColumnOffsets column_offsets(const SubmissionEntry& e) {
-    ColumnOffsets o;
-    std::memcpy(&o, reinterpret_cast<const std::uint8_t*>(&e) + offsetof(SubmissionEntry, columns), sizeof o);
+// An entry's words at byte `at` as a T, read and written bytewise (the
+// overlaid views of bytes 40..63 are never accessed through a member).
+template <class T>
+inline T entry_words(const SubmissionEntry& e, std::size_t at) {
+    T o;
+    std::memcpy(&o, reinterpret_cast<const std::uint8_t*>(&e) + at, sizeof o);
     return o;
+}
+template <class T>
+inline void set_entry_words(SubmissionEntry& e, std::size_t at, const T& o) {
+    std::memcpy(reinterpret_cast<std::uint8_t*>(&e) + at, &o, sizeof o);
+}
+
+// The column offsets of an entry (bytes 40..63), and the registered-buffer
+// offsets that share those bytes.
+inline ColumnOffsets column_offsets(const SubmissionEntry& e) {
+    return entry_words<ColumnOffsets>(e, offsetof(SubmissionEntry, columns));
 }
 inline void set_column_offsets(SubmissionEntry& e, const ColumnOffsets& o) {
-    std::memcpy(reinterpret_cast<std::uint8_t*>(&e) + offsetof(SubmissionEntry, columns), &o, sizeof o);
+    set_entry_words(e, offsetof(SubmissionEntry, columns), o);
 }
 inline RegisteredColumnOffsets registered_offsets(const SubmissionEntry& e) {
-    RegisteredColumnOffsets o;
-    std::memcpy(&o, reinterpret_cast<const std::uint8_t*>(&e) + offsetof(SubmissionEntry, registered), sizeof o);
-    return o;
+    return entry_words<RegisteredColumnOffsets>(e, offsetof(SubmissionEntry, registered));
 }
 inline void set_registered_offsets(SubmissionEntry& e, const RegisteredColumnOffsets& o) {
-    std::memcpy(reinterpret_cast<std::uint8_t*>(&e) + offsetof(SubmissionEntry, registered), &o, sizeof o);
+    set_entry_words(e, offsetof(SubmissionEntry, registered), o);
 }
 // True when bytes 40..63 are all zero (what verify and nop require).
 inline bool reserved_words_zero(const SubmissionEntry& e) {
-    std::uint8_t bytes[sizeof(ColumnOffsets)];
-    std::memcpy(bytes, reinterpret_cast<const std::uint8_t*>(&e) + offsetof(SubmissionEntry, columns), sizeof bytes);
-    for (std::uint8_t b : bytes)
+    struct Bytes {
+        std::uint8_t b[sizeof(ColumnOffsets)];
+    };
+    for (std::uint8_t b : entry_words<Bytes>(e, offsetof(SubmissionEntry, columns)).b)
         if (b != 0) return false;
     return true;
 }

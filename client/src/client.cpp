@@ -50,7 +50,7 @@ void Client::Impl::maybe_reconnect_locked() {
     // no batch of ours was there to notice: without this check a client
     // idle across a daemon restart kept submitting into the old segment and
     // got shutting_down forever. One load of the state word, no system call.
-    if (live && shm::word(conn.h->state).load(std::memory_order_acquire) ==
+    if (live && shm::word(conn.header->state).load(std::memory_order_acquire) ==
                     static_cast<std::uint32_t>(shm::SegmentState::closed))
         mark_dead_locked("sigverifyd ended the session");
     if (live || !opt.reconnect) return;
@@ -76,7 +76,7 @@ void Client::Impl::mark_dead_locked(const std::string& why) {
 
 bool Client::Impl::alive_locked() {
     if (!live) return false;
-    const auto state = shm::word(conn.h->state).load(std::memory_order_acquire);
+    const auto state = shm::word(conn.header->state).load(std::memory_order_acquire);
     if (state == static_cast<std::uint32_t>(shm::SegmentState::closed)) {
         mark_dead_locked("sigverifyd ended the session");
         return false;

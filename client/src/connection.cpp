@@ -24,7 +24,7 @@
 namespace sigverify::detail {
 
 void Connection::close() {
-    if (map != nullptr) munmap(map, map_size);
+    if (base != nullptr) munmap(base, size);
     if (fd >= 0) ::close(fd);
     *this = Connection{};
 }
@@ -110,8 +110,8 @@ Status open_connection(const ClientOptions& opt, Connection& out, std::string& e
         return fail(Status::bad_segment, "shared segment has the wrong size");
     void* map = mmap(nullptr, reply.segment_size, PROT_READ | PROT_WRITE, MAP_SHARED, seg_fd, 0);
     if (map == MAP_FAILED) return fail(Status::system_error, std::string("mmap: ") + std::strerror(errno));
-    c.map = map;
-    c.map_size = reply.segment_size;
+    c.base = static_cast<std::uint8_t*>(map);  // unmapped by close() from here on
+    c.size = reply.segment_size;
     auto* h = static_cast<shm::SegmentHeader*>(map);
     auto nack = [&](const char* why) {
         shm::MappedAck ack{shm::kAckMagic, static_cast<std::uint32_t>(Status::bad_segment)};
@@ -122,15 +122,9 @@ Status open_connection(const ClientOptions& opt, Connection& out, std::string& e
         return nack("not ready");
     shm::SegmentHeader copy;
     std::memcpy(&copy, h, sizeof copy);
-    if (const char* why = shm::check_header(copy, c.map_size)) return nack(why);
+    if (const char* why = shm::check_header(copy, c.size)) return nack(why);
     if (copy.epoch != reply.epoch) return nack("epoch differs from the handshake");
-    c.h = h;
-    c.sqes = reinterpret_cast<shm::SubmissionEntry*>(static_cast<std::uint8_t*>(map) + copy.sq_entries_offset);
-    c.cqes = reinterpret_cast<shm::CompletionEntry*>(static_cast<std::uint8_t*>(map) + copy.cq_entries_offset);
-    c.arena = static_cast<std::uint8_t*>(map) + copy.arena_offset;
-    c.arena_size = copy.arena_size;
-    c.sq_entries = copy.sq_entries;
-    c.cq_entries = copy.cq_entries;
+    static_cast<shm::SegmentView&>(c) = shm::view_segment(map, c.size, copy);
     c.epoch = copy.epoch;
     c.abi_minor = copy.abi_minor;
     c.sq_tail = shm::word(h->sq_tail).load(std::memory_order_acquire);

@@ -7,8 +7,9 @@
 // header and acknowledges it. On success the Connection owns the socket and
 // the mapping until close(); on failure it owns nothing.
 //
-// Invariants: h, sqes, cqes and arena point into the mapping and stay valid
-// until close(). sq_tail and cq_head are this side's private copies of the
+// Invariants: the segment view's pointers (header, sqes, cqes, arena;
+// shm_protocol/segment_view.hpp) point into the mapping and stay valid until
+// close(). sq_tail and cq_head are this side's private copies of the
 // indices the client owns; only the ring code (ring.cpp) moves them, under
 // the client's mutex. Nothing here locks: the caller serializes.
 #pragma once
@@ -18,20 +19,14 @@
 #include <string>
 
 #include "shm_protocol/segment_layout.hpp"
+#include "shm_protocol/segment_view.hpp"
 #include "sigverify/client.hpp"
 
 namespace sigverify::detail {
 
-struct Connection {
+// The mapped segment (base, size, header, rings, arena) and the connection's own state.
+struct Connection : shm::SegmentView {
     int fd = -1;
-    void* map = nullptr;
-    std::size_t map_size = 0;
-    shm::SegmentHeader* h = nullptr;
-    shm::SubmissionEntry* sqes = nullptr;
-    shm::CompletionEntry* cqes = nullptr;
-    std::uint8_t* arena = nullptr;
-    std::uint64_t arena_size = 0;
-    std::uint32_t sq_entries = 0, cq_entries = 0;
     std::uint64_t epoch = 0;
     std::uint16_t abi_minor = 0;  // the daemon's; >= kAbiMinorColumns: it accepts verify_columns
     std::uint32_t sq_tail = 0;    // private copies of the indices this side owns

@@ -79,7 +79,7 @@ Status Client::Impl::control_exchange_locked(const void* request, std::size_t si
         mark_dead_locked(std::string("cannot send to sigverifyd: ") + std::strerror(errno));
         return Status::disconnected;
     }
-    shm::ring_force(conn.h->daemon_bell);  // the reader checks its socket when rung
+    shm::ring_force(conn.header->daemon_bell);  // the reader checks its socket when rung
     const auto deadline = Clock::now() + kControlReplyTimeout;
     for (;;) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -95,7 +95,7 @@ Status Client::Impl::control_exchange_locked(const void* request, std::size_t si
             return Status::disconnected;
         }
         if (r <= 0) {
-            if (shm::word(conn.h->state).load(std::memory_order_acquire) ==
+            if (shm::word(conn.header->state).load(std::memory_order_acquire) ==
                 static_cast<std::uint32_t>(shm::SegmentState::closed)) {
                 mark_dead_locked("sigverifyd ended the session");
                 return Status::disconnected;
@@ -124,7 +124,7 @@ Status Client::Impl::control_exchange_locked(const void* request, std::size_t si
 }
 
 Status Client::Impl::register_locked(RegisteredBuffer::State& b) {
-    if (!live) return conn.h == nullptr ? Status::unreachable : Status::disconnected;
+    if (!live) return conn.header == nullptr ? Status::unreachable : Status::disconnected;
     if (conn.abi_minor < shm::kAbiMinorRegistered) {
         last_error = "sigverifyd speaks ring ABI " + std::to_string(shm::kAbiMajor) + "." +
                      std::to_string(conn.abi_minor) + "; registered buffers need " + std::to_string(shm::kAbiMajor) +

@@ -65,7 +65,7 @@ void Client::Impl::setup_slots() {
 
 void Client::Impl::reap_locked() {
     if (!live) return;
-    const std::uint32_t tail = shm::word(conn.h->cq_tail).load(std::memory_order_acquire);
+    const std::uint32_t tail = shm::word(conn.header->cq_tail).load(std::memory_order_acquire);
     if (!shm::ring_count_ok(conn.cq_head, tail, conn.cq_entries)) {
         mark_dead_locked("sigverifyd published an out-of-range completion index");
         return;
@@ -105,18 +105,18 @@ void Client::Impl::reap_locked() {
         }
         if (s.abandoned) free_slot_locked(index);
     }
-    shm::word(conn.h->cq_head).store(conn.cq_head, std::memory_order_release);
-    shm::ring(conn.h->daemon_bell);  // completion ring space freed
+    shm::word(conn.header->cq_head).store(conn.cq_head, std::memory_order_release);
+    shm::ring(conn.header->daemon_bell);  // completion ring space freed
 }
 
 std::uint32_t Client::Impl::bell_seq() const {
-    return std::atomic_ref<std::uint32_t>(conn.h->client_bell.seq).load(std::memory_order_seq_cst);
+    return std::atomic_ref<std::uint32_t>(conn.header->client_bell.seq).load(std::memory_order_seq_cst);
 }
 
 // Sleeps (lock released) until the client bell moves past seq, at most
 // until the deadline and at most liveness_interval.
 void Client::Impl::sleep_locked(std::unique_lock<std::mutex>& lk, std::uint32_t seq, Clock::time_point deadline) {
-    shm::SegmentHeader* h = conn.h;
+    shm::SegmentHeader* h = conn.header;
     ++sleepers;
     lk.unlock();
     auto& bell = h->client_bell;
@@ -220,7 +220,7 @@ Status Client::Impl::reserve(wire::RecordKind kind, std::size_t tail_size, std::
                              bool wait) {
     std::unique_lock lk(mu);
     maybe_reconnect_locked();
-    if (!live) return conn.h == nullptr && slots.empty() ? Status::unreachable : Status::disconnected;
+    if (!live) return conn.header == nullptr && slots.empty() ? Status::unreachable : Status::disconnected;
     if (count > max_alloc_rows(kind, tail_size)) return Status::too_large;
     const std::uint64_t rows_bytes = std::uint64_t(count) * wire::stride(kind, tail_size);
     std::uint32_t index = 0;
@@ -254,7 +254,7 @@ Status Client::Impl::reserve_columns(wire::RecordKind kind, std::size_t tail_siz
                                      bool wait) {
     std::unique_lock lk(mu);
     maybe_reconnect_locked();
-    if (!live) return conn.h == nullptr && slots.empty() ? Status::unreachable : Status::disconnected;
+    if (!live) return conn.header == nullptr && slots.empty() ? Status::unreachable : Status::disconnected;
     if (conn.abi_minor < shm::kAbiMinorColumns) {
         last_error = "sigverifyd speaks ring ABI " + std::to_string(shm::kAbiMajor) + "." +
                      std::to_string(conn.abi_minor) + "; column batches need " + std::to_string(shm::kAbiMajor) +
@@ -313,7 +313,7 @@ Status Client::Impl::submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mo
         return st;
     };
     if (!live) return fail_slot(Status::disconnected);
-    if (shm::word(conn.h->state).load(std::memory_order_acquire) !=
+    if (shm::word(conn.header->state).load(std::memory_order_acquire) !=
         static_cast<std::uint32_t>(shm::SegmentState::ready))
         return fail_slot(Status::shutting_down);
     if (const Status st = wait_sq_space_locked(lk); st != Status::ok) {
@@ -349,8 +349,8 @@ Status Client::Impl::submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mo
     }
     std::memcpy(&conn.sqes[conn.sq_tail & (conn.sq_entries - 1)], &e, sizeof e);
     ++conn.sq_tail;
-    shm::word(conn.h->sq_tail).store(conn.sq_tail, std::memory_order_release);
-    shm::ring(conn.h->daemon_bell);
+    shm::word(conn.header->sq_tail).store(conn.sq_tail, std::memory_order_release);
+    shm::ring(conn.header->daemon_bell);
     s->state = SlotState::submitted;
     return Status::ok;
 }
@@ -362,7 +362,7 @@ Status Client::Impl::wait_sq_space_locked(std::unique_lock<std::mutex>& lk) {
     for (;;) {
         if (!live) return Status::disconnected;
         const std::uint32_t seq = bell_seq();
-        const std::uint32_t head = shm::word(conn.h->sq_head).load(std::memory_order_acquire);
+        const std::uint32_t head = shm::word(conn.header->sq_head).load(std::memory_order_acquire);
         if (!shm::ring_count_ok(head, conn.sq_tail, conn.sq_entries)) {
             mark_dead_locked("sigverifyd published an out-of-range submission index");
             return Status::disconnected;
@@ -399,8 +399,8 @@ Status Client::Impl::cancel(detail::SlotRef b) {
             e.rows_offset = detail::batch_tag(b);  // the batch to cancel
             std::memcpy(&conn.sqes[conn.sq_tail & (conn.sq_entries - 1)], &e, sizeof e);
             ++conn.sq_tail;
-            shm::word(conn.h->sq_tail).store(conn.sq_tail, std::memory_order_release);
-            shm::ring(conn.h->daemon_bell);
+            shm::word(conn.header->sq_tail).store(conn.sq_tail, std::memory_order_release);
+            shm::ring(conn.header->daemon_bell);
             s->cancel_state = CancelState::sent;
         }
     }

@@ -102,6 +102,7 @@
 #include "tests/fuzz/session_driver.hpp"
 #include "tests/fuzz/session_world.hpp"
 #include "shm_protocol/segment_layout.hpp"
+#include "shm_protocol/segment_view.hpp"
 
 using namespace sigverify;
 using Clock = std::chrono::steady_clock;
@@ -238,31 +239,26 @@ public:
         struct stat daemon_st{};
         FUZZ_CHECK(fstat(daemon_.segment_fd(), &daemon_st) == 0);
         FUZZ_CHECK(st.st_ino == daemon_st.st_ino && st.st_dev == daemon_st.st_dev);  // the segment itself
-        size_ = reply.segment_size;
-        base_ = daemon_.segment();
-        FUZZ_CHECK(base_ != nullptr);
-        h_ = reinterpret_cast<shm::SegmentHeader*>(base_);
-        FUZZ_CHECK(shm::word(h_->state).load(std::memory_order_acquire) ==
+        seg_.size = reply.segment_size;
+        seg_.base = daemon_.segment();
+        FUZZ_CHECK(seg_.base != nullptr);
+        seg_.header = reinterpret_cast<shm::SegmentHeader*>(seg_.base);
+        FUZZ_CHECK(shm::word(seg_.header->state).load(std::memory_order_acquire) ==
                    static_cast<std::uint32_t>(shm::SegmentState::ready));
         shm::SegmentHeader copy;
-        std::memcpy(&copy, h_, sizeof copy);
-        FUZZ_CHECK(shm::check_header(copy, size_) == nullptr);
+        std::memcpy(&copy, seg_.header, sizeof copy);
+        FUZZ_CHECK(shm::check_header(copy, seg_.size) == nullptr);
         FUZZ_CHECK(copy.epoch == reply.epoch && copy.session_id == reply.session_id);
         FUZZ_CHECK(copy.arena_size <= kArena && copy.sq_entries <= kRing);
         if (!established) {
             FUZZ_CHECK(peer_closed(sock_, 0));  // the daemon ended the session on the bad ack
             return false;
         }
-        arena_size_ = copy.arena_size;
-        sq_entries_ = copy.sq_entries;
-        cq_entries_ = copy.cq_entries;
-        arena_ = base_ + copy.arena_offset;
-        sqes_ = reinterpret_cast<shm::SubmissionEntry*>(base_ + copy.sq_entries_offset);
-        cqes_ = reinterpret_cast<shm::CompletionEntry*>(base_ + copy.cq_entries_offset);
+        seg_ = shm::view_segment(seg_.base, seg_.size, copy);  // the arena is set from here on
         // A new segment is all zeros (posix_fallocate of a new file); a byte
         // that is not at the end is one the daemon wrote, or handed out stale.
-        shadow_.assign(arena_size_, 0);  // reuses the buffers of earlier inputs
-        writable_.assign(arena_size_, 0);
+        shadow_.assign(seg_.arena_size, 0);  // reuses the buffers of earlier inputs
+        writable_.assign(seg_.arena_size, 0);
         return true;
     }
 
@@ -279,12 +275,12 @@ public:
             case 6: reap(true); break;
             case 7:  // hostile submission tail
                 hostile_ = true;
-                shm::word(h_->sq_tail).store(in_.ConsumeIntegral<std::uint32_t>(), std::memory_order_release);
+                shm::word(seg_.header->sq_tail).store(in_.ConsumeIntegral<std::uint32_t>(), std::memory_order_release);
                 bell();
                 break;
             case 8:  // hostile completion head
                 hostile_ = true;
-                shm::word(h_->cq_head).store(in_.ConsumeIntegral<std::uint32_t>(), std::memory_order_release);
+                shm::word(seg_.header->cq_head).store(in_.ConsumeIntegral<std::uint32_t>(), std::memory_order_release);
                 bell();
                 break;
             case 9: scribble_header(); break;
@@ -314,15 +310,15 @@ public:
 
     // Bytes of the arena the daemon wrote outside what it was allowed to.
     void check_arena() const {
-        if (arena_ == nullptr || truncated_) return;  // no session, it ended in the handshake, or the client cut it
+        if (seg_.arena == nullptr || truncated_) return;  // no session, it ended in the handshake, or the client cut it
         // Read through the descriptor, not the mapping: the same pages, without
         // a page fault per untouched page of the mapping.
         static std::vector<std::uint8_t> now;
-        now.resize(arena_size_);
-        FUZZ_CHECK(pread(seg_fd_, now.data(), arena_size_, static_cast<off_t>(arena_ - base_)) ==
-                   static_cast<ssize_t>(arena_size_));
-        if (std::memcmp(now.data(), shadow_.data(), arena_size_) == 0) return;  // the common case, fast
-        for (std::uint64_t i = 0; i < arena_size_; ++i) {
+        now.resize(seg_.arena_size);
+        FUZZ_CHECK(pread(seg_fd_, now.data(), seg_.arena_size, static_cast<off_t>(seg_.arena - seg_.base)) ==
+                   static_cast<ssize_t>(seg_.arena_size));
+        if (std::memcmp(now.data(), shadow_.data(), seg_.arena_size) == 0) return;  // the common case, fast
+        for (std::uint64_t i = 0; i < seg_.arena_size; ++i) {
             if (writable_[i] || now[i] == shadow_[i]) continue;
             std::fprintf(stderr, "daemon wrote arena byte %llu: %02x -> %02x\n", static_cast<unsigned long long>(i),
                          shadow_[i], now[i]);
@@ -334,12 +330,12 @@ private:
     std::uint32_t outstanding() const { return sq_tail_ - reaped_; }
 
     void push(const shm::SubmissionEntry& e, std::optional<std::uint64_t> valid = std::nullopt) {
-        if (outstanding() >= sq_entries_) reap(false);
-        if (closed_ || outstanding() >= sq_entries_) return;
+        if (outstanding() >= seg_.sq_entries) reap(false);
+        if (closed_ || outstanding() >= seg_.sq_entries) return;
         shm::SubmissionEntry copy = e;
         copy.user_tag = next_tag_++;
         shm::CheckedSubmission c;
-        const shm::Status st = shm::check_submission(copy, arena_size_, c);
+        const shm::Status st = shm::check_submission(copy, seg_.arena_size, c);
         bool verifies =
             st == shm::Status::ok && (c.opcode == shm::Opcode::verify || c.opcode == shm::Opcode::verify_columns);
         // A registered batch: the daemon looks the buffer up when it takes the
@@ -382,15 +378,15 @@ private:
             if (auto target = expect_.find(c.cancel_tag); target != expect_.end()) target->second.may_cancel = true;
         }
         expect_[copy.user_tag] = expect;
-        std::memcpy(&sqes_[sq_tail_ & (sq_entries_ - 1)], &copy, sizeof copy);
+        std::memcpy(&seg_.sqes[sq_tail_ & (seg_.sq_entries - 1)], &copy, sizeof copy);
         ++sq_tail_;
-        if (!hostile_) shm::word(h_->sq_tail).store(sq_tail_, std::memory_order_release);
+        if (!hostile_) shm::word(seg_.header->sq_tail).store(sq_tail_, std::memory_order_release);
         if (!in_.ConsumeBool()) bell();
     }
 
     // Rings the daemon's doorbell: the reader wakes and takes what it can.
     void bell() {
-        shm::ring(h_->daemon_bell);
+        shm::ring(seg_.header->daemon_bell);
         if (!daemon_.wake()) closed_ = true;
     }
 
@@ -454,7 +450,7 @@ private:
     // replaces the mapping and the session ends. Hostile from here on; the
     // arena can no longer be read back.
     void truncate_segment() {
-        const std::uint64_t keep = in_.ConsumeIntegralInRange<std::uint64_t>(0, size_ - 1) & ~std::uint64_t(4095);
+        const std::uint64_t keep = in_.ConsumeIntegralInRange<std::uint64_t>(0, seg_.size - 1) & ~std::uint64_t(4095);
         FUZZ_CHECK(ftruncate(seg_fd_, static_cast<off_t>(keep)) == 0);
         hostile_ = truncated_ = true;
         bell();
@@ -471,7 +467,7 @@ private:
             // Entries at and after the daemon's published head are taken after
             // this (tag = ring index + 1). A hostile client's completions are
             // not checked.
-            closing_tag_ = hostile_ ? 1 : shm::word(h_->sq_head).load(std::memory_order_acquire) + 1ull;
+            closing_tag_ = hostile_ ? 1 : shm::word(seg_.header->sq_head).load(std::memory_order_acquire) + 1ull;
             daemon_.server_closing();
         }
         bell();
@@ -511,14 +507,14 @@ private:
             return;
         }
         e.row_count = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, 40) : in_.ConsumeIntegral<std::uint64_t>();
-        e.rows_offset = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ + 8)
+        e.rows_offset = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, seg_.arena_size + 8)
                                           : in_.ConsumeIntegral<std::uint64_t>();
         if (e.mode == 0)
-            e.results_offset = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ + 8)
+            e.results_offset = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, seg_.arena_size + 8)
                                                  : in_.ConsumeIntegral<std::uint64_t>();
         if (e.opcode == static_cast<std::uint8_t>(shm::Opcode::verify_columns)) {
             auto offset = [&] {
-                return in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ + 8)
+                return in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, seg_.arena_size + 8)
                                          : in_.ConsumeIntegral<std::uint64_t>();
             };
             shm::ColumnOffsets o{};
@@ -860,7 +856,7 @@ private:
             o.key_offset = offset();
             o.signature_offset = offset();
         }
-        e.results_offset = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ + 8)
+        e.results_offset = in_.ConsumeBool() ? in_.ConsumeIntegralInRange<std::uint64_t>(0, seg_.arena_size + 8)
                                              : in_.ConsumeIntegral<std::uint64_t>();
         if ((f & 0xE0) == 0xE0) {  // what a registered batch may not ask: collect, a tail, unknown flags
             e.mode = in_.ConsumeIntegral<std::uint8_t>() % 3;
@@ -918,9 +914,9 @@ private:
     }
 
     void write_arena(std::uint64_t off, const std::uint8_t* p, std::size_t n) {
-        if (off >= arena_size_ || n == 0) return;
-        n = std::min<std::uint64_t>(n, arena_size_ - off);
-        std::memcpy(arena_ + off, p, n);
+        if (off >= seg_.arena_size || n == 0) return;
+        n = std::min<std::uint64_t>(n, seg_.arena_size - off);
+        std::memcpy(seg_.arena + off, p, n);
         std::memcpy(shadow_.data() + off, p, n);
     }
 
@@ -930,12 +926,12 @@ private:
                                                 wire::canonical_tail_size(static_cast<wire::Table>(t)));
         const std::size_t first = in_.ConsumeIntegralInRange<std::size_t>(0, 31);
         const std::size_t count = in_.ConsumeIntegralInRange<std::size_t>(1, 32 - first);
-        const std::uint64_t off = in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ - 1);
+        const std::uint64_t off = in_.ConsumeIntegralInRange<std::uint64_t>(0, seg_.arena_size - 1);
         write_arena(off, world->pool[t].data() + first * stride, count * stride);
     }
 
     void write_bytes() {
-        const std::uint64_t off = in_.ConsumeIntegralInRange<std::uint64_t>(0, arena_size_ - 1);
+        const std::uint64_t off = in_.ConsumeIntegralInRange<std::uint64_t>(0, seg_.arena_size - 1);
         const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(1, 256));
         write_arena(off, bytes.data(), bytes.size());
     }
@@ -947,7 +943,7 @@ private:
         const auto bytes = in_.ConsumeBytes<std::uint8_t>(in_.ConsumeIntegralInRange<std::size_t>(1, 16));
         const std::size_t n = std::min(bytes.size(), shm::kHeaderSize - off);
         if (n == 0) return;
-        std::memcpy(base_ + off, bytes.data(), n);
+        std::memcpy(seg_.base + off, bytes.data(), n);
         // Our own bookkeeping relies on the ring index words; past them we are hostile.
         if (off < 448 && off + n > offsetof(shm::SegmentHeader, sq_head)) hostile_ = true;
     }
@@ -958,27 +954,27 @@ private:
         if (hostile_) {
             // Indices are no longer ours to trust: only wait for the session to
             // end or stay up, never for progress.
-            closed_ = shm::word(h_->state).load(std::memory_order_acquire) ==
+            closed_ = shm::word(seg_.header->state).load(std::memory_order_acquire) ==
                       static_cast<std::uint32_t>(shm::SegmentState::closed);
             return;
         }
-        shm::word(h_->sq_tail).store(sq_tail_, std::memory_order_release);
+        shm::word(seg_.header->sq_tail).store(sq_tail_, std::memory_order_release);
         bell();
         const auto deadline = Clock::now() + kAnswerBound;
         while (reaped_ != sq_tail_) {
-            const std::uint32_t tail = shm::word(h_->cq_tail).load(std::memory_order_acquire);
-            FUZZ_CHECK(std::uint32_t(tail - reaped_) <= cq_entries_);
+            const std::uint32_t tail = shm::word(seg_.header->cq_tail).load(std::memory_order_acquire);
+            FUZZ_CHECK(std::uint32_t(tail - reaped_) <= seg_.cq_entries);
             while (reaped_ != tail) {
                 shm::CompletionEntry c;
-                std::memcpy(&c, &cqes_[reaped_ & (cq_entries_ - 1)], sizeof c);
+                std::memcpy(&c, &seg_.cqes[reaped_ & (seg_.cq_entries - 1)], sizeof c);
                 check_completion(c);
                 ++reaped_;
             }
-            shm::word(h_->cq_head).store(reaped_, std::memory_order_release);
+            shm::word(seg_.header->cq_head).store(reaped_, std::memory_order_release);
             bell();
-            if (!all && outstanding() < sq_entries_) return;
+            if (!all && outstanding() < seg_.sq_entries) return;
             if (reaped_ == sq_tail_) break;
-            if (shm::word(h_->state).load(std::memory_order_acquire) ==
+            if (shm::word(seg_.header->state).load(std::memory_order_acquire) ==
                 static_cast<std::uint32_t>(shm::SegmentState::closed)) {
                 closed_ = true;
                 return;
@@ -988,10 +984,10 @@ private:
                              sq_tail_, static_cast<long long>(kAnswerBound.count()));
                 std::abort();
             }
-            const std::uint32_t seq = shm::begin_wait(h_->client_bell);
-            if (shm::word(h_->cq_tail).load(std::memory_order_acquire) == tail)
-                shm::wait(h_->client_bell, seq, std::chrono::milliseconds(20));
-            shm::end_wait(h_->client_bell);
+            const std::uint32_t seq = shm::begin_wait(seg_.header->client_bell);
+            if (shm::word(seg_.header->cq_tail).load(std::memory_order_acquire) == tail)
+                shm::wait(seg_.header->client_bell, seq, std::chrono::milliseconds(20));
+            shm::end_wait(seg_.header->client_bell);
         }
     }
 
@@ -1046,14 +1042,7 @@ private:
     int sock_;
     daemon::SessionDriver& daemon_;
     int seg_fd_ = -1;
-    std::uint8_t* base_ = nullptr;
-    std::size_t size_ = 0;
-    shm::SegmentHeader* h_ = nullptr;
-    shm::SubmissionEntry* sqes_ = nullptr;
-    shm::CompletionEntry* cqes_ = nullptr;
-    std::uint8_t* arena_ = nullptr;
-    std::uint64_t arena_size_ = 0;
-    std::uint32_t sq_entries_ = 0, cq_entries_ = 0;
+    shm::SegmentView seg_;  // base, size and header once mapped; rings and arena once established
     std::uint32_t sq_tail_ = 0, reaped_ = 0;
     std::uint64_t next_tag_ = 1;
     std::uint64_t closing_tag_ = 0;  // the first tag the daemon takes after it began to shut down (0: not yet)

@@ -26,7 +26,7 @@ public:
             ok = s_.handshake();
         } catch (const std::exception& e) {
             s_.ctx_.log->error("client {}: session error: {}", s_.id_, e.what());
-            if (s_.header_ != nullptr) s_.end_session();
+            if (s_.seg_.header != nullptr) s_.end_session();
         }
         if (!ok) leave();
         return ok;
@@ -65,7 +65,7 @@ public:
     // The daemon's mapping of the segment and the descriptor it keeps (the
     // client uses that mapping: the same shared pages as a mapping of the
     // passed descriptor, without an mmap and a munmap per input).
-    std::uint8_t* segment() const { return s_.base_; }
+    std::uint8_t* segment() const { return s_.seg_.base; }
     int segment_fd() const { return s_.seg_fd_; }
 
 private:
