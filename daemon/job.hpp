@@ -33,7 +33,7 @@ struct Job {
     // Opcode::verify_columns: the checked columns, in the client's arena
     // (columns.count == rows.count).
     bool is_columns = false;
-    reference::ColumnBatch columns;
+    wire::ColumnSpan columns;
     // Opcode::verify_registered_columns: the registered buffer the columns
     // point into (is_columns is set too), held until the job finishes so an
     // unregister or the session's end cannot unmap it under a chunk.

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/info_reply.hpp"
+#include "daemon/job_from_submission.hpp"
 #include "daemon/mapping_guard.hpp"
 #include "daemon/scheduler.hpp"
 #include "daemon/submission_checks.hpp"
@@ -583,44 +584,9 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     }
     Job& j = queue_->job(index);
     j.user_tag = e.user_tag;
-    j.rows.kind = c.kind;
-    j.rows.encoding = c.encoding;
-    j.rows.count = static_cast<std::size_t>(c.row_count);
-    j.is_columns = c.opcode == shm::Opcode::verify_columns || c.opcode == shm::Opcode::verify_registered_columns;
-    j.buffer_id = c.buffer_id;
-    if (j.is_columns) {
-        // Every column was checked inside its memory: a registered buffer by
-        // check_registered_columns (which admits no correlate column), the
-        // arena by check_submission. The scheduler stages column batches: it
-        // copies each row out before verifying it and never writes a buffer.
-        const std::uint8_t* base = buffer != nullptr ? buffer->data() : arena_;
-        const bool correlated = buffer == nullptr && c.tail_size != 0;
-        j.rows.tail_size = 0;
-        j.rows.data = nullptr;
-        j.columns = reference::ColumnBatch{};
-        j.columns.kind = c.kind;
-        j.columns.encoding = c.encoding;
-        j.columns.count = static_cast<std::size_t>(c.row_count);
-        j.columns.tail_size = correlated ? c.tail_size : 0;
-        j.columns.message = base + c.rows_offset;
-        j.columns.key = base + c.key_offset;
-        j.columns.signature = base + c.signature_offset;
-        j.columns.correlate = correlated ? arena_ + c.correlate_offset : nullptr;  // written by collect
-        j.buffer = std::move(buffer);
-    } else {
-        j.rows.tail_size = c.tail_size;
-        j.rows.data = arena_ + c.rows_offset;
-    }
-    j.mode = c.mode;
-    j.table = c.table;
-    j.confirm = c.strict_confirm ? ConfirmRule::strict : ctx_.config.confirm;
-    j.results = c.mode == wire::Mode::results ? arena_ + c.results_offset : nullptr;
-    j.next_row = 0;
-    j.running = 0;
-    j.tally = {};
-    j.status = shm::Status::ok;
+    fill_job(j, c, SubmissionMemory{arena_, buffer != nullptr ? buffer->data() : nullptr}, ctx_.config.confirm);
+    j.buffer = std::move(buffer);  // held until the job finishes: no unregister unmaps it under a chunk
     j.stage_rows = stage_rows_.load(std::memory_order_relaxed);
-    j.rows_rewritten = false;
     if (j.results != nullptr) std::memset(j.results, 0, c.row_count);  // fail closed
     ++batches_;
     rows_ += c.row_count;

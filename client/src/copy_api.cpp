@@ -94,13 +94,15 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
                                       std::uint8_t table, const detail::CancelCheck& stop) {
     BatchResult total;
     const std::size_t n = cols.count;
-    const std::size_t tail = mode == wire::Mode::collect ? cols.tail_size : 0;
-    const bool bad_enums = static_cast<std::uint8_t>(cols.kind) > 1 || static_cast<std::uint8_t>(mode) > 1 ||
-                           (cols.kind == wire::RecordKind::ecdsa && cols.encoding != wire::SigEncoding::opaque &&
-                            cols.encoding != wire::SigEncoding::compact);
-    const bool missing = n != 0 && (cols.message == nullptr || cols.key == nullptr || cols.signature == nullptr ||
-                                    (tail != 0 && cols.correlate == nullptr));
-    if (bad_enums || missing || cols.tail_size > wire::kMaxTailSize ||
+    // The columns that travel: the correlate only in collect mode.
+    wire::ColumnSpan sent = cols;
+    if (mode != wire::Mode::collect) {
+        sent.tail_size = 0;
+        sent.correlate = nullptr;
+    }
+    const std::size_t tail = sent.tail_size;
+    if (static_cast<std::uint8_t>(mode) > 1 || sent.check() != wire::ColumnError::none ||
+        cols.tail_size > wire::kMaxTailSize ||
         n > std::numeric_limits<std::size_t>::max() / (wire::stride(cols.kind, cols.tail_size) + 1)) {
         total.status = Status::invalid_argument;
         return total;
@@ -122,19 +124,9 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
         if (live && chunk > max_alloc_column_rows(cols.kind, tail))
             chunk = max_alloc_column_rows(cols.kind, tail);
     }
+    sent.encoding = enc;
     // Rows [begin, begin + count) of the caller's columns.
-    auto sub_batch = [&](std::size_t begin, std::size_t count) {
-        reference::ColumnBatch c;
-        c.kind = cols.kind;
-        c.encoding = enc;
-        c.count = count;
-        c.tail_size = tail;
-        c.message = cols.message + begin * wire::kColumnMessageWidth;
-        c.key = cols.key + begin * key_width;
-        c.signature = cols.signature + begin * wire::kColumnSignatureWidth;
-        c.correlate = tail != 0 ? cols.correlate + begin * tail : nullptr;
-        return c;
-    };
+    auto sub_batch = [&](std::size_t begin, std::size_t count) { return sent.subspan(begin, count); };
     return pipeline<ColumnBatch>(
         n, chunk, mode, enc, table, stop,
         [&](std::size_t begin, std::size_t count, ColumnBatch& b, bool wait) {
@@ -278,16 +270,7 @@ namespace {
 Columns make_columns(wire::RecordKind kind, wire::SigEncoding encoding, const std::uint8_t* message,
                      const std::uint8_t* key, const std::uint8_t* signature, std::uint8_t* correlate, std::size_t n,
                      std::size_t tail_size) {
-    Columns c;
-    c.kind = kind;
-    c.encoding = encoding;
-    c.count = n;
-    c.tail_size = tail_size;
-    c.message = message;
-    c.key = key;
-    c.signature = signature;
-    c.correlate = correlate;
-    return c;
+    return Columns{kind, encoding, n, tail_size, message, key, signature, correlate};
 }
 }  // namespace
 

@@ -212,7 +212,7 @@ BatchResult Client::Impl::run_registered(RegisteredBuffer::State& b, const Regis
     const wire::SigEncoding enc = cols.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : cols.encoding;
     const std::size_t key_width = wire::column_key_width(cols.kind);
     auto sub_batch = [&](std::size_t begin, std::size_t count) {
-        reference::ColumnBatch c;
+        wire::ColumnSpan c;
         c.kind = cols.kind;
         c.encoding = enc;
         c.count = count;

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 // The ring ABI's validation units: the segment layout and header check, and
 // check_submission / check_registered_columns on hostile entries (every
-// range overflow-safe, nothing written over what is read). No daemon runs
-// here; the live answers to the same entries are in test_daemon_ring.cpp.
+// range overflow-safe, nothing written over what is read), then what a Job
+// points at once an entry is accepted (fill_job). No daemon runs here; the
+// live answers to the same entries are in test_daemon_ring.cpp.
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "daemon/job.hpp"
+#include "daemon/job_from_submission.hpp"
 #include "daemon/submission_checks.hpp"
 #include "ring_entries.hpp"
 #include "shm_protocol/segment_access.hpp"
@@ -319,3 +323,144 @@ TEST_CASE("hostile column entries are rejected with overflow-safe checks", "[dae
 }
 
 
+// ---------------------------------------------------------------------------
+// From a checked entry to a Job: fill_job (daemon/job_from_submission.hpp)
+// ---------------------------------------------------------------------------
+namespace {
+
+constexpr std::uint64_t kArenaBytes = 1 << 16;
+
+// A Job as a finished batch leaves its slot: stale pointers and state.
+daemon::Job used_job() {
+    daemon::Job j;
+    static std::uint8_t stale[64];
+    j.rows = wire::RowSpan{wire::RecordKind::schnorr, 9, wire::SigEncoding::opaque, stale, 7};
+    j.is_columns = true;
+    j.columns = wire::ColumnSpan{wire::RecordKind::schnorr, wire::SigEncoding::opaque, 7, 9, stale, stale, stale,
+                                 stale};
+    j.buffer_id = 99;
+    j.results = stale;
+    j.next_row = 5;
+    j.running = 2;
+    j.tally.valid = 3;
+    j.status = Status::cancelled;
+    j.rows_rewritten = true;
+    return j;
+}
+
+shm::CheckedSubmission checked(const shm::SubmissionEntry& e, std::uint64_t arena = kArenaBytes) {
+    shm::CheckedSubmission c;
+    REQUIRE(shm::check_submission(e, arena, c) == Status::ok);
+    return c;
+}
+
+void require_fresh_state(const daemon::Job& j) {
+    CHECK(j.next_row == 0);
+    CHECK(j.running == 0);
+    CHECK(j.tally.valid == 0);
+    CHECK(j.tally.invalid == 0);
+    CHECK(j.status == Status::ok);
+    CHECK_FALSE(j.rows_rewritten);
+}
+
+}  // namespace
+
+TEST_CASE("fill_job: packed rows and their results in the arena", "[daemon][ring][job]") {
+    std::vector<std::uint8_t> arena(kArenaBytes);
+    shm::SubmissionEntry e = verify_entry(1000, 9000, 20);
+    e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::schnorr);
+    e.table = static_cast<std::uint8_t>(wire::Table::schnorr);
+    daemon::Job j = used_job();
+    daemon::fill_job(j, checked(e), daemon::SubmissionMemory{arena.data(), nullptr}, daemon::ConfirmRule::groups);
+    CHECK_FALSE(j.is_columns);
+    CHECK(j.rows.kind == wire::RecordKind::schnorr);
+    CHECK(j.rows.tail_size == 3);
+    CHECK(j.rows.count == 20);
+    CHECK(j.rows.data == arena.data() + 1000);
+    CHECK(j.columns.count == 0);
+    CHECK(j.columns.message == nullptr);
+    CHECK(j.results == arena.data() + 9000);
+    CHECK(j.mode == wire::Mode::results);
+    CHECK(j.table == static_cast<std::uint8_t>(wire::Table::schnorr));
+    CHECK(j.buffer_id == 0);
+    CHECK(j.confirm == daemon::ConfirmRule::groups);
+    require_fresh_state(j);
+
+    // Collect mode writes no results; the client's strict flag overrides the daemon's rule.
+    e.mode = static_cast<std::uint8_t>(wire::Mode::collect);
+    e.results_offset = 0;
+    e.flags = shm::kSubmitStrictConfirm;
+    daemon::fill_job(j, checked(e), daemon::SubmissionMemory{arena.data(), nullptr}, daemon::ConfirmRule::groups);
+    CHECK(j.mode == wire::Mode::collect);
+    CHECK(j.results == nullptr);
+    CHECK(j.confirm == daemon::ConfirmRule::strict);
+}
+
+TEST_CASE("fill_job: columns and the correlate in the arena", "[daemon][ring][job][columns]") {
+    std::vector<std::uint8_t> arena(kArenaBytes);
+    const std::uint64_t n = 30;
+    const Placed p = place(n, 33, 6);
+    for (wire::Mode mode : {wire::Mode::results, wire::Mode::collect}) {
+        INFO(wire::to_string(mode));
+        shm::SubmissionEntry e = column_entry(p.message, p.key, p.signature, p.correlate,
+                                              mode == wire::Mode::results ? p.results : 0, n, 6, mode);
+        e.encoding = static_cast<std::uint8_t>(wire::SigEncoding::compact);
+        e.table = static_cast<std::uint8_t>(wire::Table::multisig);
+        daemon::Job j = used_job();
+        daemon::fill_job(j, checked(e), daemon::SubmissionMemory{arena.data(), nullptr}, daemon::ConfirmRule::strict);
+        CHECK(j.is_columns);
+        // The scheduler chunks by rows.count; a column job has no row memory.
+        CHECK(j.rows.count == n);
+        CHECK(j.rows.data == nullptr);
+        CHECK(j.rows.tail_size == 0);
+        CHECK(j.rows.encoding == wire::SigEncoding::compact);
+        const wire::ColumnSpan& c = j.columns;
+        CHECK(c.check() == wire::ColumnError::none);
+        CHECK(c.kind == wire::RecordKind::ecdsa);
+        CHECK(c.encoding == wire::SigEncoding::compact);
+        CHECK(c.count == n);
+        CHECK(c.message == arena.data() + p.message);
+        CHECK(c.key == arena.data() + p.key);
+        CHECK(c.signature == arena.data() + p.signature);
+        CHECK(c.tail_size == 6);
+        CHECK(c.correlate == arena.data() + p.correlate);
+        CHECK(j.results == (mode == wire::Mode::results ? arena.data() + p.results : nullptr));
+        CHECK(j.confirm == daemon::ConfirmRule::strict);
+        require_fresh_state(j);
+    }
+}
+
+TEST_CASE("fill_job: registered columns are read from the buffer, verdicts go to the arena", "[daemon][ring][job][registered]") {
+    std::vector<std::uint8_t> arena(kArenaBytes);
+    std::vector<std::uint8_t> buffer(1 << 16);
+    const std::uint64_t n = 40;
+    shm::SubmissionEntry e{};
+    e.user_tag = 44;
+    e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_registered_columns);
+    e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::schnorr);
+    e.mode = static_cast<std::uint8_t>(wire::Mode::results);
+    e.table = shm::kTableUnspecified;
+    e.rows_offset = 128;  // the message column, in the buffer
+    e.results_offset = 4096;
+    e.row_count = n;
+    shm::set_registered_offsets(e, shm::RegisteredColumnOffsets{8192, 16384, 7});
+    shm::CheckedSubmission c;
+    REQUIRE(shm::check_submission(e, kArenaBytes, c) == Status::ok);
+    REQUIRE(shm::check_registered_columns(c, buffer.size()) == Status::ok);
+    daemon::Job j = used_job();
+    daemon::fill_job(j, c, daemon::SubmissionMemory{arena.data(), buffer.data()}, daemon::ConfirmRule::groups);
+    CHECK(j.is_columns);
+    CHECK(j.buffer_id == 7);
+    CHECK(j.rows.count == n);
+    CHECK(j.rows.data == nullptr);
+    CHECK(j.columns.kind == wire::RecordKind::schnorr);
+    CHECK(j.columns.count == n);
+    CHECK(j.columns.message == buffer.data() + 128);
+    CHECK(j.columns.key == buffer.data() + 8192);
+    CHECK(j.columns.signature == buffer.data() + 16384);
+    // A registered batch has no correlate: nothing of the buffer is ever written.
+    CHECK(j.columns.tail_size == 0);
+    CHECK(j.columns.correlate == nullptr);
+    CHECK(j.results == arena.data() + 4096);
+    require_fresh_state(j);
+}
