@@ -13,6 +13,8 @@
 
 namespace sigverify::test {
 
+// A verify entry (results mode): count ECDSA rows with the 3-byte tail at
+// rows_offset, their verdicts at results_offset.
 inline shm::SubmissionEntry verify_entry(std::uint64_t rows_offset, std::uint64_t results_offset, std::uint64_t count) {
     shm::SubmissionEntry e{};
     e.user_tag = 42;
@@ -30,22 +32,16 @@ inline shm::SubmissionEntry verify_entry(std::uint64_t rows_offset, std::uint64_
 // A verify_columns entry (ECDSA unless changed): message, key, signature and
 // correlate columns at the given offsets.
 inline shm::SubmissionEntry column_entry(std::uint64_t message, std::uint64_t key, std::uint64_t signature,
-                                  std::uint64_t correlate, std::uint64_t results, std::uint64_t count,
-                                  std::uint8_t tail_size = 6, wire::Mode mode = wire::Mode::results) {
-    shm::SubmissionEntry e{};
+                                         std::uint64_t correlate, std::uint64_t results, std::uint64_t count,
+                                         std::uint8_t tail_size = 6, wire::Mode mode = wire::Mode::results) {
+    shm::SubmissionEntry e = verify_entry(message, results, count);  // rows_offset: the message column
     e.user_tag = 43;
     e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_columns);
-    e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::ecdsa);
     e.key_size = tail_size;
     e.mode = static_cast<std::uint8_t>(mode);
-    e.table = shm::kTableUnspecified;
-    e.rows_offset = message;
-    e.results_offset = results;
-    e.row_count = count;
     shm::set_column_offsets(e, shm::ColumnOffsets{key, signature, correlate});
     return e;
 }
-
 
 // Column layout used by the live tests: n rows, each column 64-aligned after the previous one.
 struct Placed {

@@ -6,6 +6,7 @@
 // live answers to the same entries are in test_daemon_ring.cpp.
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -27,6 +28,17 @@ namespace {
 Status check(const shm::SubmissionEntry& e, std::uint64_t arena = 1 << 20) {
     shm::CheckedSubmission c;
     return shm::check_submission(e, arena, c);
+}
+
+// Each spoil, applied alone to a copy of good, makes an entry check_submission
+// refuses as bad_entry (an unknown or contradictory field).
+using Spoil = void (*)(shm::SubmissionEntry&);
+void require_bad_entries(const shm::SubmissionEntry& good, std::initializer_list<Spoil> spoils) {
+    for (Spoil spoil : spoils) {
+        shm::SubmissionEntry e = good;
+        spoil(e);
+        CHECK(check(e) == Status::bad_entry);
+    }
 }
 
 Status check_detail(const shm::SubmissionEntry& e, shm::ColumnDetail& detail, std::uint64_t arena = 1 << 20) {
@@ -101,30 +113,21 @@ TEST_CASE("hostile submission entries are rejected with overflow-safe checks", "
     CHECK(check(verify_entry(0, 100, 10)) == Status::bad_range);  // results overlap the rows
     CHECK(check(verify_entry(1320, 0, 10)) == Status::ok);        // adjacent, not overlapping
 
+    require_bad_entries(verify_entry(0, 2000, 1), {
+        [](shm::SubmissionEntry& e) { e.opcode = 0; },
+        [](shm::SubmissionEntry& e) { e.opcode = 77; },
+        [](shm::SubmissionEntry& e) { e.record_kind = 2; },
+        [](shm::SubmissionEntry& e) { e.encoding = 2; },
+        [](shm::SubmissionEntry& e) {
+            e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::schnorr);
+            e.encoding = 1;  // Schnorr has no encoding choice
+        },
+        [](shm::SubmissionEntry& e) { e.mode = 2; },
+        [](shm::SubmissionEntry& e) { e.table = 4; },
+        // A Schnorr table on an ECDSA record.
+        [](shm::SubmissionEntry& e) { e.table = static_cast<std::uint8_t>(wire::Table::threshold); },
+    });
     auto e = verify_entry(0, 2000, 1);
-    e.opcode = 0;
-    CHECK(check(e) == Status::bad_entry);
-    e.opcode = 77;
-    CHECK(check(e) == Status::bad_entry);
-    e = verify_entry(0, 2000, 1);
-    e.record_kind = 2;
-    CHECK(check(e) == Status::bad_entry);
-    e = verify_entry(0, 2000, 1);
-    e.encoding = 2;
-    CHECK(check(e) == Status::bad_entry);
-    e = verify_entry(0, 2000, 1);
-    e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::schnorr);
-    e.encoding = 1;  // Schnorr has no encoding choice
-    CHECK(check(e) == Status::bad_entry);
-    e = verify_entry(0, 2000, 1);
-    e.mode = 2;
-    CHECK(check(e) == Status::bad_entry);
-    e = verify_entry(0, 2000, 1);
-    e.table = 4;
-    CHECK(check(e) == Status::bad_entry);
-    e.table = static_cast<std::uint8_t>(wire::Table::threshold);  // Schnorr table on an ECDSA record
-    CHECK(check(e) == Status::bad_entry);
-    e = verify_entry(0, 2000, 1);
     e.flags = 2;  // not a known kSubmit* bit
     CHECK(check(e) == Status::bad_entry);
     e = verify_entry(0, 2000, 1);
@@ -294,12 +297,12 @@ TEST_CASE("hostile column entries are rejected with overflow-safe checks", "[dae
     CHECK(check_detail(e, d) == Status::bad_range);
 
     // Malformed fields.
-    e = good();
-    e.flags = 2;
-    CHECK(check(e) == Status::bad_entry);
-    e = good();
-    e.flags = 0x8000;
-    CHECK(check(e) == Status::bad_entry);
+    require_bad_entries(good(), {
+        [](shm::SubmissionEntry& e) { e.flags = 2; },
+        [](shm::SubmissionEntry& e) { e.flags = 0x8000; },
+        [](shm::SubmissionEntry& e) { e.mode = 2; },
+        [](shm::SubmissionEntry& e) { e.record_kind = 2; },
+    });
     e = column_entry(p.message, p.key, p.signature, p.correlate, p.results, n, 0);  // no correlate, offset given
     CHECK(check(e) == Status::bad_entry);
     shm::set_column_offsets(e, {p.key, p.signature, 0});
@@ -313,12 +316,6 @@ TEST_CASE("hostile column entries are rejected with overflow-safe checks", "[dae
     e.encoding = 0;
     CHECK(check(e) == Status::ok);
     e.table = static_cast<std::uint8_t>(wire::Table::multisig);  // an ECDSA table on Schnorr columns
-    CHECK(check(e) == Status::bad_entry);
-    e = good();
-    e.mode = 2;
-    CHECK(check(e) == Status::bad_entry);
-    e = good();
-    e.record_kind = 2;
     CHECK(check(e) == Status::bad_entry);
 }
 
@@ -434,15 +431,10 @@ TEST_CASE("fill_job: registered columns are read from the buffer, verdicts go to
     std::vector<std::uint8_t> arena(kArenaBytes);
     std::vector<std::uint8_t> buffer(1 << 16);
     const std::uint64_t n = 40;
-    shm::SubmissionEntry e{};
-    e.user_tag = 44;
+    shm::SubmissionEntry e = verify_entry(128, 4096, n);  // rows_offset: the message column, in the buffer
     e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_registered_columns);
     e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::schnorr);
-    e.mode = static_cast<std::uint8_t>(wire::Mode::results);
-    e.table = shm::kTableUnspecified;
-    e.rows_offset = 128;  // the message column, in the buffer
-    e.results_offset = 4096;
-    e.row_count = n;
+    e.key_size = 0;  // no correlate in a registered batch
     shm::set_registered_offsets(e, shm::RegisteredColumnOffsets{8192, 16384, 7});
     shm::CheckedSubmission c;
     REQUIRE(shm::check_submission(e, kArenaBytes, c) == Status::ok);
