@@ -35,6 +35,23 @@ using detail::kAlign;
 using detail::kMaxChunkRows;
 using detail::kPipelineDepth;
 
+namespace {
+
+// The local fallback's run of one piece, rows [begin, begin + count) of the
+// caller's batch: its verdicts go to results + begin, or to scratch when the
+// caller asked for counts only (results null); collect mode writes none.
+// run(out) verifies the piece, out indexing its row 0.
+template <typename Run>
+BatchResult run_piece_locally(wire::Mode mode, std::uint8_t* results, detail::CountsOnlyScratch& scratch,
+                              std::size_t begin, std::size_t count, Run&& run) {
+    if (mode == wire::Mode::collect) return run(nullptr);
+    std::uint8_t* out = results != nullptr ? results + begin : scratch.get(count);
+    if (out == nullptr) return BatchResult{Status::system_error, 0, 0, 0};
+    return run(out);
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------
 // Client::Impl: rows and columns
 // ---------------------------------------------------------------------------
@@ -78,12 +95,9 @@ BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::u
             else if (results != nullptr)
                 std::memcpy(results + begin, b.results, count);
         },
-        // Verifier::run indexes results from row 0 of the sub-span.
         [&](std::size_t begin, std::size_t count) {
-            if (mode == wire::Mode::collect) return local.run(sub_span(begin, count), mode, nullptr);
-            std::uint8_t* out = results != nullptr ? results + begin : scratch.get(count);
-            if (out == nullptr) return BatchResult{Status::system_error, 0, 0, 0};
-            return local.run(sub_span(begin, count), mode, out);
+            return run_piece_locally(mode, results, scratch, begin, count,
+                                     [&](std::uint8_t* out) { return local.run(sub_span(begin, count), mode, out); });
         },
         [&](Status st) { return is_daemon_failure(st) || st == Status::too_large; });
 }
@@ -146,12 +160,10 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
                 std::memcpy(results + begin, b.results, count);
             }
         },
-        // ColumnVerifier indexes results from row 0 of the sub-batch.
         [&](std::size_t begin, std::size_t count) {
-            if (mode == wire::Mode::collect) return local.run_columns(sub_batch(begin, count), mode, nullptr);
-            std::uint8_t* out = results != nullptr ? results + begin : scratch.get(count);
-            if (out == nullptr) return BatchResult{Status::system_error, 0, 0, 0};
-            return local.run_columns(sub_batch(begin, count), mode, out);
+            return run_piece_locally(mode, results, scratch, begin, count, [&](std::uint8_t* out) {
+                return local.run_columns(sub_batch(begin, count), mode, out);
+            });
         },
         // An old daemon (bad_entry) is covered by the fallback as an absent one is.
         [&](Status st) { return is_daemon_failure(st) || st == Status::too_large || st == Status::bad_entry; });
