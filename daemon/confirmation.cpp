@@ -23,7 +23,7 @@ void read_tail(const wire::RowSpan& rows, std::size_t i, GroupKey& key, std::uin
     key = make_key(wire::read_u24le(tail + 3), wire::read_u16le(tail + 1));
 }
 
-void read_correlate(const reference::ColumnBatch& columns, std::size_t i, GroupKey& key, std::uint8_t& mn) {
+void read_correlate(const wire::ColumnSpan& columns, std::size_t i, GroupKey& key, std::uint8_t& mn) {
     const reference::EcdsaCorrelate c = reference::read_ecdsa_correlate(columns.correlate_at(i));
     mn = c.pair;
     key = make_key(c.id, c.group);
@@ -56,14 +56,14 @@ bool ChunkGroups::stage_rows(const wire::RowSpan& rows, std::size_t begin, std::
     });
 }
 
-bool ChunkGroups::stage_columns(const reference::ColumnBatch& columns, std::size_t begin, std::size_t end) noexcept {
+bool ChunkGroups::stage_columns(const wire::ColumnSpan& columns, std::size_t begin, std::size_t end) noexcept {
     return stage_groups(*this, end - begin, [&](std::size_t i, GroupKey& k, std::uint8_t& m) {
         read_correlate(columns, begin + i, k, m);
     });
 }
 
 bool groups_rule_applies(std::uint8_t table, bool is_columns, const wire::RowSpan& rows,
-                         const reference::ColumnBatch& columns) {
+                         const wire::ColumnSpan& columns) {
     if (table != static_cast<std::uint8_t>(wire::Table::multisig)) return false;
     if (is_columns)
         return columns.kind == wire::RecordKind::ecdsa && columns.tail_size == reference::kEcdsaCorrelateSize &&
@@ -71,7 +71,7 @@ bool groups_rule_applies(std::uint8_t table, bool is_columns, const wire::RowSpa
     return rows.kind == wire::RecordKind::ecdsa && rows.tail_size == wire::canonical_tail_size(wire::Table::multisig);
 }
 
-GroupKey read_group_key(bool is_columns, const wire::RowSpan& rows, const reference::ColumnBatch& columns,
+GroupKey read_group_key(bool is_columns, const wire::RowSpan& rows, const wire::ColumnSpan& columns,
                         std::size_t i) {
     GroupKey key = kNoGroup;
     std::uint8_t mn = 0;

@@ -71,16 +71,16 @@ struct ChunkGroups {
     // Rows [begin, end) of canonical multisig rows (tail mn || group || block_fk).
     bool stage_rows(const wire::RowSpan& rows, std::size_t begin, std::size_t end) noexcept;
     // Rows [begin, end) of ECDSA columns with the libbitcoin correlate (id || pair || group).
-    bool stage_columns(const reference::ColumnBatch& columns, std::size_t begin, std::size_t end) noexcept;
+    bool stage_columns(const wire::ColumnSpan& columns, std::size_t begin, std::size_t end) noexcept;
 };
 
 // Whether a job's table can use the groups rule: a multisig-labelled table of
 // canonical rows, or ECDSA columns with the 6-byte libbitcoin correlate.
 bool groups_rule_applies(std::uint8_t table, bool is_columns, const wire::RowSpan& rows,
-                         const reference::ColumnBatch& columns);
+                         const wire::ColumnSpan& columns);
 
 // The group key of row i of a job, read from client memory (tail or correlate).
-GroupKey read_group_key(bool is_columns, const wire::RowSpan& rows, const reference::ColumnBatch& columns,
+GroupKey read_group_key(bool is_columns, const wire::RowSpan& rows, const wire::ColumnSpan& columns,
                         std::size_t i);
 
 // Marks need[i] = 1 for every INVALID row i (verdicts[i] != 1) whose group

@@ -32,7 +32,7 @@ struct Job {
     // Opcode::verify_columns: the checked columns, in the client's arena
     // (columns.count == rows.count).
     bool is_columns = false;
-    reference::ColumnBatch columns;
+    wire::ColumnSpan columns;
     // Opcode::verify_registered_columns: the registered files the columns
     // are read from with pread (is_columns is set too, columns has only its
     // kind, encoding and count, no pointers), held until the job finishes so

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
+// One client session: handshake, ring reader, control messages, completions.
+// Its shared segment is made in session_segment.cpp; what a checked entry
+// becomes is job_from_submission.hpp.
 #include "daemon/session.hpp"
 
 #include <poll.h>
 #include <sched.h>
-#include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,18 +15,16 @@
 #include <thread>
 
 #include <boost/interprocess/mapped_region.hpp>
-#include <boost/interprocess/shared_memory_object.hpp>
 #include <spdlog/spdlog.h>
 
 #include "daemon/info_reply.hpp"
+#include "daemon/job_from_submission.hpp"
 #include "daemon/mapping_guard.hpp"
 #include "daemon/scheduler.hpp"
 #include "daemon/submission_checks.hpp"
 #include "shm_protocol/doorbell.hpp"
 #include "shm_protocol/fd_passing.hpp"
 #include "shm_protocol/spin_wait.hpp"
-
-namespace bip = boost::interprocess;
 
 namespace sigverify::daemon {
 namespace {
@@ -107,87 +106,6 @@ void Session::refuse(shm::Status status, const std::string& text) {
     reply.epoch = ctx_.epoch;
     shm::copy_text(reply.error, text);
     send_reply(fd_, reply, -1);
-}
-
-bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out, bool& guard_full) {
-    shm::Layout layout;
-    if (!shm::compute_layout(ring_entries, ring_entries, arena_size, layout)) return false;
-    // Unguessable name, created exclusively (O_EXCL) with owner-only permissions
-    // that do not depend on the umask; unlinked right after creation.
-    std::uint8_t rnd[16];
-    if (getrandom(rnd, sizeof rnd, 0) != static_cast<ssize_t>(sizeof rnd)) return false;
-    static const char* hex = "0123456789abcdef";
-    std::string name = "/sigverifyd." + std::to_string(getpid()) + ".";
-    for (std::uint8_t b : rnd) {
-        name.push_back(hex[b >> 4]);
-        name.push_back(hex[b & 15]);
-    }
-    try {
-        bip::permissions perm;
-        perm.set_permissions(0600);
-        bip::shared_memory_object shm(bip::create_only, name.c_str(), bip::read_write, perm);
-        // Unlink at once: the descriptor is all either side needs, and a crash
-        // from here on cannot leave anything in /dev/shm.
-        bip::shared_memory_object::remove(name.c_str());
-        const int shm_fd = shm.get_mapping_handle().handle;
-        fchmod(shm_fd, 0600);
-        // Reserve the pages now (tmpfs): a later access can never SIGBUS for lack of space.
-        if (int rc = posix_fallocate(shm_fd, 0, static_cast<off_t>(layout.segment_size)); rc != 0) {
-            ctx_.log->warn("session {}: cannot reserve {} bytes of shared memory: {}", id_, layout.segment_size,
-                           std::strerror(rc));
-            return false;
-        }
-        shm.truncate(static_cast<bip::offset_t>(layout.segment_size));
-        region_ = std::make_unique<bip::mapped_region>(shm, bip::read_write, 0, layout.segment_size);
-        seg_fd_ = fcntl(shm_fd, F_DUPFD_CLOEXEC, 0);  // kept: truncated when the session is destroyed
-        if (seg_fd_ < 0) return false;
-    } catch (const std::exception& e) {
-        ctx_.log->warn("session {}: cannot create shared segment: {}", id_, e.what());
-        return false;
-    }
-    // The one to pass, duplicated after the creating handle closed: at most
-    // three descriptors per client (socket, kept, passed) at any time.
-    fd_out = fcntl(seg_fd_, F_DUPFD_CLOEXEC, 0);
-    if (fd_out < 0) return false;
-    void* const base = region_->get_address();
-    // Guarded before the daemon touches it, or not used at all: unguarded, a
-    // client's ftruncate would kill the daemon at its next access.
-    guard_slot_ = guard::register_segment(base, layout.segment_size);
-    if (guard_slot_ < 0) {
-        guard_full = true;  // counted by the guard (guard::usage().refusals, the stats' guard_refusals)
-        if (ctx_.log_limit.allow(*ctx_.log, "refused: SIGBUS guard full"))
-            ctx_.log->warn("refused client {} ({}): no free segment slot in the SIGBUS guard table", id_, peer_);
-        return false;
-    }
-    seg_ = shm::view_segment(base, layout.segment_size, layout);  // header set: the segment is ours to serve
-
-    shm::SegmentHeader& h = *seg_.header;
-    h.magic = shm::kSegmentMagic;
-    h.abi_major = shm::kAbiMajor;
-    h.abi_minor = shm::kAbiMinor;
-    h.header_size = static_cast<std::uint32_t>(shm::kHeaderSize);
-    h.daemon_pid = static_cast<std::uint32_t>(getpid());
-    h.segment_size = layout.segment_size;
-    h.epoch = ctx_.epoch;
-    h.session_id = id_;
-    h.start_time_ns = ctx_.start_time_ns;
-    h.sq_entries = layout.sq_entries;
-    h.cq_entries = layout.cq_entries;
-    h.sqe_size = sizeof(shm::SubmissionEntry);
-    h.cqe_size = sizeof(shm::CompletionEntry);
-    h.sq_entries_offset = layout.sq_entries_offset;
-    h.cq_entries_offset = layout.cq_entries_offset;
-    h.arena_offset = layout.arena_offset;
-    h.arena_size = layout.arena_size;
-    h.sq_mask = layout.sq_entries - 1;
-    h.cq_mask = layout.cq_entries - 1;
-    // The state word is published last, with release.
-    shm::word(h.state).store(static_cast<std::uint32_t>(shm::SegmentState::ready), std::memory_order_release);
-
-    queue_ = ctx_.scheduler->make_queue(*this, seg_.cq_entries);
-    free_jobs_.reserve(seg_.cq_entries);
-    for (std::uint32_t i = seg_.cq_entries; i-- > 0;) free_jobs_.push_back(i);
-    return true;
 }
 
 bool Session::handshake() {
@@ -574,45 +492,9 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
     }
     Job& j = queue_->job(index);
     j.user_tag = e.user_tag;
-    j.rows.kind = c.kind;
-    j.rows.encoding = c.encoding;
-    j.rows.count = static_cast<std::size_t>(c.row_count);
-    j.is_columns = c.opcode != shm::Opcode::verify;  // verify_columns or a registered form
-    if (j.is_columns) {
-        // Every column was checked inside its memory: a registered buffer's
-        // by check_registered_columns (which admits no correlate column; the
-        // scheduler reads those with pread), the arena's by check_submission.
-        // The scheduler stages column batches: it copies each row out before
-        // verifying it and never writes a buffer.
-        const bool correlated = !registered.active() && c.tail_size != 0;
-        j.rows.tail_size = 0;
-        j.rows.data = nullptr;
-        j.columns = reference::ColumnBatch{};
-        j.columns.kind = c.kind;
-        j.columns.encoding = c.encoding;
-        j.columns.count = static_cast<std::size_t>(c.row_count);
-        if (!registered.active()) {
-            j.columns.tail_size = correlated ? c.tail_size : 0;
-            j.columns.message = seg_.arena + c.rows_offset;
-            j.columns.key = seg_.arena + c.key_offset;
-            j.columns.signature = seg_.arena + c.signature_offset;
-            j.columns.correlate = correlated ? seg_.arena + c.correlate_offset : nullptr;  // written by collect
-        }
-        j.registered = std::move(registered);
-    } else {
-        j.rows.tail_size = c.tail_size;
-        j.rows.data = seg_.arena + c.rows_offset;
-    }
-    j.mode = c.mode;
-    j.table = c.table;
-    j.confirm = c.strict_confirm ? ConfirmRule::strict : ctx_.config.confirm;
-    j.results = c.mode == wire::Mode::results ? seg_.arena + c.results_offset : nullptr;
-    j.next_row = 0;
-    j.running = 0;
-    j.tally = {};
-    j.status = shm::Status::ok;
+    fill_job(j, c, SubmissionMemory{seg_.arena, registered.active()}, ctx_.config.confirm);
+    j.registered = std::move(registered);  // held until the job finishes: no unregister closes a file under a chunk
     j.stage_rows = stage_rows_.load(std::memory_order_relaxed);
-    j.rows_rewritten = false;
     if (j.results != nullptr) std::memset(j.results, 0, c.row_count);  // fail closed
     ++batches_;
     rows_ += c.row_count;

@@ -32,7 +32,7 @@ inline wire::RowSpan stage_rows(const wire::RowSpan& rows, std::size_t begin, st
 
 // The same for rows [begin, end) of a column batch (each record assembled
 // from its message, key and signature entries).
-inline wire::RowSpan stage_columns(const reference::ColumnBatch& columns, std::size_t begin, std::size_t end,
+inline wire::RowSpan stage_columns(const wire::ColumnSpan& columns, std::size_t begin, std::size_t end,
                                    std::uint8_t* out) {
     const std::size_t record = wire::record_size(columns.kind);
     for (std::size_t i = begin; i < end; ++i) reference::assemble_record(columns, i, out + (i - begin) * record);
@@ -61,7 +61,7 @@ inline bool stage_registered_columns(const RegisteredColumnSource& src, wire::Re
     }
     for (std::size_t a = begin; a < end;) {
         const std::size_t n = std::min(end - a, kRegisteredPieceRows);
-        reference::ColumnBatch piece;
+        wire::ColumnSpan piece;
         piece.kind = kind;
         piece.encoding = encoding;
         piece.count = n;
@@ -84,7 +84,7 @@ inline bool stage_registered_columns(const RegisteredColumnSource& src, wire::Re
 }
 
 // The record of row i of a job (packed rows or columns) to out.
-inline void stage_record(bool is_columns, const wire::RowSpan& rows, const reference::ColumnBatch& columns,
+inline void stage_record(bool is_columns, const wire::RowSpan& rows, const wire::ColumnSpan& columns,
                          std::size_t i, std::uint8_t* out) {
     if (is_columns) reference::assemble_record(columns, i, out);
     else std::memcpy(out, rows.row(i), wire::record_size(rows.kind));

@@ -12,42 +12,11 @@
 
 namespace sigverify::reference {
 
-std::string_view to_string(ColumnError e) {
-    switch (e) {
-    case ColumnError::none: return "ok";
-    case ColumnError::bad_kind: return "record kind is neither ecdsa nor schnorr";
-    case ColumnError::bad_encoding: return "ECDSA signature encoding is neither opaque nor compact";
-    case ColumnError::bad_tail_size: return "tail_size must be 0..255";
-    case ColumnError::null_column: return "a column is null";
-    case ColumnError::too_many_rows: return "row count overflows the column sizes";
-    case ColumnError::message_size: return "message column size is not a multiple of 32";
-    case ColumnError::key_size: return "key column size does not match the row count";
-    case ColumnError::signature_size: return "signature column size does not match the row count";
-    case ColumnError::correlate_size: return "correlate column size does not match the row count";
-    }
-    return "unknown column error";
-}
-
-ColumnError ColumnBatch::check() const {
-    if (kind != RecordKind::ecdsa && kind != RecordKind::schnorr) return ColumnError::bad_kind;
-    if (kind == RecordKind::ecdsa && encoding != SigEncoding::opaque && encoding != SigEncoding::compact)
-        return ColumnError::bad_encoding;
-    if (tail_size > wire::kMaxTailSize) return ColumnError::bad_tail_size;
-    if (count == 0) return ColumnError::none;
-    if (message == nullptr || key == nullptr || signature == nullptr) return ColumnError::null_column;
-    if (tail_size != 0 && correlate == nullptr) return ColumnError::null_column;
-    // The widest column bounds them all; the assembled row (<= 129 + 255
-    // bytes) is bounded too, for conversions to rows.
-    const std::size_t widest = wire::stride(kind, tail_size);
-    if (count > SIZE_MAX / widest) return ColumnError::too_many_rows;
-    return ColumnError::none;
-}
-
 ColumnError bind_columns(RecordKind kind, SigEncoding encoding, std::size_t tail_size,
                          std::span<const std::uint8_t> message, std::span<const std::uint8_t> key,
                          std::span<const std::uint8_t> signature, std::span<std::uint8_t> correlate,
-                         ColumnBatch& out) {
-    ColumnBatch b;
+                         ColumnSpan& out) {
+    ColumnSpan b;
     b.kind = kind;
     b.encoding = encoding;
     b.tail_size = tail_size;
@@ -75,20 +44,20 @@ ColumnError bind_columns(RecordKind kind, SigEncoding encoding, std::size_t tail
     return ColumnError::none;
 }
 
-void assemble_record(const ColumnBatch& c, std::size_t i, std::uint8_t* record) {
+void assemble_record(const ColumnSpan& c, std::size_t i, std::uint8_t* record) {
     const std::size_t kw = wire::column_key_width(c.kind);
     std::memcpy(record, c.message_at(i), wire::kColumnMessageWidth);
     std::memcpy(record + wire::kColumnMessageWidth, c.key_at(i), kw);
     std::memcpy(record + wire::kColumnMessageWidth + kw, c.signature_at(i), wire::kColumnSignatureWidth);
 }
 
-bool verify_column_row(const RowVerifier& verifier, const ColumnBatch& c, std::size_t i) {
+bool verify_column_row(const RowVerifier& verifier, const ColumnSpan& c, std::size_t i) {
     std::uint8_t record[wire::kEcdsaRecordSize];
     assemble_record(c, i, record);
     return c.kind == RecordKind::ecdsa ? verifier.verify_ecdsa(record, c.encoding) : verifier.verify_schnorr(record);
 }
 
-Tally run_columns(const RowVerifier& verifier, const ColumnBatch& c, std::size_t begin, std::size_t end,
+Tally run_columns(const RowVerifier& verifier, const ColumnSpan& c, std::size_t begin, std::size_t end,
                   Mode mode, std::uint8_t* results) {
     return verify_and_publish([&](std::size_t i) { return verify_column_row(verifier, c, i); },
                               wire::correlate_tails(c.correlate, c.tail_size), begin, std::min(end, c.count), mode,
@@ -104,13 +73,13 @@ ColumnVerifier::~ColumnVerifier() = default;
 
 unsigned ColumnVerifier::threads() const { return pool_->size(); }
 
-Tally ColumnVerifier::verify(const ColumnBatch& columns, std::uint8_t* results) {
+Tally ColumnVerifier::verify(const ColumnSpan& columns, std::uint8_t* results) {
     return run(columns, Mode::results, results);
 }
 
-Tally ColumnVerifier::collect(const ColumnBatch& columns) { return run(columns, Mode::collect, nullptr); }
+Tally ColumnVerifier::collect(const ColumnSpan& columns) { return run(columns, Mode::collect, nullptr); }
 
-Tally ColumnVerifier::run(const ColumnBatch& c, Mode mode, std::uint8_t* results) {
+Tally ColumnVerifier::run(const ColumnSpan& c, Mode mode, std::uint8_t* results) {
     if (const ColumnError e = c.check(); e != ColumnError::none)
         throw std::invalid_argument("reference::ColumnVerifier: " + std::string(to_string(e)));
     if (mode != Mode::results && mode != Mode::collect)
@@ -145,17 +114,9 @@ std::optional<CorrelateLayout> parse_correlate_layout(std::string_view s) {
     return std::nullopt;
 }
 
-ColumnBatch ColumnTable::view() {
-    ColumnBatch b;
-    b.kind = kind;
-    b.encoding = encoding;
-    b.count = count;
-    b.tail_size = tail_size;
-    b.message = message.data();
-    b.key = key.data();
-    b.signature = signature.data();
-    b.correlate = tail_size ? correlate.data() : nullptr;
-    return b;
+ColumnSpan ColumnTable::view() {
+    return ColumnSpan{kind,          encoding,         count,           tail_size,
+                      message.data(), key.data(), signature.data(), tail_size != 0 ? correlate.data() : nullptr};
 }
 
 namespace {
@@ -229,7 +190,7 @@ ColumnTable rows_to_columns(const RowSpan& rows, CorrelateLayout layout, std::op
     return t;
 }
 
-std::vector<std::uint8_t> columns_to_rows(const ColumnBatch& c, CorrelateLayout layout,
+std::vector<std::uint8_t> columns_to_rows(const ColumnSpan& c, CorrelateLayout layout,
                                           std::optional<wire::Table> table) {
     if (const ColumnError e = c.check(); e != ColumnError::none)
         throw std::invalid_argument("columns_to_rows: " + std::string(to_string(e)));

@@ -74,42 +74,11 @@ inline void write_ecdsa_correlate(std::uint8_t* p, const EcdsaCorrelate& c) {
     wire::write_u16le(p + 4, c.group);
 }
 
-// Why a column batch was rejected.
-enum class ColumnError : std::uint8_t {
-    none = 0,
-    bad_kind,        // record kind is neither ecdsa nor schnorr
-    bad_encoding,    // ECDSA encoding is neither opaque nor compact
-    bad_tail_size,   // tail_size > 255
-    null_column,     // a column needed for count > 0 rows is null
-    too_many_rows,   // count * width overflows size_t
-    message_size,    // message column bytes not a multiple of 32
-    key_size,        // key column bytes != count * key width
-    signature_size,  // signature column bytes != count * 64
-    correlate_size,  // correlate column bytes != count * tail_size
-};
-std::string_view to_string(ColumnError e);
-
-// A view of column arrays in caller memory. Does not own the bytes.
-struct ColumnBatch {
-    RecordKind kind = RecordKind::ecdsa;
-    SigEncoding encoding = SigEncoding::opaque;  // ignored for Schnorr
-    std::size_t count = 0;
-    std::size_t tail_size = 0;  // correlate bytes per row; 0 = no correlate column
-    const std::uint8_t* message = nullptr;
-    const std::uint8_t* key = nullptr;
-    const std::uint8_t* signature = nullptr;
-    std::uint8_t* correlate = nullptr;
-
-    // Checks the fields against each other (kind, encoding, tail_size, null
-    // columns, and that count * width fits size_t for every column).
-    ColumnError check() const;
-
-    std::size_t key_bytes_per_row() const { return wire::column_key_width(kind); }
-    const std::uint8_t* message_at(std::size_t i) const { return message + i * wire::kColumnMessageWidth; }
-    const std::uint8_t* key_at(std::size_t i) const { return key + i * wire::column_key_width(kind); }
-    const std::uint8_t* signature_at(std::size_t i) const { return signature + i * wire::kColumnSignatureWidth; }
-    std::uint8_t* correlate_at(std::size_t i) const { return correlate + i * tail_size; }
-};
+// The column view is wire::ColumnSpan (shm_protocol/wire_format.hpp): one
+// type for client, daemon and reference; ColumnSpan::check() tells what is
+// wrong with one (ColumnError).
+using wire::ColumnError;
+using wire::ColumnSpan;
 
 // Binds columns given as sized buffers: count = message.size() / 32, and every
 // other column must hold exactly count entries (correlate: count * tail_size
@@ -118,18 +87,18 @@ struct ColumnBatch {
 ColumnError bind_columns(RecordKind kind, SigEncoding encoding, std::size_t tail_size,
                          std::span<const std::uint8_t> message, std::span<const std::uint8_t> key,
                          std::span<const std::uint8_t> signature, std::span<std::uint8_t> correlate,
-                         ColumnBatch& out);
+                         ColumnSpan& out);
 
 // Copies row i of the columns into an assembled record (129 or 128 bytes).
-void assemble_record(const ColumnBatch& columns, std::size_t i, std::uint8_t* record);
+void assemble_record(const ColumnSpan& columns, std::size_t i, std::uint8_t* record);
 
 // Verdict of row i (single row; no mode, no writes).
-bool verify_column_row(const RowVerifier& verifier, const ColumnBatch& columns, std::size_t i);
+bool verify_column_row(const RowVerifier& verifier, const ColumnSpan& columns, std::size_t i);
 
 // Verifies rows [begin, end) on the calling thread.
 //   results: results[i] = verdict for i in [begin, end) (results indexes the batch);
 //   collect: zeroes the correlate entry of each valid row; results is ignored.
-Tally run_columns(const RowVerifier& verifier, const ColumnBatch& columns, std::size_t begin,
+Tally run_columns(const RowVerifier& verifier, const ColumnSpan& columns, std::size_t begin,
                   std::size_t end, Mode mode, std::uint8_t* results);
 
 // A batch verifier for columns over a fixed pool of threads, each with its
@@ -145,13 +114,13 @@ public:
     unsigned threads() const;
 
     // Results mode: results must hold columns.count bytes; zeroed first.
-    Tally verify(const ColumnBatch& columns, std::uint8_t* results);
+    Tally verify(const ColumnSpan& columns, std::uint8_t* results);
     // Collect mode: zeroes the correlate entry of every valid row.
-    Tally collect(const ColumnBatch& columns);
+    Tally collect(const ColumnSpan& columns);
     // Either mode; results may be null in collect mode.
     // Throws std::invalid_argument when columns.check() fails or results mode
     // lacks a buffer (nothing is written then).
-    Tally run(const ColumnBatch& columns, Mode mode, std::uint8_t* results);
+    Tally run(const ColumnSpan& columns, Mode mode, std::uint8_t* results);
 
 private:
     std::unique_ptr<WorkerPool> pool_;
@@ -183,7 +152,7 @@ struct ColumnTable {
     std::size_t tail_size = 0;
     std::vector<std::uint8_t> message, key, signature, correlate;
 
-    ColumnBatch view();
+    ColumnSpan view();
 };
 
 // Splits rows into columns. layout libbitcoin needs the table whose canonical
@@ -199,7 +168,7 @@ ColumnTable rows_to_columns(const RowSpan& rows, CorrelateLayout layout,
 // correlate (tail_size = canonical_tail_size(table)); threshold cannot be
 // rebuilt (its correlate lacks mn and group) and is rejected, as is a table
 // of the other record kind. Throws std::invalid_argument on bad columns.
-std::vector<std::uint8_t> columns_to_rows(const ColumnBatch& columns, CorrelateLayout layout,
+std::vector<std::uint8_t> columns_to_rows(const ColumnSpan& columns, CorrelateLayout layout,
                                           std::optional<wire::Table> table = std::nullopt);
 
 }  // namespace sigverify::reference

@@ -29,7 +29,7 @@ std::vector<GroupRow> group_rows_from_rows(const RowSpan& rows, GroupKind kind) 
     return out;
 }
 
-std::vector<GroupRow> group_rows_from_correlate(const ColumnBatch& c) {
+std::vector<GroupRow> group_rows_from_correlate(const ColumnSpan& c) {
     if (const ColumnError e = c.check(); e != ColumnError::none)
         throw std::invalid_argument("group_rows_from_correlate: " + std::string(to_string(e)));
     if (c.kind != RecordKind::ecdsa || c.tail_size != kEcdsaCorrelateSize)

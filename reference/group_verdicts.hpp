@@ -77,7 +77,7 @@ struct GroupRow {
 std::vector<GroupRow> group_rows_from_rows(const RowSpan& rows, GroupKind kind);
 // From an ECDSA libbitcoin correlate column (id || pair || group): multisig only.
 // Throws std::invalid_argument when the batch is not ECDSA with tail_size 6.
-std::vector<GroupRow> group_rows_from_correlate(const ColumnBatch& columns);
+std::vector<GroupRow> group_rows_from_correlate(const ColumnSpan& columns);
 
 // Why a group failed, beyond "not enough verified rows". Bit flags.
 enum GroupFlag : std::uint8_t {

@@ -241,4 +241,102 @@ struct RowSpan {
     constexpr std::size_t size_bytes() const { return count * row_stride(); }
 };
 
+// Why a column view was rejected (ColumnSpan::check).
+enum class ColumnError : std::uint8_t {
+    none = 0,
+    bad_kind,        // record kind is neither ecdsa nor schnorr
+    bad_encoding,    // ECDSA encoding is neither opaque nor compact
+    bad_tail_size,   // tail_size > 255
+    null_column,     // a column needed for count > 0 rows is null
+    too_many_rows,   // count * width overflows size_t
+    message_size,    // message column bytes not a multiple of 32
+    key_size,        // key column bytes != count * key width
+    signature_size,  // signature column bytes != count * 64
+    correlate_size,  // correlate column bytes != count * tail_size
+};
+
+constexpr std::string_view to_string(ColumnError e) {
+    switch (e) {
+    case ColumnError::none: return "ok";
+    case ColumnError::bad_kind: return "record kind is neither ecdsa nor schnorr";
+    case ColumnError::bad_encoding: return "ECDSA signature encoding is neither opaque nor compact";
+    case ColumnError::bad_tail_size: return "tail_size must be 0..255";
+    case ColumnError::null_column: return "a column is null";
+    case ColumnError::too_many_rows: return "row count overflows the column sizes";
+    case ColumnError::message_size: return "message column size is not a multiple of 32";
+    case ColumnError::key_size: return "key column size does not match the row count";
+    case ColumnError::signature_size: return "signature column size does not match the row count";
+    case ColumnError::correlate_size: return "correlate column size does not match the row count";
+    }
+    return "unknown column error";
+}
+
 }  // namespace sigverify::wire
+
+namespace sigverify {
+
+// A view of column tables in caller memory (libbitcoin's layout since
+// mid-2026): message[count][32], key[count][33] (ECDSA, compressed SEC1) or
+// [count][32] (Schnorr, x-only), signature[count][64] (ECDSA opaque or
+// compact; Schnorr BIP-340) and an optional correlate[count][tail_size]
+// (0..255 bytes per row; null when tail_size is 0) that verification never
+// interprets. Row i is verified as message[i] || key[i] || signature[i]: the
+// same verdicts as the row path on the same data. Does not own the bytes.
+//
+// The one column view of client, daemon and reference, called
+// wire::ColumnSpan beside wire::RowSpan. Its own name is sigverify::Columns
+// because libsigverify's public calls have taken it under that name since
+// 0.1 (client.hpp): the name is part of their mangled symbols, so it stays.
+// Invariant when check() gives none: every column holds count entries of its
+// width, and count * stride(kind, tail_size) fits size_t.
+struct Columns {
+    wire::RecordKind kind = wire::RecordKind::ecdsa;
+    wire::SigEncoding encoding = wire::SigEncoding::opaque;  // ignored for Schnorr
+    std::size_t count = 0;
+    std::size_t tail_size = 0;  // correlate bytes per row; 0 = no correlate column
+    const std::uint8_t* message = nullptr;
+    const std::uint8_t* key = nullptr;
+    const std::uint8_t* signature = nullptr;
+    std::uint8_t* correlate = nullptr;
+
+    // Checks the fields against each other: kind, encoding, tail_size, no
+    // null column for count > 0 rows, and count * width fits size_t for every
+    // column (the widest, an assembled row, bounds them all).
+    constexpr wire::ColumnError check() const {
+        if (kind != wire::RecordKind::ecdsa && kind != wire::RecordKind::schnorr) return wire::ColumnError::bad_kind;
+        if (kind == wire::RecordKind::ecdsa && encoding != wire::SigEncoding::opaque &&
+            encoding != wire::SigEncoding::compact)
+            return wire::ColumnError::bad_encoding;
+        if (tail_size > wire::kMaxTailSize) return wire::ColumnError::bad_tail_size;
+        if (count == 0) return wire::ColumnError::none;
+        if (message == nullptr || key == nullptr || signature == nullptr) return wire::ColumnError::null_column;
+        if (tail_size != 0 && correlate == nullptr) return wire::ColumnError::null_column;
+        if (count > SIZE_MAX / wire::stride(kind, tail_size)) return wire::ColumnError::too_many_rows;
+        return wire::ColumnError::none;
+    }
+
+    constexpr std::size_t key_width() const { return wire::column_key_width(kind); }
+    const std::uint8_t* message_at(std::size_t i) const { return message + i * wire::kColumnMessageWidth; }
+    const std::uint8_t* key_at(std::size_t i) const { return key + i * key_width(); }
+    const std::uint8_t* signature_at(std::size_t i) const { return signature + i * wire::kColumnSignatureWidth; }
+    std::uint8_t* correlate_at(std::size_t i) const { return correlate + i * tail_size; }
+
+    // Rows [begin, begin + n) as a view of their own (row 0 = row begin);
+    // begin + n <= count.
+    Columns subspan(std::size_t begin, std::size_t n) const {
+        Columns s = *this;
+        s.count = n;
+        if (n == 0) return s;
+        s.message = message_at(begin);
+        s.key = key_at(begin);
+        s.signature = signature_at(begin);
+        s.correlate = tail_size != 0 ? correlate_at(begin) : nullptr;
+        return s;
+    }
+};
+
+namespace wire {
+using ColumnSpan = ::sigverify::Columns;
+}  // namespace wire
+
+}  // namespace sigverify

@@ -56,3 +56,44 @@ TEST_CASE("row span bounds", "[wire]") {
     s.data = nullptr;
     CHECK_FALSE(s.valid());
 }
+
+TEST_CASE("column span: the one column view, checked and cut into pieces", "[wire][columns]") {
+    std::uint8_t message[4 * 32], key[4 * 33], signature[4 * 64], correlate[4 * 6];
+    const ColumnSpan all{RecordKind::ecdsa, SigEncoding::compact, 4, 6, message, key, signature, correlate};
+    REQUIRE(all.check() == ColumnError::none);
+    CHECK(all.key_width() == 33);
+    const ColumnSpan piece = all.subspan(1, 2);
+    CHECK(piece.count == 2);
+    CHECK(piece.kind == RecordKind::ecdsa);
+    CHECK(piece.encoding == SigEncoding::compact);
+    CHECK(piece.tail_size == 6);
+    CHECK(piece.message == message + 32);
+    CHECK(piece.key == key + 33);
+    CHECK(piece.signature == signature + 64);
+    CHECK(piece.correlate == correlate + 6);
+    CHECK(piece.key_at(1) == key + 2 * 33);
+    CHECK(piece.correlate_at(1) == correlate + 2 * 6);
+    // Schnorr keys are 32 bytes; no correlate column stays none.
+    const ColumnSpan schnorr{RecordKind::schnorr, SigEncoding::opaque, 4, 0, message, key, signature, nullptr};
+    CHECK(schnorr.subspan(3, 1).key == key + 3 * 32);
+    CHECK(schnorr.subspan(3, 1).correlate == nullptr);
+
+    ColumnSpan bad = all;
+    bad.kind = RecordKind(2);
+    CHECK(bad.check() == ColumnError::bad_kind);
+    bad = all;
+    bad.encoding = SigEncoding(2);
+    CHECK(bad.check() == ColumnError::bad_encoding);
+    bad = all;
+    bad.tail_size = 256;
+    CHECK(bad.check() == ColumnError::bad_tail_size);
+    bad = all;
+    bad.correlate = nullptr;
+    CHECK(bad.check() == ColumnError::null_column);
+    bad.count = 0;  // no rows: nothing is read, so no column is needed
+    CHECK(bad.check() == ColumnError::none);
+    bad = all;
+    bad.count = SIZE_MAX / 100;  // count * (129 + 6) overflows
+    CHECK(bad.check() == ColumnError::too_many_rows);
+    CHECK(to_string(ColumnError::null_column) == "a column is null");
+}

@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using reference::ColumnBatch;
+using wire::ColumnSpan;
 using reference::ColumnError;
 using reference::CorrelateLayout;
 
@@ -102,10 +102,10 @@ ColumnDir load_column_dir(const std::string& dir) {
     t.key = read_whole(base / "key");
     t.signature = read_whole(base / "signature");
     if (tail_size) t.correlate = read_whole(base / "correlate");
-    ColumnBatch batch;
+    ColumnSpan batch;
     const ColumnError e = reference::bind_columns(t.kind, t.encoding, t.tail_size, t.message, t.key, t.signature,
                                                   t.correlate, batch);
-    if (e != ColumnError::none) throw InputError(dir + ": " + std::string(reference::to_string(e)));
+    if (e != ColumnError::none) throw InputError(dir + ": " + std::string(wire::to_string(e)));
     if (batch.count != count)
         throw InputError(dir + ": the manifest names " + std::to_string(count) + " rows, the columns hold " +
                          std::to_string(batch.count));
@@ -288,7 +288,7 @@ int run_groups(const GroupsArgs& a) {
             return int(ExitCode::usage);
         }
         ColumnDir dir = load_column_dir(a.columns);
-        const ColumnBatch batch = dir.table.view();
+        const ColumnSpan batch = dir.table.view();
         if ((dir.correlate == CorrelateLayout::libbitcoin && batch.kind == wire::RecordKind::schnorr) ||
             (dir.row_table && (*dir.row_table == wire::Table::ecdsa || *dir.row_table == wire::Table::schnorr) &&
              (dir.correlate == CorrelateLayout::libbitcoin ||

@@ -179,7 +179,7 @@ void write_columns_out(const VerifyArgs& a, const ColumnDir& dir, const std::vec
 }
 
 int verify_columns_local(const VerifyArgs& a, ColumnDir& dir) {
-    const reference::ColumnBatch batch = dir.table.view();
+    const wire::ColumnSpan batch = dir.table.view();
     std::vector<std::uint8_t> results(a.collect ? 0 : batch.count);
     reference::ColumnVerifier verifier(a.threads);
     const auto start = std::chrono::steady_clock::now();
@@ -195,15 +195,7 @@ int verify_columns_daemon(const VerifyArgs& a, ColumnDir& dir) {
     auto c = connect_daemon(a.runtime_dir, "sigverify-cli", "verify", &failure);
     if (!c) return report_unreachable(a, failure);
     auto& t = dir.table;
-    Columns cols;
-    cols.kind = t.kind;
-    cols.encoding = t.encoding;
-    cols.count = t.count;
-    cols.tail_size = t.tail_size;
-    cols.message = t.message.data();
-    cols.key = t.key.data();
-    cols.signature = t.signature.data();
-    cols.correlate = t.tail_size != 0 ? t.correlate.data() : nullptr;
+    const wire::ColumnSpan cols = t.view();
     std::vector<std::uint8_t> results(a.collect ? 0 : t.count);
     const std::uint8_t label = dir.row_table ? static_cast<std::uint8_t>(*dir.row_table) : shm::kTableUnspecified;
     const auto start = std::chrono::steady_clock::now();

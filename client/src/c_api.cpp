@@ -98,15 +98,8 @@ BatchResult run_rows(sigverify_client* c, RecordKind kind, const uint8_t* rows, 
 BatchResult run_columns(sigverify_client* c, RecordKind kind, const uint8_t* message, const uint8_t* key,
                         const uint8_t* signature, uint8_t* correlate, size_t n, size_t tail_size, int encoding,
                         Mode mode, uint8_t* results) {
-    sigverify::Columns cols;
-    cols.kind = kind;
-    cols.encoding = static_cast<SigEncoding>(encoding);
-    cols.count = n;
-    cols.tail_size = tail_size;
-    cols.message = message;
-    cols.key = key;
-    cols.signature = signature;
-    cols.correlate = correlate;
+    const sigverify::wire::ColumnSpan cols{kind,    static_cast<SigEncoding>(encoding), n, tail_size, message, key,
+                                           signature, correlate};
     return c->client->run_columns(cols, mode, results, sigverify::shm::kTableUnspecified, t_stop);
 }
 

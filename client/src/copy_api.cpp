@@ -35,6 +35,23 @@ using detail::kAlign;
 using detail::kMaxChunkRows;
 using detail::kPipelineDepth;
 
+namespace {
+
+// The local fallback's run of one piece, rows [begin, begin + count) of the
+// caller's batch: its verdicts go to results + begin, or to scratch when the
+// caller asked for counts only (results null); collect mode writes none.
+// run(out) verifies the piece, out indexing its row 0.
+template <typename Run>
+BatchResult run_piece_locally(wire::Mode mode, std::uint8_t* results, detail::CountsOnlyScratch& scratch,
+                              std::size_t begin, std::size_t count, Run&& run) {
+    if (mode == wire::Mode::collect) return run(nullptr);
+    std::uint8_t* out = results != nullptr ? results + begin : scratch.get(count);
+    if (out == nullptr) return BatchResult{Status::system_error, 0, 0, 0};
+    return run(out);
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------
 // Client::Impl: rows and columns
 // ---------------------------------------------------------------------------
@@ -78,12 +95,9 @@ BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::u
             else if (results != nullptr)
                 std::memcpy(results + begin, b.results, count);
         },
-        // Verifier::run indexes results from row 0 of the sub-span.
         [&](std::size_t begin, std::size_t count) {
-            if (mode == wire::Mode::collect) return local.run(sub_span(begin, count), mode, nullptr);
-            std::uint8_t* out = results != nullptr ? results + begin : scratch.get(count);
-            if (out == nullptr) return BatchResult{Status::system_error, 0, 0, 0};
-            return local.run(sub_span(begin, count), mode, out);
+            return run_piece_locally(mode, results, scratch, begin, count,
+                                     [&](std::uint8_t* out) { return local.run(sub_span(begin, count), mode, out); });
         },
         [&](Status st) { return is_daemon_failure(st) || st == Status::too_large; });
 }
@@ -94,13 +108,15 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
                                       std::uint8_t table, const detail::CancelCheck& stop) {
     BatchResult total;
     const std::size_t n = cols.count;
-    const std::size_t tail = mode == wire::Mode::collect ? cols.tail_size : 0;
-    const bool bad_enums = static_cast<std::uint8_t>(cols.kind) > 1 || static_cast<std::uint8_t>(mode) > 1 ||
-                           (cols.kind == wire::RecordKind::ecdsa && cols.encoding != wire::SigEncoding::opaque &&
-                            cols.encoding != wire::SigEncoding::compact);
-    const bool missing = n != 0 && (cols.message == nullptr || cols.key == nullptr || cols.signature == nullptr ||
-                                    (tail != 0 && cols.correlate == nullptr));
-    if (bad_enums || missing || cols.tail_size > wire::kMaxTailSize ||
+    // The columns that travel: the correlate only in collect mode.
+    wire::ColumnSpan sent = cols;
+    if (mode != wire::Mode::collect) {
+        sent.tail_size = 0;
+        sent.correlate = nullptr;
+    }
+    const std::size_t tail = sent.tail_size;
+    if (static_cast<std::uint8_t>(mode) > 1 || sent.check() != wire::ColumnError::none ||
+        cols.tail_size > wire::kMaxTailSize ||
         n > std::numeric_limits<std::size_t>::max() / (wire::stride(cols.kind, cols.tail_size) + 1)) {
         total.status = Status::invalid_argument;
         return total;
@@ -122,19 +138,9 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
         if (live && chunk > max_alloc_column_rows(cols.kind, tail))
             chunk = max_alloc_column_rows(cols.kind, tail);
     }
+    sent.encoding = enc;
     // Rows [begin, begin + count) of the caller's columns.
-    auto sub_batch = [&](std::size_t begin, std::size_t count) {
-        reference::ColumnBatch c;
-        c.kind = cols.kind;
-        c.encoding = enc;
-        c.count = count;
-        c.tail_size = tail;
-        c.message = cols.message + begin * wire::kColumnMessageWidth;
-        c.key = cols.key + begin * key_width;
-        c.signature = cols.signature + begin * wire::kColumnSignatureWidth;
-        c.correlate = tail != 0 ? cols.correlate + begin * tail : nullptr;
-        return c;
-    };
+    auto sub_batch = [&](std::size_t begin, std::size_t count) { return sent.subspan(begin, count); };
     return pipeline<ColumnBatch>(
         n, chunk, mode, enc, table, stop,
         [&](std::size_t begin, std::size_t count, ColumnBatch& b, bool wait) {
@@ -154,12 +160,10 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
                 std::memcpy(results + begin, b.results, count);
             }
         },
-        // ColumnVerifier indexes results from row 0 of the sub-batch.
         [&](std::size_t begin, std::size_t count) {
-            if (mode == wire::Mode::collect) return local.run_columns(sub_batch(begin, count), mode, nullptr);
-            std::uint8_t* out = results != nullptr ? results + begin : scratch.get(count);
-            if (out == nullptr) return BatchResult{Status::system_error, 0, 0, 0};
-            return local.run_columns(sub_batch(begin, count), mode, out);
+            return run_piece_locally(mode, results, scratch, begin, count, [&](std::uint8_t* out) {
+                return local.run_columns(sub_batch(begin, count), mode, out);
+            });
         },
         // An old daemon (bad_entry) is covered by the fallback as an absent one is.
         [&](Status st) { return is_daemon_failure(st) || st == Status::too_large || st == Status::bad_entry; });
@@ -278,16 +282,7 @@ namespace {
 Columns make_columns(wire::RecordKind kind, wire::SigEncoding encoding, const std::uint8_t* message,
                      const std::uint8_t* key, const std::uint8_t* signature, std::uint8_t* correlate, std::size_t n,
                      std::size_t tail_size) {
-    Columns c;
-    c.kind = kind;
-    c.encoding = encoding;
-    c.count = n;
-    c.tail_size = tail_size;
-    c.message = message;
-    c.key = key;
-    c.signature = signature;
-    c.correlate = correlate;
-    return c;
+    return Columns{kind, encoding, n, tail_size, message, key, signature, correlate};
 }
 }  // namespace
 

@@ -100,7 +100,7 @@ reference::ColumnVerifier* verifier_of(Lane& lane, unsigned threads) {
 
 // libsecp256k1 here, every row; retried until it runs (a thread pool that
 // cannot start, memory that cannot be had): never an answer without verdicts.
-bool verify_here(Lane& lane, std::size_t max_threads, const reference::ColumnBatch& batch, std::uint8_t* results) {
+bool verify_here(Lane& lane, std::size_t max_threads, const wire::ColumnSpan& batch, std::uint8_t* results) {
     for (;;) {
         try {
             reference::ColumnVerifier* v = verifier_of(lane, local_threads(max_threads));
@@ -130,31 +130,18 @@ bool all_counted(const BatchResult& r, std::size_t count, const std::uint8_t* re
 bool verify_columns(wire::RecordKind kind, wire::Table table, const std::uint8_t* digests, const std::uint8_t* keys,
                     const std::uint8_t* sigs, std::size_t count, std::uint8_t* results, std::size_t max_threads) {
     if (count == 0) return true;
-    reference::ColumnBatch b;
-    b.kind = kind;
-    b.encoding = wire::SigEncoding::opaque;
-    b.count = count;
-    b.message = digests;
-    b.key = keys;
-    b.signature = sigs;
-    if (const reference::ColumnError e = b.check(); e != reference::ColumnError::none) {
+    const wire::ColumnSpan b{kind, wire::SigEncoding::opaque, count, 0, digests, keys, sigs, nullptr};
+    if (const wire::ColumnError e = b.check(); e != wire::ColumnError::none) {
         // No rows to give verdicts on (a null column, a count past memory):
         // a broken caller. Neither answer would be a verdict, so none is given.
         std::fprintf(stderr, "sigverify::lbtc: unusable columns (%.*s); aborting rather than answer\n",
-                     static_cast<int>(reference::to_string(e).size()), reference::to_string(e).data());
+                     static_cast<int>(wire::to_string(e).size()), wire::to_string(e).data());
         std::abort();
     }
     Lane& lane = registry().lane(max_threads);
     if (lane.client) {
-        Columns c;
-        c.kind = kind;
-        c.encoding = wire::SigEncoding::opaque;
-        c.count = count;
-        c.message = digests;
-        c.key = keys;
-        c.signature = sigs;
         const BatchResult r =
-            lane.client->run_columns(c, wire::Mode::results, results, static_cast<std::uint8_t>(table));
+            lane.client->run_columns(b, wire::Mode::results, results, static_cast<std::uint8_t>(table));
         if (all_counted(r, count, results)) return r.invalid == 0;
     }
     return verify_here(lane, max_threads, b, results);

@@ -33,7 +33,7 @@ reference::ColumnVerifier* LocalFallback::column_verifier() {
     return columns_.get();
 }
 
-BatchResult LocalFallback::run_columns(const reference::ColumnBatch& columns, wire::Mode mode, std::uint8_t* results) {
+BatchResult LocalFallback::run_columns(const wire::ColumnSpan& columns, wire::Mode mode, std::uint8_t* results) {
     BatchResult r;
     reference::ColumnVerifier* v = column_verifier();
     if (v == nullptr) {

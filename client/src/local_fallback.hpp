@@ -35,7 +35,7 @@ public:
     BatchResult run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results);
     // The same for columns; invalid_argument for columns the caller's checks
     // should have refused.
-    BatchResult run_columns(const reference::ColumnBatch& columns, wire::Mode mode, std::uint8_t* results);
+    BatchResult run_columns(const wire::ColumnSpan& columns, wire::Mode mode, std::uint8_t* results);
 
 private:
     reference::ColumnVerifier* column_verifier();

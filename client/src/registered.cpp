@@ -231,7 +231,7 @@ BatchResult Client::Impl::run_registered(const detail::RegisteredSource& src, st
     if (n == 0) return total;
     const wire::SigEncoding enc = src.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : src.encoding;
     auto sub_batch = [&](std::size_t begin, std::size_t count) {
-        reference::ColumnBatch c;
+        wire::ColumnSpan c;
         c.kind = src.kind;
         c.encoding = enc;
         c.count = count;

@@ -460,7 +460,7 @@ BatchResult Client::Impl::wait(detail::SlotRef b, bool block) {
     // until release(): verify it in place.
     Slot* s;
     wire::RowSpan span;
-    reference::ColumnBatch columns;
+    wire::ColumnSpan columns;
     bool is_columns;
     std::uint8_t* results;
     wire::Mode mode;
@@ -470,14 +470,14 @@ BatchResult Client::Impl::wait(detail::SlotRef b, bool block) {
         if (s == nullptr) return BatchResult{Status::invalid_argument, 0, 0, 0};
         span = wire::RowSpan{s->kind, s->tail_size, s->encoding, conn.arena + s->rows_offset, s->count};
         is_columns = s->columns;
-        columns.kind = s->kind;
-        columns.encoding = s->encoding;
-        columns.count = s->count;
-        columns.tail_size = s->tail_size;
-        columns.message = conn.arena + s->rows_offset;
-        columns.key = conn.arena + s->key_offset;
-        columns.signature = conn.arena + s->signature_offset;
-        columns.correlate = s->tail_size != 0 ? conn.arena + s->correlate_offset : nullptr;
+        columns = wire::ColumnSpan{s->kind,
+                                   s->encoding,
+                                   s->count,
+                                   s->tail_size,
+                                   conn.arena + s->rows_offset,
+                                   conn.arena + s->key_offset,
+                                   conn.arena + s->signature_offset,
+                                   s->tail_size != 0 ? conn.arena + s->correlate_offset : nullptr};
         results = conn.arena + s->results_offset;
         mode = s->mode;
     }

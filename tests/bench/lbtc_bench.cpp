@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
             };
             (void)hook(results.data());  // the session and the daemon's pools warm
             const double base = best_rows_per_s(n, repeats, [&] {
-                reference::ColumnBatch b;
+                wire::ColumnSpan b;
                 b.kind = t.kind;
                 b.count = n;
                 b.message = t.digest.data();

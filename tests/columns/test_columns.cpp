@@ -17,7 +17,7 @@
 #include "reference/row_generator.hpp"
 
 using namespace sigverify;
-using reference::ColumnBatch;
+using wire::ColumnSpan;
 using reference::ColumnError;
 using reference::ColumnTable;
 using reference::ColumnVerifier;
@@ -68,7 +68,7 @@ TEST_CASE("column path gives the row path's verdicts on generated rows of every 
                 std::vector<std::uint8_t> row_results(span.count, 0xAA), col_results(span.count, 0xAA);
                 const auto row_tally = rows_verifier.verify(span, row_results.data());
                 ColumnTable table = reference::rows_to_columns(span, CorrelateLayout::tail);
-                const ColumnBatch batch = table.view();
+                const ColumnSpan batch = table.view();
                 REQUIRE(batch.check() == ColumnError::none);
                 REQUIRE(batch.count == span.count);
                 const auto col_tally = columns_verifier.verify(batch, col_results.data());
@@ -204,7 +204,7 @@ TEST_CASE("rows and columns convert both ways without loss", "[columns]") {
 
 TEST_CASE("bad column sizes and fields are rejected before anything is written", "[columns]") {
     std::vector<std::uint8_t> msg(10 * 32), key33(10 * 33), key32(10 * 32), sig(10 * 64), corr(10 * 6);
-    ColumnBatch b;
+    ColumnSpan b;
     using reference::bind_columns;
     const auto bind = [&](RecordKind kind, std::size_t tail, std::size_t msg_n, std::size_t key_n, std::size_t sig_n,
                           std::size_t corr_n) {
@@ -233,7 +233,7 @@ TEST_CASE("bad column sizes and fields are rejected before anything is written",
     CHECK(b.tail_size == 0);
 
     // Fields checked on a hand-made view.
-    ColumnBatch v;
+    ColumnSpan v;
     v.count = 4;
     v.message = msg.data();
     v.key = key33.data();
@@ -271,7 +271,7 @@ TEST_CASE("bad column sizes and fields are rejected before anything is written",
     CHECK(verifier.verify(v, results.data()) == reference::Tally{0, 4});
     CHECK(results == std::vector<std::uint8_t>(4, 0));
     // Empty batch: nothing to do, null columns allowed.
-    CHECK(verifier.verify(ColumnBatch{}, nullptr).rows() == 0);
+    CHECK(verifier.verify(ColumnSpan{}, nullptr).rows() == 0);
 }
 
 TEST_CASE("WorkerPool::parallel_for covers every index exactly once and rethrows", "[columns][pool]") {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// What the session fuzz harness (fuzz_session.cpp, its one translation unit)
-// sets up once per process and the probes it checks after each input: the
-// real scheduler, CPU backend and daemon context behind every session, pools
-// of signed rows with their reference verdicts, the core the process keeps,
-// and the descriptor, /dev/shm and mapping probes.
+// What the session fuzz harness (fuzz_session.cpp, and its Client:
+// session_client.hpp) sets up once per process and the probes it checks after
+// each input: the real scheduler, CPU backend and daemon context behind every
+// session, pools of signed rows with their reference verdicts, the core the
+// process keeps, and the descriptor, /dev/shm and mapping probes. Inline: one
+// world for every translation unit of the harness.
 #pragma once
 
 #include <dirent.h>
@@ -38,8 +39,7 @@
 #include "shm_protocol/segment_layout.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
-namespace sigverify {
-namespace {
+namespace sigverify::fuzz {
 
 constexpr std::uint64_t kArena = 64 * 1024;  // the daemon's --arena-size here (the minimum)
 constexpr std::uint32_t kRing = 8;           // the daemon's --ring-entries here
@@ -58,12 +58,12 @@ struct World {
     std::vector<std::uint8_t> verdict[4];  // each pool row's verdict (libsecp256k1, reference verifier)
     std::uint64_t next_id = 1;
 };
-World* world = nullptr;
+inline World* world = nullptr;
 
 // The open descriptors below 1024, in one system call (poll reports POLLNVAL
 // for a closed one): a session's descriptors are the lowest free numbers, so a
 // leaked one is counted; reading /proc/self/fd cost six calls per input.
-std::size_t count_fds() {
+inline std::size_t count_fds() {
     static pollfd probe[1024];
     for (int i = 0; i < 1024; ++i) probe[i] = pollfd{i, 0, 0};
     FUZZ_CHECK(poll(probe, 1024, 0) >= 0);
@@ -72,7 +72,7 @@ std::size_t count_fds() {
     return n;
 }
 
-bool leftover_segments() {
+inline bool leftover_segments() {
     // tmpfs gives a directory's size as 20 bytes per entry: an empty /dev/shm
     // (the usual case) needs no listing.
     struct stat st{};
@@ -92,7 +92,7 @@ bool leftover_segments() {
 // process exits), so that the processes of a parallel campaign (-jobs, -fork)
 // spread over the cores instead of all taking the one they started on.
 // Otherwise the core it runs on now.
-int claim_core() {
+inline int claim_core() {
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return sched_getcpu();
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
@@ -106,7 +106,7 @@ int claim_core() {
     return sched_getcpu();
 }
 
-void init_world() {
+inline void init_world() {
     // One core for the fuzzing thread and the scheduler's worker: every
     // munmap of a segment (two per input) otherwise sends a TLB shootdown to
     // the worker's core, a third of the time per input in a VM. libFuzzer runs
@@ -157,15 +157,17 @@ void init_world() {
 }
 
 // The signature encoding of a table's pool rows.
-wire::SigEncoding pool_encoding(int table) { return table == 1 ? wire::SigEncoding::compact : wire::SigEncoding::opaque; }
+inline wire::SigEncoding pool_encoding(int table) {
+    return table == 1 ? wire::SigEncoding::compact : wire::SigEncoding::opaque;
+}
 
 // Files the daemon accepted as registered buffers in this input (device,
 // inode): none of them may still be mapped once the session is gone.
-std::vector<std::pair<dev_t, ino_t>> registered_files;
+inline std::vector<std::pair<dev_t, ino_t>> registered_files;
 
 // Whether a file of registered_files is still mapped in this process (the
 // daemon's mappings: the harness never maps a registered file itself).
-bool registered_file_mapped() {
+inline bool registered_file_mapped() {
     if (registered_files.empty()) return false;
     FILE* maps = std::fopen("/proc/self/maps", "r");
     FUZZ_CHECK(maps != nullptr);
@@ -187,7 +189,7 @@ bool registered_file_mapped() {
 }
 
 // Receives the HelloReply and the descriptor passed with it (-1 when none).
-ssize_t recv_reply(int fd, shm::HelloReply& reply, int& seg_fd) {
+inline ssize_t recv_reply(int fd, shm::HelloReply& reply, int& seg_fd) {
     alignas(8) std::uint8_t buf[512];
     const shm::ReceivedPacket r = shm::receive_packet(fd, buf, sizeof buf, shm::KeepDescriptor::first);
     seg_fd = r.fd;
@@ -198,12 +200,12 @@ ssize_t recv_reply(int fd, shm::HelloReply& reply, int& seg_fd) {
 
 // SIGVERIFY_FUZZ_DEBUG=1: what the daemon answered, on stderr (to see what a
 // committed input does: ./fuzz_session FILE).
-bool debug() {
+inline bool debug() {
     static const bool on = std::getenv("SIGVERIFY_FUZZ_DEBUG") != nullptr;
     return on;
 }
 
-bool peer_closed(int fd, int ms) {
+inline bool peer_closed(int fd, int ms) {
     pollfd p{fd, POLLIN | POLLRDHUP, 0};
     if (poll(&p, 1, ms) <= 0) return false;
     if (p.revents & (POLLHUP | POLLRDHUP)) return true;
@@ -211,5 +213,4 @@ bool peer_closed(int fd, int ms) {
     return recv(fd, b, sizeof b, MSG_DONTWAIT) == 0;
 }
 
-}  // namespace
-}  // namespace sigverify
+}  // namespace sigverify::fuzz

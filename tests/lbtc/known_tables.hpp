@@ -89,7 +89,7 @@ inline std::string check_against_reference(const lbtc_call_site::Tables& t) {
     reference::ColumnVerifier v(1);
     auto one = [&](wire::RecordKind kind, const std::vector<std::uint8_t>& d, const std::vector<std::uint8_t>& k,
                    const std::vector<std::uint8_t>& s, const std::vector<std::uint8_t>& e) {
-        reference::ColumnBatch b;
+        wire::ColumnSpan b;
         b.kind = kind;
         b.count = e.size();
         b.message = d.data();

@@ -65,7 +65,7 @@ TEST_CASE("results == nullptr: counts only, on every verify call, daemon and loc
         CHECK(r.status == Status::ok);
         CHECK(r.valid == sv);
         // Rows (packed from the same columns) through the row path.
-        reference::ColumnBatch b;
+        wire::ColumnSpan b;
         b.kind = wire::RecordKind::ecdsa;
         b.count = t.ecdsa_rows();
         b.message = t.ecdsa_digest.data();

@@ -134,23 +134,12 @@ struct ColumnBatch {
     std::uint32_t generation = 0;       // internal (0 = not reserved)
 };
 
-// A batch given as column tables (libbitcoin's layout since mid-2026), in
-// caller memory: message[count][32], key[count][33] (ECDSA, compressed) or
-// [count][32] (Schnorr, x-only), signature[count][64] (ECDSA opaque or compact;
-// Schnorr BIP-340), and an optional correlate[count][tail_size] (0..255 bytes
-// per row; null when tail_size is 0) that verification never interprets.
-// Row i is verified as message[i] || key[i] || signature[i]: the same verdicts
-// as the row path on the same data. See docs/columns.md.
-struct Columns {
-    wire::RecordKind kind = wire::RecordKind::ecdsa;
-    wire::SigEncoding encoding = wire::SigEncoding::opaque;  // ignored for Schnorr
-    std::size_t count = 0;
-    std::size_t tail_size = 0;
-    const std::uint8_t* message = nullptr;
-    const std::uint8_t* key = nullptr;
-    const std::uint8_t* signature = nullptr;
-    std::uint8_t* correlate = nullptr;
-};
+// A batch given as column tables (libbitcoin's layout since mid-2026) in
+// caller memory is a sigverify::Columns, also named wire::ColumnSpan: the one
+// column view of the library, the daemon and the reference verifier, defined
+// beside the row view in sigverify/shm_protocol/wire_format.hpp with what each
+// column holds. Row i is verified as message[i] || key[i] || signature[i]: the
+// same verdicts as the row path on the same data. See docs/columns.md.
 
 // Registered buffers (docs/client.md, "Registered buffers"): memory the
 // caller already has (a memfd, or the file of a mapped table) registered with
