@@ -335,7 +335,6 @@ daemon::Job used_job() {
     j.is_columns = true;
     j.columns = wire::ColumnSpan{wire::RecordKind::schnorr, wire::SigEncoding::opaque, 7, 9, stale, stale, stale,
                                  stale};
-    j.buffer_id = 99;
     j.results = stale;
     j.next_row = 5;
     j.running = 2;
@@ -368,7 +367,7 @@ TEST_CASE("fill_job: packed rows and their results in the arena", "[daemon][ring
     e.record_kind = static_cast<std::uint8_t>(wire::RecordKind::schnorr);
     e.table = static_cast<std::uint8_t>(wire::Table::schnorr);
     daemon::Job j = used_job();
-    daemon::fill_job(j, checked(e), daemon::SubmissionMemory{arena.data(), nullptr}, daemon::ConfirmRule::groups);
+    daemon::fill_job(j, checked(e), daemon::SubmissionMemory{arena.data(), false}, daemon::ConfirmRule::groups);
     CHECK_FALSE(j.is_columns);
     CHECK(j.rows.kind == wire::RecordKind::schnorr);
     CHECK(j.rows.tail_size == 3);
@@ -379,7 +378,6 @@ TEST_CASE("fill_job: packed rows and their results in the arena", "[daemon][ring
     CHECK(j.results == arena.data() + 9000);
     CHECK(j.mode == wire::Mode::results);
     CHECK(j.table == static_cast<std::uint8_t>(wire::Table::schnorr));
-    CHECK(j.buffer_id == 0);
     CHECK(j.confirm == daemon::ConfirmRule::groups);
     require_fresh_state(j);
 
@@ -387,7 +385,7 @@ TEST_CASE("fill_job: packed rows and their results in the arena", "[daemon][ring
     e.mode = static_cast<std::uint8_t>(wire::Mode::collect);
     e.results_offset = 0;
     e.flags = shm::kSubmitStrictConfirm;
-    daemon::fill_job(j, checked(e), daemon::SubmissionMemory{arena.data(), nullptr}, daemon::ConfirmRule::groups);
+    daemon::fill_job(j, checked(e), daemon::SubmissionMemory{arena.data(), false}, daemon::ConfirmRule::groups);
     CHECK(j.mode == wire::Mode::collect);
     CHECK(j.results == nullptr);
     CHECK(j.confirm == daemon::ConfirmRule::strict);
@@ -404,7 +402,7 @@ TEST_CASE("fill_job: columns and the correlate in the arena", "[daemon][ring][jo
         e.encoding = static_cast<std::uint8_t>(wire::SigEncoding::compact);
         e.table = static_cast<std::uint8_t>(wire::Table::multisig);
         daemon::Job j = used_job();
-        daemon::fill_job(j, checked(e), daemon::SubmissionMemory{arena.data(), nullptr}, daemon::ConfirmRule::strict);
+        daemon::fill_job(j, checked(e), daemon::SubmissionMemory{arena.data(), false}, daemon::ConfirmRule::strict);
         CHECK(j.is_columns);
         // The scheduler chunks by rows.count; a column job has no row memory.
         CHECK(j.rows.count == n);
@@ -427,9 +425,10 @@ TEST_CASE("fill_job: columns and the correlate in the arena", "[daemon][ring][jo
     }
 }
 
-TEST_CASE("fill_job: registered columns are read from the buffer, verdicts go to the arena", "[daemon][ring][job][registered]") {
+TEST_CASE("fill_job: registered columns are no pointers (read with pread), verdicts go to the arena",
+          "[daemon][ring][job][registered]") {
     std::vector<std::uint8_t> arena(kArenaBytes);
-    std::vector<std::uint8_t> buffer(1 << 16);
+    const std::uint64_t buffer_size = 1 << 16;
     const std::uint64_t n = 40;
     shm::SubmissionEntry e = verify_entry(128, 4096, n);  // rows_offset: the message column, in the buffer
     e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_registered_columns);
@@ -438,18 +437,18 @@ TEST_CASE("fill_job: registered columns are read from the buffer, verdicts go to
     shm::set_registered_offsets(e, shm::RegisteredColumnOffsets{8192, 16384, 7});
     shm::CheckedSubmission c;
     REQUIRE(shm::check_submission(e, kArenaBytes, c) == Status::ok);
-    REQUIRE(shm::check_registered_columns(c, buffer.size()) == Status::ok);
+    REQUIRE(shm::check_registered_columns(c, buffer_size) == Status::ok);
     daemon::Job j = used_job();
-    daemon::fill_job(j, c, daemon::SubmissionMemory{arena.data(), buffer.data()}, daemon::ConfirmRule::groups);
+    daemon::fill_job(j, c, daemon::SubmissionMemory{arena.data(), true}, daemon::ConfirmRule::groups);
     CHECK(j.is_columns);
-    CHECK(j.buffer_id == 7);
     CHECK(j.rows.count == n);
     CHECK(j.rows.data == nullptr);
     CHECK(j.columns.kind == wire::RecordKind::schnorr);
     CHECK(j.columns.count == n);
-    CHECK(j.columns.message == buffer.data() + 128);
-    CHECK(j.columns.key == buffer.data() + 8192);
-    CHECK(j.columns.signature == buffer.data() + 16384);
+    // The scheduler reads the files (the job's RegisteredColumnSource): no pointer into any memory.
+    CHECK(j.columns.message == nullptr);
+    CHECK(j.columns.key == nullptr);
+    CHECK(j.columns.signature == nullptr);
     // A registered batch has no correlate: nothing of the buffer is ever written.
     CHECK(j.columns.tail_size == 0);
     CHECK(j.columns.correlate == nullptr);
