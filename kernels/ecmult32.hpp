@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Kernel v2: r = na * P + ng * G with one control flow for every row.
+// The GPU kernel: r = na * P + ng * G with one control flow for every row.
 //
-// Why: a warp runs the union of its lanes' paths. Kernel v1 skipped additions
+// Why: a warp runs the union of its lanes' paths. The first kernel (v1) skipped additions
 // on zero wNAF digits, so a warp issued almost every addition of every lane.
 // Here every window does the same doublings and additions for every lane:
 //
@@ -20,7 +20,7 @@
 //    new entry's Z ratio rescales the entries before it.
 //  * No special cases in the loop: an addition whose x-coordinates agree
 //    (doubling or cancellation; no honest row meets one) sets `degenerate`,
-//    and the caller hands that row to the exact path (kernel v1 on the host).
+//    and the caller hands that row to the exact path (exact_verify.hpp, host).
 //
 // Invariant: the accumulator is never the point at infinity unless an
 // addition was degenerate.

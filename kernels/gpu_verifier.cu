@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CUDA backend: the verification kernel (one thread per row, the portable
-// kernel math of verify.hpp) and the host side that feeds it.
+// kernel math of verify32.hpp) and the host side that feeds it.
 //
 // Per device, allocated once at open(): the G tables (uploaded once), and per
 // stream a pinned staging buffer for rows, a device row buffer, a device
@@ -22,7 +22,6 @@
 #include "kernels/host_ranges.hpp"
 #include "kernels/kernel_math.hpp"
 #include "kernels/selftest_vectors.hpp"
-#include "kernels/verify.hpp"
 #include "kernels/verify32.hpp"
 #include "shm_protocol/verdict_publish.hpp"
 
@@ -31,66 +30,23 @@ namespace sigverify::gpu {
 namespace k = sigverify::kernels;
 
 constexpr int kMaxThreadsPerBlock = 256;
-// Minimum resident blocks of kMaxThreadsPerBlock per SM asked of ptxas
-// (caps registers at 65536 / (256 * this)). Kernel v1: 2 (128 registers)
-// measured 1.37x faster than 1 (214). Kernel v2: 1 (no cap; 178 registers,
-// no spills); 2 (128 registers, 2.3 KB of spills) measured 5% slower, and its
-// occupancy is bounded by the per-thread shared memory (2 blocks of 128
-// threads per SM) either way (BENCHMARKS.md, machine B).
-#ifndef SV_MIN_BLOCKS_PER_SM
-#if defined(SV_KERNEL_V1)
-#define SV_MIN_BLOCKS_PER_SM 2
-#else
-#define SV_MIN_BLOCKS_PER_SM 1
-#endif
-#endif
 
-#if defined(SV_KERNEL_V1)
-// Kernel v1 (scripts/gpu-check.sh variant `v1`, kept to measure beside v2).
-// Thread t verifies rows t, t + T, ..., t + (K-1) T (T = threads in the
-// grid, K = kVerifyBatch) as one batch sharing an inversion, then strides on.
-constexpr int kRowsPerThread = k::kVerifyBatch;
-constexpr std::size_t kSharedBytesPerThread = 0;
-__global__ void __launch_bounds__(kMaxThreadsPerBlock, SV_MIN_BLOCKS_PER_SM)
-    verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
-                  int schnorr, int compact, const k::GeStorage* __restrict__ table,
-                  std::uint8_t* __restrict__ verdicts) {
-    constexpr int K = k::kVerifyBatch;
-    const k::GTableView tab{table, table + k::kTableGSize};
-    const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
-    for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; base < count;
-         base += threads * K) {
-        const std::uint8_t* recs[K];
-        int n = 0;
-        for (int j = 0; j < K; ++j) {
-            const std::uint64_t i = base + std::uint64_t(j) * threads;
-            if (i < count) recs[n++] = rows + i * stride;
-        }
-        bool ok[K];
-        if (schnorr) {
-            k::schnorr_verify_batch<K>(recs, n, tab, ok);
-        } else {
-            k::ecdsa_verify_batch<K>(recs, n, compact != 0, tab, ok);
-        }
-        for (int j = 0; j < n; ++j) verdicts[base + std::uint64_t(j) * threads] = ok[j] ? 1 : 0;
-    }
-}
-std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables(); }
-#else
-// Kernel v2 (kernels/verify32.hpp): one row per thread, one control flow for
+// The kernel (kernels/verify32.hpp): one row per thread, one control flow for
 // every lane, state in registers, the row's P table in shared memory (one
 // column of words per thread: bank-conflict free). Verdicts are 0, 1 or
 // kVerdictRecheck (the host resolves those with the exact path).
 constexpr int kRowsPerThread = 1;
 constexpr std::size_t kSharedBytesPerThread = k::kScratchWords * sizeof(std::uint32_t);
-// SV_MAX_REGS (a gpu-check variant) caps the registers directly, for more
-// resident blocks than the launch bounds' granularity allows.
+// Registers are left to ptxas (no minimum of resident blocks): capping them
+// (gpu-check variants r168, r170: SV_MAX_REGS) or asking for 2 blocks of 256
+// (128 registers: spills) never beat the uncapped build on the H200, because
+// shared memory bounded the resident warps as well (BENCHMARKS.md).
 #if defined(SV_MAX_REGS)
-#define SV_V2_BOUNDS __maxnreg__(SV_MAX_REGS)
+#define SV_KERNEL_BOUNDS __maxnreg__(SV_MAX_REGS)
 #else
-#define SV_V2_BOUNDS __launch_bounds__(kMaxThreadsPerBlock, SV_MIN_BLOCKS_PER_SM)
+#define SV_KERNEL_BOUNDS __launch_bounds__(kMaxThreadsPerBlock, 1)
 #endif
-__global__ void SV_V2_BOUNDS
+__global__ void SV_KERNEL_BOUNDS
     verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
                   int schnorr, int compact, const k::GeStorage* __restrict__ table,
                   std::uint8_t* __restrict__ verdicts) {
@@ -104,7 +60,6 @@ __global__ void SV_V2_BOUNDS
     verdicts[i] = k::verify_row32(rows + std::uint64_t(i) * stride, schnorr != 0, compact != 0, ptab, gtab);
 }
 std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables32(); }
-#endif
 
 namespace {
 
@@ -268,7 +223,6 @@ struct DeviceVerifier::Impl {
     // (ties: the larger block).
     Status choose_launch() {
         launch_tpb = options.threads_per_block;
-        if (kSharedBytesPerThread == 0) return Status::success();
         int optin = 0;
         SV_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, info.index));
         const int fit = int(std::size_t(optin) / kSharedBytesPerThread) / 32 * 32;

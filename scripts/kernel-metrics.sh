@@ -12,7 +12,7 @@
 #
 # Env: SRC          source root to measure (default: this repository)
 #      NVCC         nvcc (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)
-#      DEFS         extra defines for a variant build, e.g. DEFS="-DSV_FE_NOINLINE"
+#      DEFS         extra defines for a variant build, e.g. DEFS="-DSV_MAX_REGS=168"
 #      PROBE_API    fe32 (kernels/fe32.hpp: Fe32, fe32_mul...) or fe (kernels/field.hpp:
 #                   Fe, fe_mul...); default fe32 when kernels/fe32.hpp exists
 #      WINDOWS      hot-loop iterations per row (33);  INNER_TRIPS  iterations of each

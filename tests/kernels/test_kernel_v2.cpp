@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of kernel v2's math (fe32.hpp, scalar32.hpp, ecmult32.hpp)
 // against independent oracles: OpenSSL BIGNUM for the field and scalar
-// arithmetic, kernel v1's plain double-and-add (ecmult_simple) for the
+// arithmetic, the exact path's plain double-and-add (ecmult_simple) for the
 // uniform ladder. The host twins run exactly the instruction sequences the
 // GPU runs (fe32_ops.hpp is generated from one list for both).
 #include <catch2/catch.hpp>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bignum.hpp"
+#include "kernels/exact_ecmult.hpp"
 #include "kernels/kernel_math.hpp"
 #include "kernels/verify32.hpp"
 
