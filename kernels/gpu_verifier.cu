@@ -32,14 +32,19 @@ namespace k = sigverify::kernels;
 constexpr int kMaxThreadsPerBlock = 256;
 
 // The kernel (kernels/verify32.hpp): one row per thread, one control flow for
-// every lane, state in registers, the row's P table in shared memory (one
-// column of words per thread: bank-conflict free). Verdicts are 0, 1 or
-// kVerdictRecheck (the host resolves those with the exact path).
+// every lane, state in registers, the row's P table, recoded scalars and zg
+// powers in shared memory (one column of words per thread: bank-conflict
+// free); SV_P_TABLE_GLOBAL moves the P table to global memory (`scratch`, one
+// column of kPTableWords words per row of the launch; ecmult32.hpp). Verdicts
+// are 0, 1 or kVerdictRecheck (the host resolves those with the exact path).
 constexpr int kRowsPerThread = 1;
-constexpr std::size_t kSharedBytesPerThread = k::kScratchWords * sizeof(std::uint32_t);
-// Registers are left to ptxas (no minimum of resident blocks): capping them
-// (gpu-check variants r168, r170: SV_MAX_REGS) or asking for 2 blocks of 256
-// (128 registers: spills) never beat the uncapped build on the H200, because
+constexpr std::size_t kSharedBytesPerThread = std::size_t(k::kSharedWordsPerThread) * sizeof(std::uint32_t);
+constexpr std::size_t kScratchBytesPerRow =
+    k::kPTableInShared ? 0 : std::size_t(k::kPTableWords) * sizeof(std::uint32_t);
+// Registers are left to ptxas (no minimum of resident blocks): 12 warps per
+// SM need at most 168 a thread, and a cap of 168 spills today (SV_MAX_REGS=168:
+// 8 B of stack on sm_90, 80 B on sm_120); capping them (gpu-check variants) or
+// asking for 2 blocks of 256 never beat the uncapped build on the H200 while
 // shared memory bounded the resident warps as well (BENCHMARKS.md).
 #if defined(SV_MAX_REGS)
 #define SV_KERNEL_BOUNDS __maxnreg__(SV_MAX_REGS)
@@ -49,14 +54,19 @@ constexpr std::size_t kSharedBytesPerThread = k::kScratchWords * sizeof(std::uin
 __global__ void SV_KERNEL_BOUNDS
     verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
                   int schnorr, int compact, const k::GeStorage* __restrict__ table,
-                  std::uint8_t* __restrict__ verdicts) {
-    extern __shared__ std::uint32_t p_tables[];
-    const k::PTable32 ptab{p_tables + threadIdx.x, blockDim.x};
-    const k::GTable32 gtab{table};
+                  std::uint32_t* __restrict__ scratch, std::uint8_t* __restrict__ verdicts) {
+    extern __shared__ std::uint32_t shared_words[];
     // one row per thread (the launch covers every row): nothing but the
     // kernel parameters is live across the calls of the row's verification
     const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
+#if defined(SV_P_TABLE_GLOBAL)
+    const k::PTable32 ptab{scratch + i, count, shared_words + threadIdx.x, blockDim.x};
+#else
+    (void)scratch;
+    const k::PTable32 ptab{shared_words + threadIdx.x, blockDim.x};
+#endif
+    const k::GTable32 gtab{table};
     verdicts[i] = k::verify_row32(rows + std::uint64_t(i) * stride, schnorr != 0, compact != 0, ptab, gtab);
 }
 std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables32(); }
@@ -164,6 +174,7 @@ struct DeviceVerifier::Impl {
         std::uint8_t* h_rows = nullptr;  // pinned
         std::uint8_t* d_rows = nullptr;
         std::uint8_t* d_verdicts = nullptr;
+        std::uint32_t* d_scratch = nullptr;  // the P tables of one launch (kScratchBytesPerRow a row)
         std::uint8_t* h_verdicts = nullptr;  // pinned
         cudaEvent_t k_start = nullptr, k_stop = nullptr, done = nullptr;
         // chunk in flight
@@ -175,6 +186,7 @@ struct DeviceVerifier::Impl {
     Timing timing;
     int launch_tpb = 0;      // threads per block of a full launch (choose_launch)
     int resident_warps = 0;  // warps per SM at launch_tpb (0: unknown)
+    std::size_t launch_rows = 0;  // rows of one kernel launch at most (the scratch holds that many)
 
     ~Impl() {
         cudaSetDevice(info.index);
@@ -184,6 +196,7 @@ struct DeviceVerifier::Impl {
             if (l.h_verdicts) cudaFreeHost(l.h_verdicts);
             if (l.d_rows) cudaFree(l.d_rows);
             if (l.d_verdicts) cudaFree(l.d_verdicts);
+            if (l.d_scratch) cudaFree(l.d_scratch);
             if (l.k_start) cudaEventDestroy(l.k_start);
             if (l.k_stop) cudaEventDestroy(l.k_stop);
             if (l.done) cudaEventDestroy(l.done);
@@ -200,12 +213,20 @@ struct DeviceVerifier::Impl {
         SV_CUDA(cudaMemcpy(d_table, table.data(), table.size() * sizeof(k::GeStorage), cudaMemcpyHostToDevice));
         // a chunk of the smallest records holds the most rows
         max_rows_per_chunk = options.chunk_bytes / wire::kSchnorrRecordSize;
+        // One launch covers at most four waves of resident threads, so a
+        // global P-table scratch (SV_P_TABLE_GLOBAL) stays small (H200 at 12
+        // warps: 202,752 rows, 99 MiB a lane) whatever the chunk size; a
+        // larger chunk runs as several launches on its stream, one after the
+        // other.
+        const std::size_t waves = std::size_t(info.sm_count) * std::size_t(resident_warps > 0 ? resident_warps : 8) * 32 * 4;
+        launch_rows = std::min(max_rows_per_chunk, waves);
         lanes.resize(static_cast<std::size_t>(options.streams));
         for (auto& l : lanes) {
             SV_CUDA(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
             SV_CUDA(cudaMallocHost(&l.h_rows, options.chunk_bytes));
             SV_CUDA(cudaMalloc(&l.d_rows, options.chunk_bytes));
             SV_CUDA(cudaMalloc(&l.d_verdicts, max_rows_per_chunk));
+            if (kScratchBytesPerRow != 0) SV_CUDA(cudaMalloc(&l.d_scratch, launch_rows * kScratchBytesPerRow));
             SV_CUDA(cudaMallocHost(&l.h_verdicts, max_rows_per_chunk));
             SV_CUDA(cudaEventCreate(&l.k_start));
             SV_CUDA(cudaEventCreate(&l.k_stop));
@@ -248,15 +269,22 @@ struct DeviceVerifier::Impl {
         return Status::success();
     }
 
+    // The kernel over n rows in the lane's device buffer: launches of at most
+    // launch_rows rows (the scratch's size), one after the other on the
+    // lane's stream, so they never share the scratch.
     Status launch(Lane& l, std::size_t n, const wire::RowSpan& rows) {
-        const int tpb = spread_threads_per_block(n, launch_tpb, info.sm_count, kRowsPerThread);
-        const std::size_t per_block = std::size_t(tpb) * kRowsPerThread;
-        const unsigned blocks = static_cast<unsigned>((n + per_block - 1) / per_block);
-        verify_kernel<<<blocks, tpb, kSharedBytesPerThread * std::size_t(tpb), l.stream>>>(
-            l.d_rows, static_cast<std::uint32_t>(rows.row_stride()), static_cast<std::uint32_t>(n),
-            rows.kind == wire::RecordKind::schnorr ? 1 : 0, rows.encoding == wire::SigEncoding::compact ? 1 : 0,
-            d_table, l.d_verdicts);
-        SV_CUDA(cudaGetLastError());
+        const std::size_t stride = rows.row_stride();
+        for (std::size_t first = 0; first < n; first += launch_rows) {
+            const std::size_t m = std::min(launch_rows, n - first);
+            const int tpb = spread_threads_per_block(m, launch_tpb, info.sm_count, kRowsPerThread);
+            const std::size_t per_block = std::size_t(tpb) * kRowsPerThread;
+            const unsigned blocks = static_cast<unsigned>((m + per_block - 1) / per_block);
+            verify_kernel<<<blocks, tpb, kSharedBytesPerThread * std::size_t(tpb), l.stream>>>(
+                l.d_rows + first * stride, static_cast<std::uint32_t>(stride), static_cast<std::uint32_t>(m),
+                rows.kind == wire::RecordKind::schnorr ? 1 : 0,
+                rows.encoding == wire::SigEncoding::compact ? 1 : 0, d_table, l.d_scratch, l.d_verdicts + first);
+            SV_CUDA(cudaGetLastError());
+        }
         return Status::success();
     }
 

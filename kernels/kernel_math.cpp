@@ -70,8 +70,8 @@ const GTable32& host_g_table32() {
 }
 
 std::uint8_t verify_record32(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
-    u32 words[kScratchWords];
-    const PTable32 ptab{words, 1};
+    HostScratch32 scratch;
+    const PTable32 ptab = scratch.view();
     if (kind == wire::RecordKind::ecdsa)
         return ecdsa_verify32(record, encoding == wire::SigEncoding::compact, ptab, host_g_table32());
     return schnorr_verify32(record, ptab, host_g_table32());

@@ -101,8 +101,13 @@ done
 wait || true
 # Shared memory per thread and threads per block of the launch, from the source.
 smem_src=$OUT/smem_per_thread.cpp
-printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::kScratchWords * 4)); }\n' >"$smem_src"
-smem=$(c++ -std=c++20 -I"$SRC" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" || echo)
+# kSharedWordsPerThread as DEFS configure it (sources from before issue 30's
+# global P table had all of kScratchWords in shared memory).
+smem_name=kSharedWordsPerThread
+grep -q 'kSharedWordsPerThread' "$SRC/kernels/ecmult32.hpp" || smem_name=kScratchWords
+printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::%s * 4)); }\n' \
+  "$smem_name" >"$smem_src"
+smem=$(c++ -std=c++20 -I"$SRC" "${defs[@]}" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" || echo)
 tpb=${TPB:-$(sed -n 's/^ *int threads_per_block = \([0-9]*\);.*/\1/p' "$SRC/kernels/gpu_verifier.hpp" | head -n 1)}
 
 rev=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')

@@ -219,8 +219,8 @@ TEST_CASE("ecmult32: the uniform ladder equals double-and-add, or flags the row"
     for (int i = 0; i < 6; ++i) points.push_back(times_g(random_scalar()));
     std::vector<Sc> scalars = {sc_zero(), sc_one(), minus_one, sc_lambda(), two128};
     for (int i = 0; i < 6; ++i) scalars.push_back(random_scalar());
-    u32 words[kScratchWords];
-    const PTable32 ptab{words, 1};
+    HostScratch32 scratch;
+    const PTable32 ptab = scratch.view();
     int flagged = 0, exact = 0;
     for (const Ge& p : points) {
         for (const Sc& na : scalars) {
