@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Kernel v2: r = na * P + ng * G with one control flow for every row.
+// The GPU kernel: r = na * P + ng * G with one control flow for every row.
 //
-// Why: a warp runs the union of its lanes' paths. Kernel v1 skipped additions
+// Why: a warp runs the union of its lanes' paths. The first kernel (v1) skipped additions
 // on zero wNAF digits, so a warp issued almost every addition of every lane.
 // Here every window does the same doublings and additions for every lane:
 //
@@ -20,7 +20,7 @@
 //    new entry's Z ratio rescales the entries before it.
 //  * No special cases in the loop: an addition whose x-coordinates agree
 //    (doubling or cancellation; no honest row meets one) sets `degenerate`,
-//    and the caller hands that row to the exact path (kernel v1 on the host).
+//    and the caller hands that row to the exact path (exact_verify.hpp, host).
 //
 // Invariant: the accumulator is never the point at infinity unless an
 // addition was degenerate.
@@ -93,54 +93,92 @@ SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenera
     r.y = y3;
 }
 
-// A row's scratch: the P table, the recoded scalars and zg^2, zg^3 -- the
+// A row's scratch: the P table, the recoded scalars and zg^2, zg^3, zg -- the
 // per-row state that the ladder reads rather than keeps in registers (it
-// would not fit the 128 registers that 16 warps per SM allow). Word w lives
-// at base[w * stride]: on the device base is this thread's column of shared
-// memory and stride the block size, so a warp's 32 lanes read 32 consecutive
-// words (32 banks) whichever entries they pick; on the host it is a plain
-// array (stride 1). Words: entry e of the P table at e * 16 (x then y), the
-// four recoded streams at kScratchStreams (5 words each), zg^2, zg^3 and zg
-// at kScratchZg.
-constexpr int kScratchStreams = kV2PEntries * 16;
+// would not fit the 168 registers that 12 warps per SM allow). Two regions,
+// each word w at base[w * stride]:
+//  * the P table, kPTableWords: entry e at e * 16 (x then y). On the device
+//    it is shared memory, one column per thread (stride = block size), or,
+//    with SV_P_TABLE_GLOBAL (a gpu-check variant, issue 30), global memory
+//    through L1, one column per row of the launch (stride = rows in the
+//    launch), so that it does not hold shared memory against occupancy: 512 B
+//    a thread caps a 100 KB consumer SM at 4 warps.
+//  * the extra words, kScratchExtraWords: the four recoded streams at
+//    kScratchStreams (5 words each), zg^2, zg^3 and zg at kScratchZg; shared
+//    memory on the device, one column per thread.
+// In shared memory a warp's 32 lanes read 32 consecutive words (32 banks)
+// whichever entries they pick. On the host both regions are plain arrays
+// (stride 1, HostScratch32).
+constexpr int kPTableWords = kV2PEntries * 16;
+constexpr int kScratchStreams = 0;
 constexpr int kScratchZg = kScratchStreams + 4 * 5;
-constexpr int kScratchWords = kScratchZg + 24;
+constexpr int kScratchExtraWords = kScratchZg + 24;
+#if defined(SV_P_TABLE_GLOBAL)
+constexpr bool kPTableInShared = false;
+#else
+constexpr bool kPTableInShared = true;
+#endif
+// Shared memory words per thread of the device kernel.
+constexpr int kSharedWordsPerThread = kScratchExtraWords + (kPTableInShared ? kPTableWords : 0);
 
 struct PTable32 {
-    u32* base;
-    u32 stride;
+    u32* table;
+    u32 table_stride;
+#if defined(SV_P_TABLE_GLOBAL)
+    u32* extra;
+    u32 extra_stride;
+    SV_HD u32& xword(int w) const { return extra[u32(w) * extra_stride]; }
+#else
+    // One region: the extra words follow the table (as the host's array).
+    SV_HD u32& xword(int w) const { return table[u32(kPTableWords + w) * table_stride]; }
+#endif
 
-    SV_HD u32& word(int w) const { return base[u32(w) * stride]; }
+    SV_HD u32& tword(int w) const { return table[u32(w) * table_stride]; }
+    // Field elements in the extra words (zg^2, zg^3, zg).
     SV_HD void store_fe(int w, const Fe32& a) const {
         SV_UNROLL
-        for (int i = 0; i < 8; ++i) word(w + i) = a.v[i];
+        for (int i = 0; i < 8; ++i) xword(w + i) = a.v[i];
     }
     SV_HD void load_fe(int w, Fe32& a) const {
         SV_UNROLL
-        for (int i = 0; i < 8; ++i) a.v[i] = word(w + i);
+        for (int i = 0; i < 8; ++i) a.v[i] = xword(w + i);
     }
+    // Entry e of the P table (x, then y: the order the first kernel used,
+    // which ptxas allocates 178 registers for).
     SV_HD void store(int e, const Fe32& x, const Fe32& y) const {
-        store_fe(e * 16, x);
-        store_fe(e * 16 + 8, y);
+        SV_UNROLL
+        for (int i = 0; i < 8; ++i) tword(e * 16 + i) = x.v[i];
+        SV_UNROLL
+        for (int i = 0; i < 8; ++i) tword(e * 16 + 8 + i) = y.v[i];
     }
     SV_HD void load(int e, Fe32& x, Fe32& y) const {
-        load_fe(e * 16, x);
-        load_fe(e * 16 + 8, y);
+        SV_UNROLL
+        for (int i = 0; i < 8; ++i) x.v[i] = tword(e * 16 + i);
+        SV_UNROLL
+        for (int i = 0; i < 8; ++i) y.v[i] = tword(e * 16 + 8 + i);
     }
     // Stream s (0..3) of the recoded scalars: a value < 2^160 as 5 words.
     SV_HD void store_stream(int s, const u64 v[3]) const {
         const int w = kScratchStreams + 5 * s;
-        word(w) = u32(v[0]);
-        word(w + 1) = u32(v[0] >> 32);
-        word(w + 2) = u32(v[1]);
-        word(w + 3) = u32(v[1] >> 32);
-        word(w + 4) = u32(v[2]);
+        xword(w) = u32(v[0]);
+        xword(w + 1) = u32(v[0] >> 32);
+        xword(w + 2) = u32(v[1]);
+        xword(w + 3) = u32(v[1] >> 32);
+        xword(w + 4) = u32(v[2]);
     }
     // Bits [bit, bit + width) of stream s (width divides 32 and bit is a
     // multiple of it: one word).
     SV_HD u32 window(int s, int bit, int width) const {
-        return (word(kScratchStreams + 5 * s + (bit >> 5)) >> (bit & 31)) & ((1u << width) - 1u);
+        return (xword(kScratchStreams + 5 * s + (bit >> 5)) >> (bit & 31)) & ((1u << width) - 1u);
     }
+};
+
+// The host twin's scratch: both regions in one plain array.
+struct HostScratch32 {
+    u32 words[kPTableWords + kScratchExtraWords];
+#if !defined(SV_P_TABLE_GLOBAL)
+    PTable32 view() { return PTable32{words, 1}; }
+#endif
 };
 
 // The G tables: entries [0, 128) = (2i+1) G, [128, 256) = (2i+1) 2^136 G,

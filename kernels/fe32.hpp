@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Kernel v2 field arithmetic mod p = 2^256 - 2^32 - 977 on eight 32-bit
+// The GPU kernel's field arithmetic mod p = 2^256 - 2^32 - 977 on eight 32-bit
 // limbs (little-endian), built for the GPU's 32-bit multipliers and carry
 // flags.
 //
@@ -14,7 +14,7 @@
 #pragma once
 
 #include "kernels/fe32_ops.hpp"
-#include "kernels/group.hpp"
+#include "kernels/field.hpp"
 #include "kernels/safegcd32.hpp"
 
 namespace sigverify::kernels {
@@ -94,8 +94,8 @@ SV_HD bool fe32_is_odd(const Fe32& a) {
     return (n.v[0] & 1u) != 0;
 }
 
-// Conversions with the 64-bit-limb field of kernel v1 (same little-endian
-// bits; v1 values are always < p).
+// Conversions with the 64-bit-limb field of field.hpp (same little-endian
+// bits; Fe values are always < p).
 SV_HD Fe32 fe32_from_fe(const Fe& a) {
     Fe32 r;
     SV_UNROLL

@@ -429,73 +429,86 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
 #endif
 }
 
-// r = a^2 (mod p), weakly reduced. 142 instructions.
+// r = a^2 (mod p), weakly reduced. 155 instructions.
 SV_HD void fe32_sqr_limbs(u32 r[8], const u32 a[8]) {
 #if defined(__CUDA_ARCH__)
     asm("{\n\t"
-        ".reg .u32 t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15, t0, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;\n\t"
-        "mul.lo.u32 t1, %8, %9;\n\t"
-        "mul.hi.u32 t2, %8, %9;\n\t"
-        "mul.lo.u32 t3, %8, %11;\n\t"
-        "mul.hi.u32 t4, %8, %11;\n\t"
-        "mul.lo.u32 t5, %8, %13;\n\t"
-        "mul.hi.u32 t6, %8, %13;\n\t"
-        "mul.lo.u32 t7, %8, %15;\n\t"
-        "mul.hi.u32 t8, %8, %15;\n\t"
-        "mad.lo.cc.u32 t2, %8, %10, t2;\n\t"
-        "madc.hi.cc.u32 t3, %8, %10, t3;\n\t"
-        "madc.lo.cc.u32 t4, %8, %12, t4;\n\t"
-        "madc.hi.cc.u32 t5, %8, %12, t5;\n\t"
-        "madc.lo.cc.u32 t6, %8, %14, t6;\n\t"
-        "madc.hi.cc.u32 t7, %8, %14, t7;\n\t"
-        "addc.u32 t8, t8, 0;\n\t"
-        "mad.lo.cc.u32 t3, %9, %10, t3;\n\t"
-        "madc.hi.cc.u32 t4, %9, %10, t4;\n\t"
-        "madc.lo.cc.u32 t5, %9, %12, t5;\n\t"
-        "madc.hi.cc.u32 t6, %9, %12, t6;\n\t"
-        "madc.lo.cc.u32 t7, %9, %14, t7;\n\t"
-        "madc.hi.cc.u32 t8, %9, %14, t8;\n\t"
-        "addc.u32 t9, 0, 0;\n\t"
-        "mad.lo.cc.u32 t4, %9, %11, t4;\n\t"
-        "madc.hi.cc.u32 t5, %9, %11, t5;\n\t"
-        "madc.lo.cc.u32 t6, %9, %13, t6;\n\t"
-        "madc.hi.cc.u32 t7, %9, %13, t7;\n\t"
-        "madc.lo.cc.u32 t8, %9, %15, t8;\n\t"
-        "madc.hi.u32 t9, %9, %15, t9;\n\t"
-        "mad.lo.cc.u32 t6, %10, %12, t6;\n\t"
-        "madc.hi.cc.u32 t7, %10, %12, t7;\n\t"
-        "madc.lo.cc.u32 t8, %10, %14, t8;\n\t"
-        "madc.hi.cc.u32 t9, %10, %14, t9;\n\t"
+        ".reg .u32 t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, q13, t1, t14, t15, t0, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;\n\t"
+        "mul.lo.u32 t2, %10, %8;\n\t"
+        "mul.hi.u32 t3, %10, %8;\n\t"
+        "mul.lo.u32 t4, %12, %8;\n\t"
+        "mul.hi.u32 t5, %12, %8;\n\t"
+        "mul.lo.u32 t6, %14, %8;\n\t"
+        "mul.hi.u32 t7, %14, %8;\n\t"
+        "mul.lo.u32 q0, %9, %8;\n\t"
+        "mul.hi.u32 q1, %9, %8;\n\t"
+        "mul.lo.u32 q2, %11, %8;\n\t"
+        "mul.hi.u32 q3, %11, %8;\n\t"
+        "mul.lo.u32 q4, %13, %8;\n\t"
+        "mul.hi.u32 q5, %13, %8;\n\t"
+        "mul.lo.u32 q6, %15, %8;\n\t"
+        "mul.hi.u32 q7, %15, %8;\n\t"
+        "mad.lo.cc.u32 t4, %11, %9, t4;\n\t"
+        "madc.hi.cc.u32 t5, %11, %9, t5;\n\t"
+        "madc.lo.cc.u32 t6, %13, %9, t6;\n\t"
+        "madc.hi.cc.u32 t7, %13, %9, t7;\n\t"
+        "madc.lo.cc.u32 t8, %15, %9, 0;\n\t"
+        "madc.hi.u32 t9, %15, %9, 0;\n\t"
+        "mad.lo.cc.u32 q2, %10, %9, q2;\n\t"
+        "madc.hi.cc.u32 q3, %10, %9, q3;\n\t"
+        "madc.lo.cc.u32 q4, %12, %9, q4;\n\t"
+        "madc.hi.cc.u32 q5, %12, %9, q5;\n\t"
+        "madc.lo.cc.u32 q6, %14, %9, q6;\n\t"
+        "madc.hi.cc.u32 q7, %14, %9, q7;\n\t"
+        "addc.u32 q8, 0, 0;\n\t"
+        "mad.lo.cc.u32 t6, %12, %10, t6;\n\t"
+        "madc.hi.cc.u32 t7, %12, %10, t7;\n\t"
+        "madc.lo.cc.u32 t8, %14, %10, t8;\n\t"
+        "madc.hi.cc.u32 t9, %14, %10, t9;\n\t"
         "addc.u32 t10, 0, 0;\n\t"
-        "mad.lo.cc.u32 t5, %10, %11, t5;\n\t"
-        "madc.hi.cc.u32 t6, %10, %11, t6;\n\t"
-        "madc.lo.cc.u32 t7, %10, %13, t7;\n\t"
-        "madc.hi.cc.u32 t8, %10, %13, t8;\n\t"
-        "madc.lo.cc.u32 t9, %10, %15, t9;\n\t"
-        "madc.hi.u32 t10, %10, %15, t10;\n\t"
-        "mad.lo.cc.u32 t7, %11, %12, t7;\n\t"
-        "madc.hi.cc.u32 t8, %11, %12, t8;\n\t"
-        "madc.lo.cc.u32 t9, %11, %14, t9;\n\t"
-        "madc.hi.cc.u32 t10, %11, %14, t10;\n\t"
-        "addc.u32 t11, 0, 0;\n\t"
-        "mad.lo.cc.u32 t8, %11, %13, t8;\n\t"
-        "madc.hi.cc.u32 t9, %11, %13, t9;\n\t"
-        "madc.lo.cc.u32 t10, %11, %15, t10;\n\t"
-        "madc.hi.u32 t11, %11, %15, t11;\n\t"
-        "mad.lo.cc.u32 t10, %12, %14, t10;\n\t"
-        "madc.hi.cc.u32 t11, %12, %14, t11;\n\t"
+        "mad.lo.cc.u32 q4, %11, %10, q4;\n\t"
+        "madc.hi.cc.u32 q5, %11, %10, q5;\n\t"
+        "madc.lo.cc.u32 q6, %13, %10, q6;\n\t"
+        "madc.hi.cc.u32 q7, %13, %10, q7;\n\t"
+        "madc.lo.cc.u32 q8, %15, %10, q8;\n\t"
+        "madc.hi.u32 q9, %15, %10, 0;\n\t"
+        "mad.lo.cc.u32 t8, %13, %11, t8;\n\t"
+        "madc.hi.cc.u32 t9, %13, %11, t9;\n\t"
+        "madc.lo.cc.u32 t10, %15, %11, t10;\n\t"
+        "madc.hi.u32 t11, %15, %11, 0;\n\t"
+        "mad.lo.cc.u32 q6, %12, %11, q6;\n\t"
+        "madc.hi.cc.u32 q7, %12, %11, q7;\n\t"
+        "madc.lo.cc.u32 q8, %14, %11, q8;\n\t"
+        "madc.hi.cc.u32 q9, %14, %11, q9;\n\t"
+        "addc.u32 q10, 0, 0;\n\t"
+        "mad.lo.cc.u32 t10, %14, %12, t10;\n\t"
+        "madc.hi.cc.u32 t11, %14, %12, t11;\n\t"
         "addc.u32 t12, 0, 0;\n\t"
-        "mad.lo.cc.u32 t9, %12, %13, t9;\n\t"
-        "madc.hi.cc.u32 t10, %12, %13, t10;\n\t"
-        "madc.lo.cc.u32 t11, %12, %15, t11;\n\t"
-        "madc.hi.u32 t12, %12, %15, t12;\n\t"
-        "mad.lo.cc.u32 t11, %13, %14, t11;\n\t"
-        "madc.hi.cc.u32 t12, %13, %14, t12;\n\t"
-        "addc.u32 t13, 0, 0;\n\t"
-        "mad.lo.cc.u32 t12, %13, %15, t12;\n\t"
-        "madc.hi.u32 t13, %13, %15, t13;\n\t"
-        "mad.lo.cc.u32 t13, %14, %15, t13;\n\t"
-        "madc.hi.u32 t14, %14, %15, 0;\n\t"
+        "mad.lo.cc.u32 q8, %13, %12, q8;\n\t"
+        "madc.hi.cc.u32 q9, %13, %12, q9;\n\t"
+        "madc.lo.cc.u32 q10, %15, %12, q10;\n\t"
+        "madc.hi.u32 q11, %15, %12, 0;\n\t"
+        "mad.lo.cc.u32 t12, %15, %13, t12;\n\t"
+        "madc.hi.u32 t13, %15, %13, 0;\n\t"
+        "mad.lo.cc.u32 q10, %14, %13, q10;\n\t"
+        "madc.hi.cc.u32 q11, %14, %13, q11;\n\t"
+        "addc.u32 q12, 0, 0;\n\t"
+        "mad.lo.cc.u32 q12, %15, %14, q12;\n\t"
+        "madc.hi.u32 q13, %15, %14, 0;\n\t"
+        "add.cc.u32 t1, 0, q0;\n\t"
+        "addc.cc.u32 t2, t2, q1;\n\t"
+        "addc.cc.u32 t3, t3, q2;\n\t"
+        "addc.cc.u32 t4, t4, q3;\n\t"
+        "addc.cc.u32 t5, t5, q4;\n\t"
+        "addc.cc.u32 t6, t6, q5;\n\t"
+        "addc.cc.u32 t7, t7, q6;\n\t"
+        "addc.cc.u32 t8, t8, q7;\n\t"
+        "addc.cc.u32 t9, t9, q8;\n\t"
+        "addc.cc.u32 t10, t10, q9;\n\t"
+        "addc.cc.u32 t11, t11, q10;\n\t"
+        "addc.cc.u32 t12, t12, q11;\n\t"
+        "addc.cc.u32 t13, t13, q12;\n\t"
+        "addc.u32 t14, 0, q13;\n\t"
         "shf.l.clamp.b32 t15, t14, 0, 1;\n\t"
         "shf.l.clamp.b32 t14, t13, t14, 1;\n\t"
         "shf.l.clamp.b32 t13, t12, t13, 1;\n\t"
@@ -580,71 +593,84 @@ SV_HD void fe32_sqr_limbs(u32 r[8], const u32 a[8]) {
         : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]));
 #else
-    u32 t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15, t0, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;
+    u32 t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, q13, t1, t14, t15, t0, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;
     u32 cf = 0;
     (void)cf;
-    { const u64 w_ = u64(u32(u64(a[0]) * a[1])); t1 = u32(w_); }
-    { const u64 w_ = ((u64(a[0]) * a[1]) >> 32); t2 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * a[3])); t3 = u32(w_); }
-    { const u64 w_ = ((u64(a[0]) * a[3]) >> 32); t4 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * a[5])); t5 = u32(w_); }
-    { const u64 w_ = ((u64(a[0]) * a[5]) >> 32); t6 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * a[7])); t7 = u32(w_); }
-    { const u64 w_ = ((u64(a[0]) * a[7]) >> 32); t8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * a[2])) + t2; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * a[2]) >> 32) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[0]) * a[4])) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * a[4]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[0]) * a[6])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * a[6]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t8) + u32(0u) + cf; t8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * a[2])) + t3; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * a[2]) >> 32) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[1]) * a[4])) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * a[4]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[1]) * a[6])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * a[6]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t9 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * a[3])) + t4; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * a[3]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[1]) * a[5])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * a[5]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[1]) * a[7])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * a[7]) >> 32) + t9 + cf; t9 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[2]) * a[4])) + t6; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * a[4]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * a[6])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * a[6]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * a[0])); t2 = u32(w_); }
+    { const u64 w_ = ((u64(a[2]) * a[0]) >> 32); t3 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[4]) * a[0])); t4 = u32(w_); }
+    { const u64 w_ = ((u64(a[4]) * a[0]) >> 32); t5 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[6]) * a[0])); t6 = u32(w_); }
+    { const u64 w_ = ((u64(a[6]) * a[0]) >> 32); t7 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * a[0])); q0 = u32(w_); }
+    { const u64 w_ = ((u64(a[1]) * a[0]) >> 32); q1 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[3]) * a[0])); q2 = u32(w_); }
+    { const u64 w_ = ((u64(a[3]) * a[0]) >> 32); q3 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[5]) * a[0])); q4 = u32(w_); }
+    { const u64 w_ = ((u64(a[5]) * a[0]) >> 32); q5 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[7]) * a[0])); q6 = u32(w_); }
+    { const u64 w_ = ((u64(a[7]) * a[0]) >> 32); q7 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[3]) * a[1])) + t4; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * a[1]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * a[1])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * a[1]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * a[1])) + u32(0u) + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * a[1]) >> 32) + u32(0u) + cf; t9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[2]) * a[1])) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * a[1]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * a[1])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * a[1]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * a[1])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * a[1]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q8 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[4]) * a[2])) + t6; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * a[2]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * a[2])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * a[2]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[2]) * a[3])) + t5; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * a[3]) >> 32) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * a[5])) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * a[5]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * a[7])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * a[7]) >> 32) + t10 + cf; t10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[3]) * a[4])) + t7; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * a[4]) >> 32) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * a[6])) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * a[6]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t11 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[3]) * a[5])) + t8; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * a[5]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * a[7])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * a[7]) >> 32) + t11 + cf; t11 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[4]) * a[6])) + t10; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * a[6]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * a[2])) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * a[2]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * a[2])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * a[2]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * a[2])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * a[2]) >> 32) + u32(0u) + cf; q9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[5]) * a[3])) + t8; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * a[3]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * a[3])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * a[3]) >> 32) + u32(0u) + cf; t11 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[4]) * a[3])) + q6; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * a[3]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * a[3])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * a[3]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q10 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[6]) * a[4])) + t10; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * a[4]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t12 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[4]) * a[5])) + t9; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * a[5]) >> 32) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * a[7])) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * a[7]) >> 32) + t12 + cf; t12 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[5]) * a[6])) + t11; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * a[6]) >> 32) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t13 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[5]) * a[7])) + t12; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * a[7]) >> 32) + t13 + cf; t13 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[6]) * a[7])) + t13; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * a[7]) >> 32) + u32(0u) + cf; t14 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[5]) * a[4])) + q8; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * a[4]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * a[4])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * a[4]) >> 32) + u32(0u) + cf; q11 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[7]) * a[5])) + t12; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * a[5]) >> 32) + u32(0u) + cf; t13 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[6]) * a[5])) + q10; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * a[5]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q12 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[7]) * a[6])) + q12; q12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * a[6]) >> 32) + u32(0u) + cf; q13 = u32(w_); }
+    { const u64 w_ = u64(u32(0u)) + q0; t1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t2) + q1 + cf; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t3) + q2 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t4) + q3 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t5) + q4 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t6) + q5 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t7) + q6 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t8) + q7 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t9) + q8 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t10) + q9 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t11) + q10 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t12) + q11 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t13) + q12 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + q13 + cf; t14 = u32(w_); }
     { const u64 w_ = (((u64(u32(0u)) << 32 | t14) << u32(1u)) >> 32); t15 = u32(w_); }
     { const u64 w_ = (((u64(t14) << 32 | t13) << u32(1u)) >> 32); t14 = u32(w_); }
     { const u64 w_ = (((u64(t13) << 32 | t12) << u32(1u)) >> 32); t13 = u32(w_); }

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Field arithmetic mod p = 2^256 - 2^32 - 977 (secp256k1's base field).
+// Field arithmetic mod p = 2^256 - 2^32 - 977 (secp256k1's base field) on
+// four 64-bit limbs: the exact path's field, and the parser, constants, table
+// storage and the square-root addition chain (a template) that the GPU
+// kernel's Fe32 (fe32.hpp) shares with it.
 //
 // Representation: four 64-bit limbs, little-endian, always fully reduced
 // (0 <= v < p) after every operation, so equality is limb equality and parity
@@ -20,6 +23,19 @@ struct Fe {
 constexpr u64 kFeC = 0x1000003D1ull;
 constexpr u64 kP0 = 0xFFFFFFFEFFFFFC2Full;
 constexpr u64 kPHigh = 0xFFFFFFFFFFFFFFFFull;  // limbs 1..3 of p
+
+// beta: a cube root of unity mod p matching sc_lambda().
+SV_HD Fe fe_beta() {
+    return Fe{{0xC1396C28719501EEull, 0x9CF0497512F58995ull, 0x6E64479EAC3434E9ull, 0x7AE96A2B657C0710ull}};
+}
+
+// An affine point as stored in the precomputed tables (64 bytes, no flag: table
+// entries are never infinity). 16-byte aligned: the device loads it in 16-byte
+// pieces.
+struct alignas(16) GeStorage {
+    u64 x[4];
+    u64 y[4];
+};
 
 SV_HD Fe fe_zero() { return Fe{{0, 0, 0, 0}}; }
 SV_HD Fe fe_one() { return Fe{{1, 0, 0, 0}}; }
@@ -53,13 +69,7 @@ SV_HD void fe_reduce_once(Fe& r, const u64 v[4]) {
 // value is >= p.
 SV_HD bool fe_set_b32(Fe& r, const u8* b) {
     u64 v[4];
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        u64 w = 0;
-        SV_UNROLL
-        for (int j = 0; j < 8; ++j) w = (w << 8) | b[(3 - i) * 8 + j];
-        v[i] = w;
-    }
+    read_u256(v, b, ByteOrder::big);
     const bool overflow = limbs_ge_p(v);
     fe_reduce_once(r, v);
     return !overflow;
@@ -71,6 +81,23 @@ SV_HD void fe_get_b32(u8* b, const Fe& a) {
         SV_UNROLL
         for (int j = 0; j < 8; ++j) b[(3 - i) * 8 + j] = u8(a.v[i] >> (56 - 8 * j));
     }
+}
+
+// r = (w + top 2^256) mod p for top < 2^34: top * C < 2^68 is added once; a
+// carry out means the value wrapped, and the rest is then tiny, so adding C
+// once more cannot carry; one conditional subtraction ends it.
+SV_HD void fe_fold_top(Fe& r, u64 w[4], u64 top) {
+    u64 lo, hi;
+    mul64(top, kFeC, lo, hi);
+    u64 c = addc(w[0], lo, 0, w[0]);
+    c = addc(w[1], hi, c, w[1]);
+    c = addc(w[2], 0, c, w[2]);
+    c = addc(w[3], 0, c, w[3]);
+    c = addc(w[0], kFeC & (0 - c), 0, w[0]);
+    c = addc(w[1], 0, c, w[1]);
+    c = addc(w[2], 0, c, w[2]);
+    addc(w[3], 0, c, w[3]);
+    fe_reduce_once(r, w);
 }
 
 // Reduces a 512-bit value t (little-endian limbs) mod p.
@@ -90,30 +117,17 @@ SV_HD void fe_reduce512(Fe& r, const u64 t[8]) {
         carry = c + c2 + c3;
         hi_prev = hi;
     }
-    const u64 top = hi_prev + carry;  // < 2^34
-    // Second fold: top * C < 2^68
-    u64 lo, hi;
-    mul64(top, kFeC, lo, hi);
-    u64 c = addc(w[0], lo, 0, w[0]);
-    c = addc(w[1], hi, c, w[1]);
-    c = addc(w[2], 0, c, w[2]);
-    c = addc(w[3], 0, c, w[3]);
-    // A carry out means the value wrapped: the rest is tiny, add C once more.
-    c = addc(w[0], kFeC & (0 - c), 0, w[0]);
-    c = addc(w[1], 0, c, w[1]);
-    c = addc(w[2], 0, c, w[2]);
-    addc(w[3], 0, c, w[3]);
-    fe_reduce_once(r, w);
+    fe_fold_top(r, w, hi_prev + carry);  // top < 2^34
 }
 
-SV_HD_MUL void fe_mul(Fe& r, const Fe& a, const Fe& b) {
+SV_HD void fe_mul(Fe& r, const Fe& a, const Fe& b) {
     SV_COUNT_OP(fe_mul);
     u64 t[8];
     mul_wide(t, a.v, b.v);
     fe_reduce512(r, t);
 }
 
-SV_HD_MUL void fe_sqr(Fe& r, const Fe& a) {
+SV_HD void fe_sqr(Fe& r, const Fe& a) {
     SV_COUNT_OP(fe_sqr);
     u64 t[8];
     sqr_wide(t, a.v);
@@ -164,18 +178,7 @@ SV_HD void fe_mul_small(Fe& r, const Fe& a, u32 k) {
         hi += addc(lo, carry, 0, w[i]);
         carry = hi;
     }
-    // carry < 2^32: carry * C < 2^65
-    u64 lo, hi;
-    mul64(carry, kFeC, lo, hi);
-    u64 c = addc(w[0], lo, 0, w[0]);
-    c = addc(w[1], hi, c, w[1]);
-    c = addc(w[2], 0, c, w[2]);
-    c = addc(w[3], 0, c, w[3]);
-    c = addc(w[0], kFeC & (0 - c), 0, w[0]);
-    c = addc(w[1], 0, c, w[1]);
-    c = addc(w[2], 0, c, w[2]);
-    addc(w[3], 0, c, w[3]);
-    fe_reduce_once(r, w);
+    fe_fold_top(r, w, carry);  // carry < 2^32
 }
 
 SV_HD void fe_sqr_n(Fe& r, const Fe& a, int n) {
@@ -240,7 +243,7 @@ SV_HD void fe_chain_sqrt_tail(F& r, const F& x223, const F& x2, const F& x22) {
     fe_sqr_n(r, t, 2);
 }
 
-// Kernel v1: the chain's start as a real call on the device.
+// The exact path's chain start (a real call when a device compiles it).
 SV_HD_NOINLINE void fe_pow_chain_223(Fe& x223, Fe& x2, Fe& x22, const Fe& a) { fe_chain_223(x223, x2, x22, a); }
 
 // r = a^(p-2) = 1/a (0 maps to 0).

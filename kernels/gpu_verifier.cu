@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CUDA backend: the verification kernel (one thread per row, the portable
-// kernel math of verify.hpp) and the host side that feeds it.
+// kernel math of verify32.hpp) and the host side that feeds it.
 //
 // Per device, allocated once at open(): the G tables (uploaded once), and per
 // stream a pinned staging buffer for rows, a device row buffer, a device
@@ -22,7 +22,6 @@
 #include "kernels/host_ranges.hpp"
 #include "kernels/kernel_math.hpp"
 #include "kernels/selftest_vectors.hpp"
-#include "kernels/verify.hpp"
 #include "kernels/verify32.hpp"
 #include "shm_protocol/verdict_publish.hpp"
 
@@ -31,80 +30,46 @@ namespace sigverify::gpu {
 namespace k = sigverify::kernels;
 
 constexpr int kMaxThreadsPerBlock = 256;
-// Minimum resident blocks of kMaxThreadsPerBlock per SM asked of ptxas
-// (caps registers at 65536 / (256 * this)). Kernel v1: 2 (128 registers)
-// measured 1.37x faster than 1 (214). Kernel v2: 1 (no cap; 178 registers,
-// no spills); 2 (128 registers, 2.3 KB of spills) measured 5% slower, and its
-// occupancy is bounded by the per-thread shared memory (2 blocks of 128
-// threads per SM) either way (BENCHMARKS.md, machine B).
-#ifndef SV_MIN_BLOCKS_PER_SM
-#if defined(SV_KERNEL_V1)
-#define SV_MIN_BLOCKS_PER_SM 2
-#else
-#define SV_MIN_BLOCKS_PER_SM 1
-#endif
-#endif
 
-#if defined(SV_KERNEL_V1)
-// Kernel v1 (scripts/gpu-check.sh variant `v1`, kept to measure beside v2).
-// Thread t verifies rows t, t + T, ..., t + (K-1) T (T = threads in the
-// grid, K = kVerifyBatch) as one batch sharing an inversion, then strides on.
-constexpr int kRowsPerThread = k::kVerifyBatch;
-constexpr std::size_t kSharedBytesPerThread = 0;
-__global__ void __launch_bounds__(kMaxThreadsPerBlock, SV_MIN_BLOCKS_PER_SM)
-    verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
-                  int schnorr, int compact, const k::GeStorage* __restrict__ table,
-                  std::uint8_t* __restrict__ verdicts) {
-    constexpr int K = k::kVerifyBatch;
-    const k::GTableView tab{table, table + k::kTableGSize};
-    const std::uint64_t threads = std::uint64_t(gridDim.x) * blockDim.x;
-    for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; base < count;
-         base += threads * K) {
-        const std::uint8_t* recs[K];
-        int n = 0;
-        for (int j = 0; j < K; ++j) {
-            const std::uint64_t i = base + std::uint64_t(j) * threads;
-            if (i < count) recs[n++] = rows + i * stride;
-        }
-        bool ok[K];
-        if (schnorr) {
-            k::schnorr_verify_batch<K>(recs, n, tab, ok);
-        } else {
-            k::ecdsa_verify_batch<K>(recs, n, compact != 0, tab, ok);
-        }
-        for (int j = 0; j < n; ++j) verdicts[base + std::uint64_t(j) * threads] = ok[j] ? 1 : 0;
-    }
-}
-std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables(); }
-#else
-// Kernel v2 (kernels/verify32.hpp): one row per thread, one control flow for
-// every lane, state in registers, the row's P table in shared memory (one
-// column of words per thread: bank-conflict free). Verdicts are 0, 1 or
-// kVerdictRecheck (the host resolves those with the exact path).
+// The kernel (kernels/verify32.hpp): one row per thread, one control flow for
+// every lane, state in registers, the row's P table, recoded scalars and zg
+// powers in shared memory (one column of words per thread: bank-conflict
+// free); SV_P_TABLE_GLOBAL moves the P table to global memory (`scratch`, one
+// column of kPTableWords words per row of the launch; ecmult32.hpp). Verdicts
+// are 0, 1 or kVerdictRecheck (the host resolves those with the exact path).
 constexpr int kRowsPerThread = 1;
-constexpr std::size_t kSharedBytesPerThread = k::kScratchWords * sizeof(std::uint32_t);
-// SV_MAX_REGS (a gpu-check variant) caps the registers directly, for more
-// resident blocks than the launch bounds' granularity allows.
+constexpr std::size_t kSharedBytesPerThread = std::size_t(k::kSharedWordsPerThread) * sizeof(std::uint32_t);
+constexpr std::size_t kScratchBytesPerRow =
+    k::kPTableInShared ? 0 : std::size_t(k::kPTableWords) * sizeof(std::uint32_t);
+// Registers are left to ptxas (no minimum of resident blocks): 12 warps per
+// SM need at most 168 a thread, and a cap of 168 spills today (SV_MAX_REGS=168:
+// 8 B of stack on sm_90, 80 B on sm_120); capping them (gpu-check variants) or
+// asking for 2 blocks of 256 never beat the uncapped build on the H200 while
+// shared memory bounded the resident warps as well (BENCHMARKS.md).
 #if defined(SV_MAX_REGS)
-#define SV_V2_BOUNDS __maxnreg__(SV_MAX_REGS)
+#define SV_KERNEL_BOUNDS __maxnreg__(SV_MAX_REGS)
 #else
-#define SV_V2_BOUNDS __launch_bounds__(kMaxThreadsPerBlock, SV_MIN_BLOCKS_PER_SM)
+#define SV_KERNEL_BOUNDS __launch_bounds__(kMaxThreadsPerBlock, 1)
 #endif
-__global__ void SV_V2_BOUNDS
+__global__ void SV_KERNEL_BOUNDS
     verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
                   int schnorr, int compact, const k::GeStorage* __restrict__ table,
-                  std::uint8_t* __restrict__ verdicts) {
-    extern __shared__ std::uint32_t p_tables[];
-    const k::PTable32 ptab{p_tables + threadIdx.x, blockDim.x};
-    const k::GTable32 gtab{table};
+                  std::uint32_t* __restrict__ scratch, std::uint8_t* __restrict__ verdicts) {
+    extern __shared__ std::uint32_t shared_words[];
     // one row per thread (the launch covers every row): nothing but the
     // kernel parameters is live across the calls of the row's verification
     const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
+#if defined(SV_P_TABLE_GLOBAL)
+    const k::PTable32 ptab{scratch + i, count, shared_words + threadIdx.x, blockDim.x};
+#else
+    (void)scratch;
+    const k::PTable32 ptab{shared_words + threadIdx.x, blockDim.x};
+#endif
+    const k::GTable32 gtab{table};
     verdicts[i] = k::verify_row32(rows + std::uint64_t(i) * stride, schnorr != 0, compact != 0, ptab, gtab);
 }
 std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables32(); }
-#endif
 
 namespace {
 
@@ -209,6 +174,7 @@ struct DeviceVerifier::Impl {
         std::uint8_t* h_rows = nullptr;  // pinned
         std::uint8_t* d_rows = nullptr;
         std::uint8_t* d_verdicts = nullptr;
+        std::uint32_t* d_scratch = nullptr;  // the P tables of one launch (kScratchBytesPerRow a row)
         std::uint8_t* h_verdicts = nullptr;  // pinned
         cudaEvent_t k_start = nullptr, k_stop = nullptr, done = nullptr;
         // chunk in flight
@@ -220,6 +186,7 @@ struct DeviceVerifier::Impl {
     Timing timing;
     int launch_tpb = 0;      // threads per block of a full launch (choose_launch)
     int resident_warps = 0;  // warps per SM at launch_tpb (0: unknown)
+    std::size_t launch_rows = 0;  // rows of one kernel launch at most (the scratch holds that many)
 
     ~Impl() {
         cudaSetDevice(info.index);
@@ -229,6 +196,7 @@ struct DeviceVerifier::Impl {
             if (l.h_verdicts) cudaFreeHost(l.h_verdicts);
             if (l.d_rows) cudaFree(l.d_rows);
             if (l.d_verdicts) cudaFree(l.d_verdicts);
+            if (l.d_scratch) cudaFree(l.d_scratch);
             if (l.k_start) cudaEventDestroy(l.k_start);
             if (l.k_stop) cudaEventDestroy(l.k_stop);
             if (l.done) cudaEventDestroy(l.done);
@@ -245,12 +213,20 @@ struct DeviceVerifier::Impl {
         SV_CUDA(cudaMemcpy(d_table, table.data(), table.size() * sizeof(k::GeStorage), cudaMemcpyHostToDevice));
         // a chunk of the smallest records holds the most rows
         max_rows_per_chunk = options.chunk_bytes / wire::kSchnorrRecordSize;
+        // One launch covers at most four waves of resident threads, so a
+        // global P-table scratch (SV_P_TABLE_GLOBAL) stays small (H200 at 12
+        // warps: 202,752 rows, 99 MiB a lane) whatever the chunk size; a
+        // larger chunk runs as several launches on its stream, one after the
+        // other.
+        const std::size_t waves = std::size_t(info.sm_count) * std::size_t(resident_warps > 0 ? resident_warps : 8) * 32 * 4;
+        launch_rows = std::min(max_rows_per_chunk, waves);
         lanes.resize(static_cast<std::size_t>(options.streams));
         for (auto& l : lanes) {
             SV_CUDA(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
             SV_CUDA(cudaMallocHost(&l.h_rows, options.chunk_bytes));
             SV_CUDA(cudaMalloc(&l.d_rows, options.chunk_bytes));
             SV_CUDA(cudaMalloc(&l.d_verdicts, max_rows_per_chunk));
+            if (kScratchBytesPerRow != 0) SV_CUDA(cudaMalloc(&l.d_scratch, launch_rows * kScratchBytesPerRow));
             SV_CUDA(cudaMallocHost(&l.h_verdicts, max_rows_per_chunk));
             SV_CUDA(cudaEventCreate(&l.k_start));
             SV_CUDA(cudaEventCreate(&l.k_stop));
@@ -268,7 +244,6 @@ struct DeviceVerifier::Impl {
     // (ties: the larger block).
     Status choose_launch() {
         launch_tpb = options.threads_per_block;
-        if (kSharedBytesPerThread == 0) return Status::success();
         int optin = 0;
         SV_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, info.index));
         const int fit = int(std::size_t(optin) / kSharedBytesPerThread) / 32 * 32;
@@ -294,15 +269,22 @@ struct DeviceVerifier::Impl {
         return Status::success();
     }
 
+    // The kernel over n rows in the lane's device buffer: launches of at most
+    // launch_rows rows (the scratch's size), one after the other on the
+    // lane's stream, so they never share the scratch.
     Status launch(Lane& l, std::size_t n, const wire::RowSpan& rows) {
-        const int tpb = spread_threads_per_block(n, launch_tpb, info.sm_count, kRowsPerThread);
-        const std::size_t per_block = std::size_t(tpb) * kRowsPerThread;
-        const unsigned blocks = static_cast<unsigned>((n + per_block - 1) / per_block);
-        verify_kernel<<<blocks, tpb, kSharedBytesPerThread * std::size_t(tpb), l.stream>>>(
-            l.d_rows, static_cast<std::uint32_t>(rows.row_stride()), static_cast<std::uint32_t>(n),
-            rows.kind == wire::RecordKind::schnorr ? 1 : 0, rows.encoding == wire::SigEncoding::compact ? 1 : 0,
-            d_table, l.d_verdicts);
-        SV_CUDA(cudaGetLastError());
+        const std::size_t stride = rows.row_stride();
+        for (std::size_t first = 0; first < n; first += launch_rows) {
+            const std::size_t m = std::min(launch_rows, n - first);
+            const int tpb = spread_threads_per_block(m, launch_tpb, info.sm_count, kRowsPerThread);
+            const std::size_t per_block = std::size_t(tpb) * kRowsPerThread;
+            const unsigned blocks = static_cast<unsigned>((m + per_block - 1) / per_block);
+            verify_kernel<<<blocks, tpb, kSharedBytesPerThread * std::size_t(tpb), l.stream>>>(
+                l.d_rows + first * stride, static_cast<std::uint32_t>(stride), static_cast<std::uint32_t>(m),
+                rows.kind == wire::RecordKind::schnorr ? 1 : 0,
+                rows.encoding == wire::SigEncoding::compact ? 1 : 0, d_table, l.d_scratch, l.d_verdicts + first);
+            SV_CUDA(cudaGetLastError());
+        }
         return Status::success();
     }
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/verify.hpp"
+#include "kernels/exact_verify.hpp"
 #include "kernels/verify32.hpp"
 #include "reference/parallel_for.hpp"
 #include "shm_protocol/verdict_publish.hpp"
@@ -53,10 +53,10 @@ std::vector<GeStorage> g_and_shifted_g_tables(int shift, int count) {
 
 }  // namespace
 
-std::vector<GeStorage> build_g_tables() { return g_and_shifted_g_tables(128, kTableGSize); }
+std::vector<GeStorage> build_exact_g_tables() { return g_and_shifted_g_tables(128, kTableGSize); }
 
-const GTableView& host_g_table() {
-    static const std::vector<GeStorage> storage = build_g_tables();
+const GTableView& host_exact_g_table() {
+    static const std::vector<GeStorage> storage = build_exact_g_tables();
     static const GTableView view{storage.data(), storage.data() + kTableGSize};
     return view;
 }
@@ -70,23 +70,22 @@ const GTable32& host_g_table32() {
 }
 
 std::uint8_t verify_record32(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
-    u32 words[kScratchWords];
-    const PTable32 ptab{words, 1};
+    HostScratch32 scratch;
+    const PTable32 ptab = scratch.view();
     if (kind == wire::RecordKind::ecdsa)
         return ecdsa_verify32(record, encoding == wire::SigEncoding::compact, ptab, host_g_table32());
     return schnorr_verify32(record, ptab, host_g_table32());
 }
 
-bool verify_record_v1(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
-    const GTableView& tab = host_g_table();
-    if (kind == wire::RecordKind::ecdsa)
-        return ecdsa_verify_record(record, encoding == wire::SigEncoding::compact, tab);
-    return schnorr_verify_record(record, tab);
+bool verify_record_exact(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
+    const GTableView& tab = host_exact_g_table();
+    if (kind == wire::RecordKind::ecdsa) return exact_ecdsa_verify(record, encoding == wire::SigEncoding::compact, tab);
+    return exact_schnorr_verify(record, tab);
 }
 
 bool resolve_verdict32(std::uint8_t verdict, const std::uint8_t* record, wire::RecordKind kind,
                        wire::SigEncoding encoding) {
-    if (verdict == kVerdictRecheck) return verify_record_v1(record, kind, encoding);
+    if (verdict == kVerdictRecheck) return verify_record_exact(record, kind, encoding);
     return verdict == kVerdictValid;
 }
 
@@ -122,7 +121,7 @@ static HostCounts& operator+=(HostCounts& a, const HostCounts& b) {
 HostCounts verify_rows(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
                        unsigned threads) {
     if (mode == wire::Mode::results && rows.count != 0) std::memset(results, 0, rows.count);
-    host_g_table();  // build before the threads start
+    host_exact_g_table();  // build before the threads start
     host_g_table32();
     // A pool of one starts no thread: rows sum_over keeps on the caller anyway.
     reference::WorkerPool pool(rows.count < reference::kSerialBelow ? 1 : threads);

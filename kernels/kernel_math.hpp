@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Host entry points of the kernel math (the same source the CUDA kernels run,
+// Host entry points of the kernel math (the same source the CUDA kernel runs,
 // compiled by the host compiler): the precomputed G tables, per-record
-// verification and a threaded batch run over wire-format rows.
+// verification (the GPU ladder's host twin, rechecks resolved by the exact
+// path) and a threaded batch run over wire-format rows.
 //
 // This is what the host tests drive to prove the device math row by row
 // against libsecp256k1, and what the GPU checks use as a second oracle.
@@ -11,39 +12,39 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/ecmult.hpp"
 #include "kernels/ecmult32.hpp"
 #include "shm_protocol/wire_format.hpp"
 
 namespace sigverify::kernels {
 
-// Both G tables in one array: entries [0, kTableGSize) are the odd multiples
-// of G, entries [kTableGSize, 2 kTableGSize) those of 2^128 G. The layout the
-// device upload uses too.
-std::vector<GeStorage> build_g_tables();
+struct GTableView;  // the exact path's wNAF tables (exact_ecmult.hpp)
+
+// The exact path's G tables in one array: entries [0, kTableGSize) are the
+// odd multiples of G, entries [kTableGSize, 2 kTableGSize) those of 2^128 G.
+std::vector<GeStorage> build_exact_g_tables();
 
 // The host's copy, built once on first use (thread-safe).
-const GTableView& host_g_table();
+const GTableView& host_exact_g_table();
 
-// Kernel v2's G tables in one array (the device upload uses the same
+// The GPU kernel's G tables in one array (the device upload uses the same
 // layout): [0, kV2GEntries) = (2i+1) G, then (2i+1) 2^136 G.
 std::vector<GeStorage> build_g_tables32();
 const GTable32& host_g_table32();
 
-// Kernel v2's verdict for one record: kVerdictValid, kVerdictInvalid or
+// The GPU kernel's verdict for one record: kVerdictValid, kVerdictInvalid or
 // kVerdictRecheck (verify32.hpp), exactly what the GPU computes.
 std::uint8_t verify_record32(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
 
-// Kernel v1's verdict (the exact path that resolves kVerdictRecheck).
-bool verify_record_v1(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
+// The exact path's verdict (exact_verify.hpp), which resolves kVerdictRecheck.
+bool verify_record_exact(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
 
-// The one rule that turns a kernel v2 verdict (host or GPU) into valid /
-// invalid: kVerdictRecheck is decided by kernel v1's exact math on the record.
+// The one rule that turns a kernel verdict (host or GPU) into valid /
+// invalid: kVerdictRecheck is decided by the exact path on the record.
 bool resolve_verdict32(std::uint8_t verdict, const std::uint8_t* record, wire::RecordKind kind,
                        wire::SigEncoding encoding);
 
-// Verdict for one record (EcdsaRecord or SchnorrRecord bytes): kernel v2,
-// with rechecks resolved by kernel v1.
+// Verdict for one record (EcdsaRecord or SchnorrRecord bytes): the GPU
+// kernel's host twin, with rechecks resolved by the exact path.
 bool verify_record(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
 
 struct HostCounts {

@@ -4,7 +4,9 @@
 // Representation: four 64-bit limbs, little-endian, always fully reduced
 // (0 <= v < n). Products are reduced by folding with 2^256 - n (a 129-bit
 // constant) until the value fits 256 bits, then one conditional subtraction.
-// Also holds the GLV split k = k1 + k2 * lambda (mod n).
+// Also holds the one scalar parser and the GLV split k = k1 + k2 * lambda
+// (mod n). Shared by the GPU ladder and the exact path; the inversion is the
+// divsteps one of scalar32.hpp.
 #pragma once
 
 #include "kernels/sv_hd.hpp"
@@ -68,32 +70,13 @@ SV_HD void sc_reduce_once(Sc& r, const u64 v[4], u64 carry) {
     for (int i = 0; i < 4; ++i) r.v[i] = (t[i] & mask) | (v[i] & ~mask);
 }
 
-// Reads 32 big-endian bytes; returns true when the value was >= n (r is then
-// the value reduced mod n).
-SV_HD bool sc_set_b32(Sc& r, const u8* b) {
+// The one scalar parser of the kernels (GPU ladder, host twin, exact path).
+// Returns true when the value was >= n; r is then the value reduced mod n
+// (as libsecp256k1's secp256k1_scalar_set_b32): the verifiers reject r, s >= n
+// on the flag and reduce the hash silently.
+SV_HD bool sc_set_bytes(Sc& r, const u8* b, ByteOrder order) {
     u64 v[4];
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        u64 w = 0;
-        SV_UNROLL
-        for (int j = 0; j < 8; ++j) w = (w << 8) | b[(3 - i) * 8 + j];
-        v[i] = w;
-    }
-    const bool overflow = limbs_ge_n(v);
-    sc_reduce_once(r, v, 0);
-    return overflow;
-}
-
-// Same from 32 little-endian bytes.
-SV_HD bool sc_set_b32_le(Sc& r, const u8* b) {
-    u64 v[4];
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        u64 w = 0;
-        SV_UNROLL
-        for (int j = 7; j >= 0; --j) w = (w << 8) | b[i * 8 + j];
-        v[i] = w;
-    }
+    read_u256(v, b, order);
     const bool overflow = limbs_ge_n(v);
     sc_reduce_once(r, v, 0);
     return overflow;
@@ -134,6 +117,9 @@ SV_HD void sc_sub(Sc& r, const Sc& a, const Sc& b) {
     sc_add(r, a, nb);
 }
 
+// p - n: r + n is a field element exactly when r < p - n (ECDSA's R.x check).
+SV_HD Sc sc_p_minus_n() { return Sc{{0x402DA1722FC9BAEEull, 0x4551231950B75FC4ull, 1, 0}}; }
+
 // a > n/2
 SV_HD bool sc_is_high(const Sc& a) {
     const u64 h[4] = {kNH0, kNH1, kNH2, kNH3};
@@ -172,57 +158,18 @@ SV_HD void sc_reduce512(Sc& r, const u64 t[8]) {
     sc_reduce_once(r, w, w[4]);
 }
 
-SV_HD_MUL void sc_mul(Sc& r, const Sc& a, const Sc& b) {
+SV_HD void sc_mul(Sc& r, const Sc& a, const Sc& b) {
     SV_COUNT_OP(sc_mul);
     u64 t[8];
     mul_wide(t, a.v, b.v);
     sc_reduce512(r, t);
 }
 
-SV_HD_MUL void sc_sqr(Sc& r, const Sc& a) {
+SV_HD void sc_sqr(Sc& r, const Sc& a) {
     SV_COUNT_OP(sc_sqr);
     u64 t[8];
     sqr_wide(t, a.v);
     sc_reduce512(r, t);
-}
-
-// r = 1/a mod n by Fermat (a^(n-2)), 4-bit fixed window. 0 maps to 0.
-SV_HD_NOINLINE void sc_inv(Sc& r, const Sc& a) {
-    // n - 2
-    const u64 e[4] = {kN0 - 2, kN1, kN2, kN3};
-    Sc tab[16];
-    tab[0] = sc_one();
-    tab[1] = a;
-    for (int i = 2; i < 16; ++i) sc_mul(tab[i], tab[i - 1], a);
-    Sc acc = sc_one();
-    for (int w = 63; w >= 0; --w) {
-        if (w != 63) {
-            sc_sqr(acc, acc);
-            sc_sqr(acc, acc);
-            sc_sqr(acc, acc);
-            sc_sqr(acc, acc);
-        }
-        const unsigned nib = unsigned(e[w / 16] >> ((w % 16) * 4)) & 15u;
-        if (nib) sc_mul(acc, acc, tab[nib]);
-    }
-    r = acc;
-}
-
-// Montgomery's trick for scalars: a[0..n) replaced by their inverses with one
-// inversion and 3(n-1) multiplications. Every a[i] must be nonzero.
-SV_HD void sc_batch_inv(Sc* a, Sc* prefix, int n) {
-    if (n <= 0) return;
-    prefix[0] = a[0];
-    for (int i = 1; i < n; ++i) sc_mul(prefix[i], prefix[i - 1], a[i]);
-    Sc inv;
-    sc_inv(inv, prefix[n - 1]);
-    for (int i = n - 1; i > 0; --i) {
-        Sc ai;
-        sc_mul(ai, inv, prefix[i - 1]);
-        sc_mul(inv, inv, a[i]);
-        a[i] = ai;
-    }
-    a[0] = inv;
 }
 
 // ---------------------------------------------------------------------------

@@ -84,7 +84,7 @@ SV_HD u32 load_be32(const u8* p) {
     return (u32(p[0]) << 24) | (u32(p[1]) << 16) | (u32(p[2]) << 8) | u32(p[3]);
 }
 
-// One 64-byte block into the state (a real call on the device: kernel v1).
+// One 64-byte block into the state (a real call on the device).
 SV_HD_NOINLINE void sha256_compress(u32 s[8], const u8* block) {
     u32 w[16];
     SV_UNROLL

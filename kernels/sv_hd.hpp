@@ -11,31 +11,16 @@
 
 #include <cstdint>
 
-// SV_HD_NOINLINE marks the big composite functions (group law, inversion
-// chains, SHA-256 compression): on the device they stay real calls, which
-// cuts nvcc's compile time ~6x and the kernel's code size; define
-// SV_GPU_INLINE_ALL to inline them too (scripts/gpu-check.sh benchmarks both).
+// SV_HD_NOINLINE marks the once-per-row subroutines (inversions, square
+// root, SHA-256 compression): on the device they stay real calls with
+// arguments and results in registers, which keeps them out of the ladder's
+// code and cuts nvcc's compile time.
 #if defined(__CUDACC__)
 #define SV_HD __host__ __device__ __forceinline__
-#if defined(SV_GPU_INLINE_ALL)
-#define SV_HD_NOINLINE __host__ __device__ __forceinline__
-#else
 #define SV_HD_NOINLINE __host__ __device__ __noinline__
-#endif
 #else
 #define SV_HD inline
 #define SV_HD_NOINLINE inline
-#endif
-
-// SV_HD_MUL marks the field and scalar multiply/square. SV_FE_NOINLINE (a GPU
-// experiment, scripts/gpu-check.sh variant `fecall`) makes them real calls on
-// the device: the default kernel inlines ~2,000 of them into 1.5 MB of
-// machine code (cubin), far more than the instruction caches hold, and the
-// H200 run showed the kernel stalling 35-45x above its issue bound.
-#if defined(__CUDACC__) && defined(SV_FE_NOINLINE)
-#define SV_HD_MUL __host__ __device__ __noinline__
-#else
-#define SV_HD_MUL SV_HD
 #endif
 
 // SV_NO_UNROLL keeps a loop rolled on the device (nvcc unrolls loops with a
@@ -128,6 +113,24 @@ SV_HD u64 subb(u64 a, u64 b, u64 bin, u64& d) {
     const u64 b2 = t < bin;
     d = r;
     return b1 | b2;
+}
+
+// How a 32-byte value is stored in a record: big-endian (keys, the hash,
+// BIP-340's values, compact ECDSA) or little-endian (the opaque ECDSA
+// encoding).
+enum class ByteOrder { big, little };
+
+// The one reader of a record's 32-byte values: v[0] the least significant
+// 64-bit limb. The field and scalar parsers both read through it.
+SV_HD void read_u256(u64 v[4], const u8* b, ByteOrder order) {
+    const bool little = order == ByteOrder::little;
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        u64 w = 0;
+        SV_UNROLL
+        for (int j = 0; j < 8; ++j) w |= u64(little ? b[i * 8 + j] : b[(3 - i) * 8 + 7 - j]) << (8 * j);
+        v[i] = w;
+    }
 }
 
 // Three-word accumulator (c0 low) used by the column-wise products. Two
@@ -240,7 +243,8 @@ SV_HD void sqr_256(u64 r[8], const u64 a[4]) {
     r[7] = acc.take();
 }
 
-// The 512-bit products kernel v1's field and scalar math use.
+// The 512-bit products of the 64-bit-limb field and scalar math (field.hpp,
+// scalar.hpp: the exact path and the GLV split).
 SV_HD void mul_wide(u64 r[8], const u64 a[4], const u64 b[4]) { mul_256x256(r, a, b); }
 SV_HD void sqr_wide(u64 r[8], const u64 a[4]) { sqr_256(r, a); }
 

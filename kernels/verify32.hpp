@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: MIT
-// Kernel v2: ECDSA and BIP-340 verification of one wire-format record with
-// the reference's verdict rules (see kernels/verify.hpp for the rules; the
-// parsing helpers are shared with kernel v1).
+// The GPU kernel's row: ECDSA and BIP-340 verification of one wire-format
+// record with the reference's verdict rules (exact_verify.hpp lists them),
+// the same code on the device and in the host twin.
 //
 // A row's verdict is kVerdictInvalid, kVerdictValid, or kVerdictRecheck when
 // an addition of the uniform ladder met a special case (equal or opposite
 // points) that its formula does not cover; the caller then verifies that row
-// with the exact path (kernel v1's math on the host). No honest row ever
+// with the exact path (exact_verify.hpp, on the host). No honest row ever
 // needs it; a crafted one costs the attacker one CPU verification.
 #pragma once
 
 #include "kernels/ecmult32.hpp"
-#include "kernels/verify.hpp"
+#include "kernels/record_layout.hpp"
+#include "kernels/sha256.hpp"
 
 namespace sigverify::kernels {
 
@@ -51,40 +52,24 @@ struct Job32 {
     bool has_alt, even_y;
 };
 
-// Reads a 32-byte scalar straight from the record: big-endian, or
-// little-endian (the opaque ECDSA encoding). Returns true when the value was
-// >= n (r is then reduced), like sc_set_b32.
-SV_HD bool sc32_set_bytes(Sc& r, const u8* p, bool little_endian) {
-    u64 v[4];
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        u64 w = 0;
-        SV_UNROLL
-        for (int j = 0; j < 8; ++j) w |= u64(little_endian ? p[i * 8 + j] : p[(3 - i) * 8 + 7 - j]) << (8 * j);
-        v[i] = w;
-    }
-    const bool overflow = limbs_ge_n(v);
-    sc_reduce_once(r, v, 0);
-    return overflow;
-}
-
 SV_HD bool prepare_ecdsa32(Job32& j, const u8* record, bool compact) {
+    const ByteOrder order = compact ? ByteOrder::big : ByteOrder::little;
     Sc r, s, z;
-    bool good = !sc32_set_bytes(r, record + kEcdsaSig, !compact);
-    good &= !sc32_set_bytes(s, record + kEcdsaSig + 32, !compact);
+    bool good = !sc_set_bytes(r, record + kEcdsaSig, order);
+    good &= !sc_set_bytes(s, record + kEcdsaSig + 32, order);
     good = good && !sc_is_zero(r) && !sc_is_zero(s);
     const u8* key = record + kRecKey;
     Fe32 kx;
     good = good && (key[0] == 0x02 || key[0] == 0x03) && fe32_set_b32(kx, key + 1);
     good = good && aff32_lift_x(j.p, kx, key[0] == 0x03);
     if (!good) return false;
-    sc_set_b32(z, record + kRecHash);
+    sc_set_bytes(z, record + kRecHash, ByteOrder::big);  // the hash is reduced silently
     const Sc sinv = sc32_inv(s);  // high-S is valid: (r, n - s) verifies iff (r, s) does
     sc32_mul(j.ng, z, sinv);
     sc32_mul(j.na, r, sinv);
     // R.x mod n == r: x == r, or x == r + n when r + n < p
     j.x_target = fe32_from_fe(Fe{{r.v[0], r.v[1], r.v[2], r.v[3]}});
-    j.has_alt = limbs_gt(p_minus_n().v, r.v);
+    j.has_alt = limbs_gt(sc_p_minus_n().v, r.v);
     fe32_add(j.x_alt, j.x_target, fe32_from_fe(Fe{{kN0, kN1, kN2, kN3}}));
     j.even_y = false;
     return true;
@@ -93,7 +78,7 @@ SV_HD bool prepare_ecdsa32(Job32& j, const u8* record, bool compact) {
 SV_HD bool prepare_schnorr32(Job32& j, const u8* record) {
     const u8* sig = record + kSchnorrSig;
     Fe32 px;
-    if (!fe32_set_b32(j.x_target, sig) || sc_set_b32(j.ng, sig + 32) || !fe32_set_b32(px, record + kRecKey))
+    if (!fe32_set_b32(j.x_target, sig) || sc_set_bytes(j.ng, sig + 32, ByteOrder::big) || !fe32_set_b32(px, record + kRecKey))
         return false;
     if (!aff32_lift_x(j.p, px, false)) return false;
     u32 h[8];

@@ -21,7 +21,8 @@ result is congruent mod p to the exact one):
                            IMAD.WIDE.U32 with carries each) on even-aligned
                            register pairs in two accumulators, then two folds
                            with 2^256 = 2^32 + 977 (mod p) and a final one
-  sqr   r = a * a          cross products once, doubled, plus the squares
+  sqr   r = a * a          cross products once, in the product's aligned
+                           layout (two accumulators), doubled, plus the squares
   add   r = a + b          256-bit add, the carry folded back twice
   sub   r = a - b          256-bit subtract, the borrow folded back twice
   half  r = a / 2          a + (p if a is odd), shifted right by one
@@ -45,7 +46,7 @@ NN = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 # programs: lists of (opcode, dest, src...) over named 32-bit registers;
 # sources are register names or decimal/hex literals
 # ---------------------------------------------------------------------------
-def product_rows_aligned(a, b, t):
+def aligned_rows(a, b, t, row_js, tops_want):
     """t[0..15] = a * b with every (lo, hi) pair on an even-aligned register
     pair, so that ptxas needs no moves to feed IMAD.WIDE's 64-bit addend: row i
     adds the limbs a_j with j = i (mod 2) into A (pairs at even positions i + j)
@@ -84,51 +85,41 @@ def product_rows_aligned(a, b, t):
             tops[name] = max(top, last_hi)
 
     for i in range(8):
-        same = [j for j in range(8) if j % 2 == i % 2]
-        other = [j for j in range(8) if j % 2 != i % 2]
-        chain(A, "A", [(j, i + j) for j in same], i + 8, f"{b}{i}")
-        chain(B, "B", [(j, i + j - 1) for j in other], i + 7, f"{b}{i}")
-    assert tops["A"] == 15 and tops["B"] == 14, tops
-    # t = A + B' 2^32
-    p.append(("add.cc.u32", A[1], A[1], B[0]))
-    for k in range(2, 15):
-        p.append(("addc.cc.u32", A[k], A[k], B[k - 1]))
-    p.append(("addc.u32", A[15], A[15], B[14]))
+        js = row_js(i)
+        same = [j for j in js if j % 2 == i % 2]
+        other = [j for j in js if j % 2 != i % 2]
+        if same:
+            chain(A, "A", [(j, i + j) for j in same], i + 8, f"{b}{i}")
+        if other:
+            chain(B, "B", [(j, i + j - 1) for j in other], i + 7, f"{b}{i}")
+    assert (tops["A"], tops["B"]) == tops_want, tops
+    # t = A + B' 2^32: limbs 1 .. last (A's limbs 0 and 1 are unwritten when
+    # row 0 has no a_0 term, as in a square)
+    top_a, top_b = tops_want
+    first_a = 0 if 0 in row_js(0) else 2
+    last = max(top_a, top_b + 1)
+    for k in range(1, last + 1):
+        a_k = A[k] if first_a <= k <= top_a else "0"
+        b_k = B[k - 1] if k - 1 <= top_b else "0"
+        op = "add.cc.u32" if k == 1 else ("addc.u32" if k == last else "addc.cc.u32")
+        p.append((op, A[k], a_k, b_k))
     return p
 
 
+def product_rows_aligned(a, b, t):
+    """t[0..15] = a * b, every row of a_j b_i (aligned_rows)."""
+    return aligned_rows(a, b, t, lambda i: list(range(8)), (15, 14))
+
+
 def square_rows(a, t):
-    """t[0..15] = a^2: the cross products a_i a_j (i < j) once, doubled by a
-    shift, then the squares a_i^2 added. Row i adds a_i * a[i+1..7] at limbs
-    2i+1 .. i+8 as two chains of disjoint (lo, hi) pairs: Y (j of the other
-    parity than 7, ending at j = 6) first, its carry opening limb i+8, then X
-    (ending at j = 7). As for products, the rows 0..i sum to < 2^(32 (i+9)):
-    no carry leaves limb i+8."""
-    p = []
-    # row 0: the X pairs (j = 1, 3, 5, 7) are disjoint: plain products
-    for j in range(1, 8, 2):
-        p.append(("mul.lo.u32", f"{t}{j}", f"{a}0", f"{a}{j}"))
-        p.append(("mul.hi.u32", f"{t}{j + 1}", f"{a}0", f"{a}{j}"))
-    for k, j in enumerate(range(2, 7, 2)):
-        p.append(("mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32", f"{t}{j}", f"{a}0", f"{a}{j}", f"{t}{j}"))
-        p.append(("madc.hi.cc.u32", f"{t}{j + 1}", f"{a}0", f"{a}{j}", f"{t}{j + 1}"))
-    p.append(("addc.u32", f"{t}8", f"{t}8", "0"))
-    for i in range(1, 7):
-        js = list(range(i + 1, 8))
-        xs = [j for j in js if j % 2 == 1]
-        ys = [j for j in js if j % 2 == 0]
-        for k, j in enumerate(ys):
-            p.append(("mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32", f"{t}{i + j}", f"{a}{i}", f"{a}{j}",
-                      f"{t}{i + j}"))
-            p.append(("madc.hi.cc.u32", f"{t}{i + j + 1}", f"{a}{i}", f"{a}{j}", f"{t}{i + j + 1}"))
-        if ys:
-            p.append(("addc.u32", f"{t}{i + 8}", "0", "0"))
-        for k, j in enumerate(xs):
-            p.append(("mad.lo.cc.u32" if k == 0 else "madc.lo.cc.u32", f"{t}{i + j}", f"{a}{i}", f"{a}{j}",
-                      f"{t}{i + j}"))
-            last = j == 7
-            addend = f"{t}{i + j + 1}" if (not last or ys) else "0"
-            p.append(("madc.hi.u32" if last else "madc.hi.cc.u32", f"{t}{i + j + 1}", f"{a}{i}", f"{a}{j}", addend))
+    """t[0..15] = a^2: the cross products a_i a_j (i < j) once, in the
+    register-pair-aligned layout of the product (aligned_rows: pairs at even
+    limbs i + j in t, the others in q shifted down one limb, joined by one add
+    chain), doubled by a shift, then the squares a_i^2 added (even limbs:
+    aligned too). Row i's cross products sum with the rows before to
+    < 2^(32 (i + 9)), as in a product: no carry leaves limb i + 8."""
+    p = aligned_rows(a, a, t, lambda i: list(range(i + 1, 8)), (13, 13))
+    # t1 .. t14 hold the cross products (t0 is not written: no pair at limb 0)
     # double t[1..14] into t[1..15]
     p.append(("shf.l.clamp.b32", f"{t}15", f"{t}14", "0", "1"))
     for k in range(14, 1, -1):

@@ -36,10 +36,11 @@
 #            then the last figure again with DAEMON_ALT's flags (default
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
-#            every gpu_check_<variant> carried (see VDEFS below; prepare
-#            builds GPU_VARIANTS, default "v2 v1": v2 is the kernel of
-#            V2_COMMIT (66d7ca7, before issue 30's divsteps inversions), v1 the
-#            first kernel), then the default
+#            every gpu_check_<variant> carried (see VCOMMITS and VDEFS below;
+#            prepare builds GPU_VARIANTS, default "v2d pglobal": v2d is the
+#            kernel of V2D_COMMIT (e237445, before kernels/ had one
+#            generation), pglobal this one with the P table in global memory;
+#            v2 that of V2_COMMIT (66d7ca7, before the divsteps)), then the default
 #            build with 64, 256 and 32 threads per block; or the runs RUNS
 #            names ("name:binary args;...", e.g. "t96:gpu_check --tpb 96");
 #         0. imad_rate (tests/kernels/imad_rate.cu): IMAD.WIDE.U32 against IMAD
@@ -64,24 +65,20 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY="$ROOT/build-gpu-carry"
 DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2 v1}"
+read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2d pglobal}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
-# Kernel variants against the default build (kernel v2, 178 registers, no cap):
+# Earlier kernels, each built from `git archive` of its commit, to measure
+# side by side with this one in the same run:
+declare -A VCOMMITS=(
+    [v2]="${V2_COMMIT:-66d7ca7}"    # kernel v2 before issue 30 (Fermat inversions)
+    [v2d]="${V2D_COMMIT:-e237445}"  # kernel v2 with the divsteps inversions (before kernels/ had one generation)
+)
+# Variants of this kernel (compile switches of kernels/gpu_verifier.cu):
 declare -A VDEFS=(
-    [v2]=""                                        # kernel v2 as before issue 30 (Fermat inversions): source of V2_COMMIT
-    [v1]="-DSV_KERNEL_V1"                          # kernel v1 (wNAF, 64-bit limbs), the old default
-    [v1_regcap1]="-DSV_KERNEL_V1 -DSV_MIN_BLOCKS_PER_SM=1"
-    # kernel v1 only:
-    [fecall]="-DSV_KERNEL_V1 -DSV_FE_NOINLINE"      # field/scalar products as calls: 281 KB of code, not 1.5 MB
-    [batch1]="-DSV_KERNEL_V1 -DSV_VERIFY_BATCH=1"   # one row per thread: a quarter of the local memory
-    [batch8]="-DSV_KERNEL_V1 -DSV_VERIFY_BATCH=8"
-    # both kernels:
-    [regcap1]="-DSV_MIN_BLOCKS_PER_SM=1"           # registers uncapped (v1: 214; v2's default)
-    [regcap2]="-DSV_MIN_BLOCKS_PER_SM=2"           # 128 registers (v1's default)
-    [r168]="-DSV_MAX_REGS=168"                     # v2: 168 registers (8 B of spills)
-    [r170]="-DSV_MAX_REGS=170"                     # v2: 170 registers, no spills (3 blocks of 128 by registers)
-    [regcap3]="-DSV_MIN_BLOCKS_PER_SM=3"           # 85 registers (v2 spills)
-    [inline]="-DSV_KERNEL_V1 -DSV_GPU_INLINE_ALL")
+    [pglobal]="-DSV_P_TABLE_GLOBAL"                # the P table in global memory (through L1): 176 B shared a thread
+    [r168]="-DSV_MAX_REGS=168"                     # 168 registers: 3 blocks of 128 by registers (spills today)
+    [r128]="-DSV_MAX_REGS=128"                     # 128 registers: 4 blocks of 128 by registers
+)
 
 stage() {
     local inc="" lib=""
@@ -116,14 +113,17 @@ prepare() {
         -o "$CARRY/bin/imad_rate" "$ROOT/tests/kernels/imad_rate.cu"
     for v in "${VARIANT_NAMES[@]}"; do
         local vsrc=$ROOT
-        if [[ $v == v2 ]]; then
-            # the kernel before issue 30, side by side with today's in the same run
-            vsrc=$ROOT/build-gpu-v2-src
+        if [[ -n "${VCOMMITS[$v]:-}" ]]; then
+            # an earlier kernel, side by side with today's in the same run
+            vsrc=$ROOT/build-gpu-$v-src
             rm -rf "$vsrc" && mkdir -p "$vsrc"
-            git -C "$ROOT" archive "${V2_COMMIT:-66d7ca7}" | tar -x -C "$vsrc"
+            git -C "$ROOT" archive "${VCOMMITS[$v]}" | tar -x -C "$vsrc"
+        elif [[ -z "${VDEFS[$v]+x}" ]]; then
+            echo "prepare: unknown variant $v (VCOMMITS: ${!VCOMMITS[*]}; VDEFS: ${!VDEFS[*]})"
+            continue
         fi
-        echo "prepare: variant $v (${VDEFS[$v]:-source of ${V2_COMMIT:-66d7ca7}}) in build-gpu-$v"
-        cmake -S "$vsrc" -B "$ROOT/build-gpu-$v" "${cfg[@]}" -DCMAKE_CUDA_FLAGS="${VDEFS[$v]}" >/dev/null
+        echo "prepare: variant $v (${VDEFS[$v]:-source of ${VCOMMITS[$v]:-}}) in build-gpu-$v"
+        cmake -S "$vsrc" -B "$ROOT/build-gpu-$v" "${cfg[@]}" -DCMAKE_CUDA_FLAGS="${VDEFS[$v]:-}" >/dev/null
         cmake --build "$ROOT/build-gpu-$v" -j"$JOBS" --target gpu_check >"$CARRY/build-$v.log" 2>&1 ||
             { echo "variant $v failed to build (build-$v.log)"; continue; }
         cp "$ROOT/build-gpu-$v/tests/kernels/gpu_check" "$CARRY/bin/gpu_check_$v"

@@ -12,7 +12,7 @@
 #
 # Env: SRC          source root to measure (default: this repository)
 #      NVCC         nvcc (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)
-#      DEFS         extra defines for a variant build, e.g. DEFS="-DSV_FE_NOINLINE"
+#      DEFS         extra defines for a variant build, e.g. DEFS="-DSV_MAX_REGS=168"
 #      PROBE_API    fe32 (kernels/fe32.hpp: Fe32, fe32_mul...) or fe (kernels/field.hpp:
 #                   Fe, fe_mul...); default fe32 when kernels/fe32.hpp exists
 #      WINDOWS      hot-loop iterations per row (33);  INNER_TRIPS  iterations of each
@@ -101,8 +101,13 @@ done
 wait || true
 # Shared memory per thread and threads per block of the launch, from the source.
 smem_src=$OUT/smem_per_thread.cpp
-printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::kScratchWords * 4)); }\n' >"$smem_src"
-smem=$(c++ -std=c++20 -I"$SRC" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" || echo)
+# kSharedWordsPerThread as DEFS configure it (sources from before issue 30's
+# global P table had all of kScratchWords in shared memory).
+smem_name=kSharedWordsPerThread
+grep -q 'kSharedWordsPerThread' "$SRC/kernels/ecmult32.hpp" || smem_name=kScratchWords
+printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::%s * 4)); }\n' \
+  "$smem_name" >"$smem_src"
+smem=$(c++ -std=c++20 -I"$SRC" "${defs[@]}" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" || echo)
 tpb=${TPB:-$(sed -n 's/^ *int threads_per_block = \([0-9]*\);.*/\1/p' "$SRC/kernels/gpu_verifier.hpp" | head -n 1)}
 
 rev=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')

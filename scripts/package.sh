@@ -8,7 +8,11 @@
 #   BUILD_DIR defaults to build-package (beside build/, so that ccache, when
 #   installed, reuses the objects of the test build: same depth, same flags).
 # The build is configured for /usr without the tests; CUDA is built when nvcc
-# is found (SIGVERIFY_CUDA=AUTO; pass -DSIGVERIFY_CUDA=OFF for a CPU-only package).
+# is found (SIGVERIFY_CUDA=AUTO; pass -DSIGVERIFY_CUDA=OFF for a CPU-only package),
+# with machine code for every GPU generation CUDA 13 builds from Turing up
+# (SIGVERIFY_CUDA_ALL_ARCHITECTURES=ON: node operators mostly have consumer
+# cards; ~4x the CUDA compile time). Extra cmake arguments come last and win,
+# e.g. -DSIGVERIFY_CUDA_ALL_ARCHITECTURES=OFF (sm_90 only: the package tests).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 make_debs=1
 if [ "${1:-}" = --no-deb ]; then make_debs=0; shift; fi
@@ -23,7 +27,8 @@ if command -v ccache >/dev/null; then
 fi
 echo "==> configuring $PKG_BUILD (Release, prefix /usr)"
 cmake -S "$ROOT" -B "$PKG_BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-  -DSIGVERIFY_BUILD_TESTS=OFF -DSIGVERIFY_CUDA=AUTO "${launcher[@]}" "$@" >/dev/null
+  -DSIGVERIFY_BUILD_TESTS=OFF -DSIGVERIFY_CUDA=AUTO -DSIGVERIFY_CUDA_ALL_ARCHITECTURES=ON \
+  "${launcher[@]}" "$@" >/dev/null
 echo "==> building with ${SIGVERIFY_JOBS:-$(nproc)} jobs"
 cmake --build "$PKG_BUILD" -j "${SIGVERIFY_JOBS:-$(nproc)}"
 [ $make_debs = 1 ] || exit 0

@@ -247,7 +247,7 @@ TEST_CASE("rows that meet a degenerate ladder addition come back as recheck, and
         CHECK(int(kernels::verify_record32(d.record.data(), d.kind, wire::SigEncoding::compact)) ==
               int(kernels::kVerdictRecheck));
         CHECK(kernels::verify_record(d.record.data(), d.kind, wire::SigEncoding::compact) == want);
-        CHECK(kernels::verify_record_v1(d.record.data(), d.kind, wire::SigEncoding::compact) == want);
+        CHECK(kernels::verify_record_exact(d.record.data(), d.kind, wire::SigEncoding::compact) == want);
     }
     // The cancellations of the whole sum are invalid, half the ladder-crafted rows valid.
     CHECK(valid == 8);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kernels/kernel_math.hpp"
-#include "kernels/verify.hpp"
+#include "kernels/exact_verify.hpp"
 
 namespace sigverify::kernel_test {
 
@@ -46,14 +46,14 @@ inline kernels::Sc derive_scalar(std::uint64_t seed, std::uint64_t i, std::uint8
     std::uint8_t b[32];
     derive(b, seed, i, what);
     kernels::Sc s;
-    kernels::sc_set_b32(s, b);
+    kernels::sc_set_bytes(s, b, kernels::ByteOrder::big);
     if (kernels::sc_is_zero(s)) s = kernels::sc_one();
     return s;
 }
 
 inline kernels::Ge mul_g(const kernels::Sc& k) {
     kernels::Gej r;
-    kernels::ecmult(r, kernels::ge_generator(), kernels::sc_zero(), k, kernels::host_g_table());
+    kernels::ecmult(r, kernels::ge_generator(), kernels::sc_zero(), k, kernels::host_exact_g_table());
     kernels::Ge a;
     kernels::ge_set_gej(a, r);
     return a;
@@ -84,11 +84,11 @@ inline void make_row(const HostGenOptions& o, std::uint64_t i, std::uint8_t* row
         std::uint8_t rx[32];
         fe_get_b32(rx, R.x);
         Sc r, z, s, t, kinv;
-        sc_set_b32(r, rx);
-        sc_set_b32(z, msg);
+        sc_set_bytes(r, rx, ByteOrder::big);
+        sc_set_bytes(z, msg, ByteOrder::big);
         sc_mul(t, r, d);
         sc_add(t, t, z);
-        sc_inv(kinv, k);
+        kinv = sc32_inv(k);
         sc_mul(s, kinv, t);
         if (sc_is_high(s)) sc_neg(s, s);
         if (pick(o.seed, i, 'h', o.high_s_rate)) sc_neg(s, s);
@@ -116,7 +116,7 @@ inline void make_row(const HostGenOptions& o, std::uint64_t i, std::uint8_t* row
         std::uint8_t eb[32];
         bip340_challenge(eb, row + kSchnorrSig, row + 32, msg);
         Sc e, s;
-        sc_set_b32(e, eb);
+        sc_set_bytes(e, eb, ByteOrder::big);
         sc_mul(s, e, d);
         sc_add(s, s, k);
         sc_get_b32(row + kSchnorrSig + 32, s);
@@ -140,7 +140,7 @@ inline void make_row(const HostGenOptions& o, std::uint64_t i, std::uint8_t* row
 inline std::vector<std::uint8_t> host_generate_rows(const HostGenOptions& o) {
     const std::size_t stride = wire::stride(wire::record_kind(o.table), o.tail_size);
     std::vector<std::uint8_t> rows(o.count * stride);
-    kernels::host_g_table();
+    kernels::host_exact_g_table();
     unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t) {

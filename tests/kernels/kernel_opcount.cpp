@@ -3,12 +3,13 @@
 // the GPU's cost is dominated by these, so the counts are the host-side
 // yardstick for kernel changes. Built with SV_COUNT_FIELD_OPS, with the
 // kernel sources compiled in. Rows come from host_rows.hpp (valid rows only,
-// so every row runs the full path).
+// so every row runs the full path): the GPU kernel's host twin, then the
+// exact path that decides its rechecks.
 #include <cstdio>
 #include <vector>
 
 #include "kernels/kernel_math.hpp"
-#include "kernels/verify.hpp"
+#include "kernels/exact_verify.hpp"
 #include "tests/kernels/host_rows.hpp"
 
 using namespace sigverify;
@@ -27,22 +28,19 @@ int main() {
         auto rows = kernel_test::host_generate_rows(o);
         const auto kind = wire::record_kind(t);
         const wire::RowSpan span{kind, 0, wire::SigEncoding::opaque, rows.data(), n};
-        host_g_table();
-        for (bool batched : {false, true}) {
+        host_exact_g_table();
+        for (bool exact : {false, true}) {
             g_op_counts = OpCounts{};
             std::size_t valid = 0;
-            if (batched) {
-                std::vector<std::uint8_t> res(n);
-                valid = verify_range(span, 0, n, wire::Mode::results, res.data()).valid;
-            } else {
-                for (std::size_t i = 0; i < n; ++i) valid += verify_record(span.row(i), kind, span.encoding);
-            }
+            for (std::size_t i = 0; i < n; ++i)
+                valid += exact ? verify_record_exact(span.row(i), kind, span.encoding)
+                               : verify_record(span.row(i), kind, span.encoding);
             const OpCounts c = g_op_counts;
             const double fm = double(c.fe_mul) / n, fs = double(c.fe_sqr) / n, sm = double(c.sc_mul) / n,
                          ss = double(c.sc_sqr) / n;
             std::printf("%-7s %-12s per row: fe_mul %.0f  fe_sqr %.0f  (field %.0f)  sc_mul %.0f  sc_sqr %.0f  "
                         "(scalar %.0f); valid %zu/%zu\n",
-                        std::string(wire::to_string(kind)).c_str(), batched ? "batched(4)" : "per-record", fm, fs,
+                        std::string(wire::to_string(kind)).c_str(), exact ? "exact path" : "gpu kernel", fm, fs,
                         fm + fs, sm, ss, sm + ss, valid, n);
         }
     }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The secp256k1 group y^2 = x^3 + 7 over the field of field.hpp.
+// The exact path's group law (and the host's G-table precomputation): the
+// secp256k1 group y^2 = x^3 + 7 over the field of field.hpp.
 //
 // Ge: affine point (x, y) with an infinity flag.
 // Gej: Jacobian point (X, Y, Z) standing for (X/Z^2, Y/Z^3), with an infinity
@@ -23,14 +24,6 @@ struct Gej {
     bool infinity;
 };
 
-// Affine point as stored in the precomputed tables (64 bytes, no flag: table
-// entries are never infinity). 16-byte aligned: the device loads it in 16-byte
-// pieces.
-struct alignas(16) GeStorage {
-    u64 x[4];
-    u64 y[4];
-};
-
 // Constants are returned by functions (not namespace-scope arrays) so that
 // host and device code read the same definition.
 SV_HD Ge ge_generator() {
@@ -39,11 +32,6 @@ SV_HD Ge ge_generator() {
     g.y = Fe{{0x9C47D08FFB10D4B8ull, 0xFD17B448A6855419ull, 0x5DA4FBFC0E1108A8ull, 0x483ADA7726A3C465ull}};
     g.infinity = false;
     return g;
-}
-
-// beta: a cube root of unity mod p matching sc_lambda().
-SV_HD Fe fe_beta() {
-    return Fe{{0xC1396C28719501EEull, 0x9CF0497512F58995ull, 0x6E64479EAC3434E9ull, 0x7AE96A2B657C0710ull}};
 }
 
 SV_HD Ge ge_from_storage(const GeStorage& s) {

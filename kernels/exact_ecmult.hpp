@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// r = na * P + ng * G: the double-scalar multiplication both verifications
-// reduce to (Strauss/Shamir: one shared chain of doublings).
+// The exact path's r = na * P + ng * G (host only: it decides the rows the GPU
+// ladder hands back, exact_verify.hpp): complete formulas, Strauss/Shamir with
+// one shared chain of doublings.
 //
 //  * na is split with the GLV endomorphism into na = k1 + k2 * lambda with
 //    |k1|, |k2| < 2^128; lambda * (x, y) = (beta * x, y), so the k2 stream
@@ -17,15 +18,12 @@
 
 #include <cstdint>
 
-#include "kernels/group.hpp"
+#include "kernels/exact_group.hpp"
 #include "kernels/scalar.hpp"
 
 namespace sigverify::kernels {
 
-#ifndef SV_WINDOW_G
-#define SV_WINDOW_G 15
-#endif
-constexpr int kWindowG = SV_WINDOW_G;
+constexpr int kWindowG = 15;
 constexpr int kWindowP = 5;
 constexpr int kTableGSize = 1 << (kWindowG - 2);  // odd multiples 1, 3, ..., 2^(w-1) - 1
 constexpr int kTablePSize = 1 << (kWindowP - 2);
