@@ -406,17 +406,24 @@ RegisteredBuffer Client::register_buffer(int fd, std::uint64_t offset, std::uint
 
 namespace {
 
-// The single-buffer form as a RegisteredSource; false when buffer is not one of impl's.
-bool single_source(const RegisteredBuffer::State* st, const void* impl, const RegisteredColumns& columns,
-                   detail::RegisteredSource& src) {
-    if (st == nullptr || static_cast<const void*>(st->impl) != impl) return false;
-    for (auto*& b : src.buffer) b = const_cast<RegisteredBuffer::State*>(st);
+// Offsets, kind, encoding and count of either registered form (RegisteredColumns
+// or RegisteredColumnBuffers: the same field names) into src.
+template <class Columns>
+void set_columns(const Columns& columns, detail::RegisteredSource& src) {
     src.offset[0] = columns.message_offset;
     src.offset[1] = columns.key_offset;
     src.offset[2] = columns.signature_offset;
     src.kind = columns.kind;
     src.encoding = columns.encoding;
     src.count = columns.count;
+}
+
+// The single-buffer form as a RegisteredSource; false when buffer is not one of impl's.
+bool single_source(const RegisteredBuffer::State* st, const void* impl, const RegisteredColumns& columns,
+                   detail::RegisteredSource& src) {
+    if (st == nullptr || static_cast<const void*>(st->impl) != impl) return false;
+    for (auto*& b : src.buffer) b = const_cast<RegisteredBuffer::State*>(st);
+    set_columns(columns, src);
     return true;
 }
 
@@ -457,12 +464,7 @@ bool column_buffers_source(const RegisteredColumnBuffers& columns, const Registe
         if (states[i] == nullptr || static_cast<const void*>(states[i]->impl) != impl) return false;
         src.buffer[i] = const_cast<RegisteredBuffer::State*>(states[i]);
     }
-    src.offset[0] = columns.message_offset;
-    src.offset[1] = columns.key_offset;
-    src.offset[2] = columns.signature_offset;
-    src.kind = columns.kind;
-    src.encoding = columns.encoding;
-    src.count = columns.count;
+    set_columns(columns, src);
     return true;
 }
 

@@ -32,6 +32,16 @@ using detail::align_up;
 using detail::is_daemon_failure;
 using detail::kAlign;
 
+// What a reserved batch (RowBatch or ColumnBatch) carries of its slot: its
+// shape and the slot's identity, which every later call checks (slot_of).
+void stamp_batch(auto& b, const auto& slot, std::uint32_t index) {
+    b.count = slot.count;
+    b.kind = slot.kind;
+    b.tail_size = slot.tail_size;
+    b.slot = index;
+    b.generation = slot.generation;
+}
+
 // Where the parts of a column batch go, relative to its start: message,
 // key, signature, correlate (when tail_size > 0) and results, each
 // kAlign-aligned. Overflow-free for count <= max_alloc_column_rows().
@@ -235,11 +245,7 @@ Status Client::Impl::reserve(wire::RecordKind kind, std::size_t tail_size, std::
     b = RowBatch{};
     b.rows = conn.arena + s.rows_offset;
     b.results = conn.arena + s.results_offset;
-    b.count = count;
-    b.kind = kind;
-    b.tail_size = tail_size;
-    b.slot = index;
-    b.generation = s.generation;
+    stamp_batch(b, s, index);
     return Status::ok;
 }
 
@@ -281,11 +287,7 @@ Status Client::Impl::reserve_columns(wire::RecordKind kind, std::size_t tail_siz
     b.signature = conn.arena + s.signature_offset;
     b.correlate = tail_size != 0 ? conn.arena + s.correlate_offset : nullptr;
     b.results = conn.arena + s.results_offset;
-    b.count = count;
-    b.kind = kind;
-    b.tail_size = tail_size;
-    b.slot = index;
-    b.generation = s.generation;
+    stamp_batch(b, s, index);
     return Status::ok;
 }
 
