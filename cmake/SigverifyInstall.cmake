@@ -32,12 +32,12 @@ install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md DESTINATION ${CMAKE_INSTA
 # --- headers ------------------------------------------------------------------
 # client.hpp includes the ring ABI (segment_layout.hpp), what both sides compute over it
 # (segment_access.hpp: status texts, layout checks) and the row layouts (wire_format.hpp);
-# they go under include/sigverify/shm_protocol/, where client.hpp includes them from
-# ("sigverify/shm_protocol/..."), so sigverify::wire and sigverify.pc add only include/.
+# they live in shm_protocol/include/sigverify/shm_protocol/ and go to
+# include/sigverify/shm_protocol/, the path everything includes them by, so
+# sigverify::wire and sigverify.pc add only include/.
 # The daemon's submission validator (daemon/submission_checks.hpp) and fd_passing.hpp are not installed.
-install(FILES ${PROJECT_SOURCE_DIR}/shm_protocol/segment_layout.hpp ${PROJECT_SOURCE_DIR}/shm_protocol/segment_access.hpp
-  ${PROJECT_SOURCE_DIR}/shm_protocol/wire_format.hpp
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sigverify/shm_protocol COMPONENT libsigverify-dev)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/shm_protocol/include/sigverify/shm_protocol
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sigverify COMPONENT libsigverify-dev)
 # The generated version header (CMakeLists.txt, cmake/version.h.in).
 install(FILES ${PROJECT_BINARY_DIR}/include/sigverify/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sigverify COMPONENT libsigverify-dev)

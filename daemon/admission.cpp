@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_access.hpp"
 
 namespace sigverify::daemon {
 

@@ -18,7 +18,7 @@
 
 #include "daemon/connection_rate.hpp"
 #include "daemon/daemon_context.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 
 namespace sigverify::daemon {
 

@@ -31,8 +31,8 @@
 
 #include "daemon/confirmation.hpp"
 #include "reference/reference_verifier.hpp"
-#include "shm_protocol/segment_access.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::daemon {
 

@@ -16,8 +16,8 @@
 
 #include "daemon/exit_codes.hpp"
 #include "sigverify/version.h"  // generated from the CMake project version
-#include "shm_protocol/segment_access.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 
 namespace sigverify::daemon {
 

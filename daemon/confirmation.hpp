@@ -47,7 +47,7 @@
 #include <vector>
 
 #include "reference/columns.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::daemon {
 

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "shm_protocol/segment_access.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 #include "sigverify/version.h"  // generated from the CMake project version
 
 namespace sigverify::daemon {

@@ -17,8 +17,8 @@
 #include "daemon/registered_buffers.hpp"
 #include "reference/columns.hpp"
 #include "reference/reference_verifier.hpp"
-#include "shm_protocol/segment_layout.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::daemon {
 

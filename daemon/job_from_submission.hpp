@@ -16,7 +16,7 @@
 #include "daemon/confirmation.hpp"
 #include "daemon/job.hpp"
 #include "daemon/submission_checks.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::daemon {
 

@@ -33,7 +33,7 @@
 #include <mutex>
 #include <vector>
 
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::daemon {
 

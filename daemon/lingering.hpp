@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "daemon/session.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 
 namespace sigverify::daemon {
 

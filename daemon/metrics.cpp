@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/metric_table.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::daemon {
 namespace {

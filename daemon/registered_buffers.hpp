@@ -31,7 +31,7 @@
 #include <string>
 
 #include "daemon/submission_checks.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 
 namespace sigverify::daemon {
 

@@ -21,7 +21,7 @@
 #include "daemon/logging.hpp"
 #include "daemon/mapping_guard.hpp"
 #include "daemon/reload.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 #include "sigverify/version.h"  // generated from the CMake project version
 
 namespace sigverify::daemon {

@@ -34,7 +34,7 @@
 #include "daemon/metrics.hpp"
 #include "daemon/registered_buffers.hpp"
 #include "reference/reference_verifier.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 #include "shm_protocol/segment_view.hpp"
 
 namespace boost::interprocess {

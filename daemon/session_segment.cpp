@@ -18,8 +18,8 @@
 #include "daemon/mapping_guard.hpp"
 #include "daemon/scheduler.hpp"
 #include "daemon/session.hpp"
-#include "shm_protocol/segment_access.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 
 namespace bip = boost::interprocess;
 

@@ -18,7 +18,7 @@
 #include "daemon/confirmation.hpp"
 #include "daemon/registered_buffers.hpp"
 #include "reference/columns.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::daemon {
 

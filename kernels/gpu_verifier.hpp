@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::gpu {
 

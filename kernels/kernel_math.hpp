@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kernels/ecmult32.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::kernels {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Where the kernels read a wire-format record: the offsets of its fields,
-// taken from the layouts of shm_protocol/wire_format.hpp (its records are
+// taken from the layouts of sigverify/shm_protocol/wire_format.hpp (its records are
 // plain byte arrays, so offsetof is the whole contract). Every path that
 // parses a record (the GPU ladder, its host twin, the exact path) uses these
 // names and no literal offset; the static_asserts stop the build when the
@@ -9,7 +9,7 @@
 
 #include <cstddef>
 
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::kernels {
 

@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "reference/reference_verifier.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::reference {
 
@@ -74,7 +74,7 @@ inline void write_ecdsa_correlate(std::uint8_t* p, const EcdsaCorrelate& c) {
     wire::write_u16le(p + 4, c.group);
 }
 
-// The column view is wire::ColumnSpan (shm_protocol/wire_format.hpp): one
+// The column view is wire::ColumnSpan (sigverify/shm_protocol/wire_format.hpp): one
 // type for client, daemon and reference; ColumnSpan::check() tells what is
 // wrong with one (ColumnError).
 using wire::ColumnError;

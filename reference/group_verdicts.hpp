@@ -58,7 +58,7 @@
 
 #include "reference/columns.hpp"
 #include "reference/multisig_pair.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::reference {
 

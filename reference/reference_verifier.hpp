@@ -20,7 +20,7 @@
 #include <memory>
 
 #include "shm_protocol/verdict_publish.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 struct secp256k1_context_struct;
 

@@ -23,7 +23,7 @@
 #include <optional>
 #include <vector>
 
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::reference {
 

@@ -13,7 +13,7 @@ Layers, bottom up (a folder may include itself and the folders listed for it):
 Besides, no file may reach itself through its own includes (a loop such as
 session.cpp <-> scheduler.cpp shows up as session.hpp -> scheduler.hpp -> session.hpp),
 and no installed public header may include a daemon header. docs/architecture.md
-names every source of daemon/ and client/.
+names every source of daemon/ and client/, and every folder of tests/.
 """
 import os
 import re
@@ -38,7 +38,7 @@ def resolve(root, including, name):
     """The repository path an #include "name" of file `including` refers to, or None."""
     candidates = [name, os.path.join(os.path.dirname(including), name)]
     if name.startswith("sigverify/shm_protocol/"):
-        candidates.append(name[len("sigverify/"):])  # the installed path of shm_protocol/
+        candidates.append(os.path.join("shm_protocol/include", name))  # installed ring ABI headers
     elif name.startswith("sigverify/"):
         candidates.append(os.path.join("client/include", name))
     for c in candidates:
@@ -125,6 +125,11 @@ def main():
             stem = base.rsplit(".", 1)[0]
             if not any(re.search(r"[`/]" + re.escape(stem + ext) + "`", doc) for ext in (".hpp", ".cpp", ".h", ".cu")):
                 errors.append(f"{f}: not named in docs/architecture.md (\"Every file, by room\")")
+        # ... and every folder of tests/ ("Tests, by room").
+        tests_dir = os.path.join(root, "tests")
+        for name in sorted(os.listdir(tests_dir)) if os.path.isdir(tests_dir) else []:
+            if os.path.isdir(os.path.join(tests_dir, name)) and f"`tests/{name}/`" not in doc:
+                errors.append(f"tests/{name}/: not named in docs/architecture.md (\"Tests, by room\")")
 
     for e in errors:
         print("check-layers:", e)

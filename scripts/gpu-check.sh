@@ -210,8 +210,8 @@ else
     else
         say "oracle: host-compiled kernel math (no staged libsecp256k1)"
     fi
-    CXXFLAGS=(-std=c++20 -O3 -DNDEBUG -I"$ROOT" -I"$CUDA_HOME/include" -pthread)
-    NVFLAGS=(-std=c++17 -O3 -DNDEBUG -I"$ROOT" -gencode "arch=compute_${ARCH#sm_},code=$ARCH" -Xptxas -v)
+    CXXFLAGS=(-std=c++20 -O3 -DNDEBUG -I"$ROOT" -I"$ROOT/shm_protocol/include" -I"$CUDA_HOME/include" -pthread)
+    NVFLAGS=(-std=c++17 -O3 -DNDEBUG -I"$ROOT" -I"$ROOT/shm_protocol/include" -gencode "arch=compute_${ARCH#sm_},code=$ARCH" -Xptxas -v)
     pids=()
     for s in kernels/kernel_math.cpp kernels/gpu_common.cpp tests/kernels/gpu_check.cpp "${REF_SRCS[@]#$ROOT/}"; do
         g++ "${CXXFLAGS[@]}" "${REF_FLAGS[@]}" -c "$ROOT/$s" -o "$WORK/$(basename "$s" .cpp).o" >>"$LOGS/build.log" 2>&1 &

@@ -43,7 +43,7 @@ read -r -a defs <<<"${DEFS:-}"
 # --extended-lambda, sm_90; -cubin -Xptxas -v for the machine code and its report.
 # shellcheck disable=SC2054  # the commas belong to nvcc's -gencode argument
 flags=(-std=c++17 -O3 -DNDEBUG --extended-lambda -gencode arch=compute_90,code=sm_90 -cubin -Xptxas -v
-       -I"$SRC" "${defs[@]}")
+       -I"$SRC" -I"$SRC/shm_protocol/include" "${defs[@]}")
 
 # The probe: per primitive, one kernel with 1 call and one with 16 dependent
 # calls; the marginal cost per call is (x16 - x1) / 15 SASS instructions, free
@@ -107,7 +107,7 @@ smem_name=kSharedWordsPerThread
 grep -q 'kSharedWordsPerThread' "$SRC/kernels/ecmult32.hpp" || smem_name=kScratchWords
 printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::%s * 4)); }\n' \
   "$smem_name" >"$smem_src"
-smem=$(c++ -std=c++20 -I"$SRC" "${defs[@]}" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" || echo)
+smem=$(c++ -std=c++20 -I"$SRC" -I"$SRC/shm_protocol/include" "${defs[@]}" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" || echo)
 tpb=${TPB:-$(sed -n 's/^ *int threads_per_block = \([0-9]*\);.*/\1/p' "$SRC/kernels/gpu_verifier.hpp" | head -n 1)}
 
 rev=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')

@@ -27,8 +27,8 @@
 #include <climits>
 #include <cstdint>
 
-#include "shm_protocol/segment_access.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 
 namespace sigverify::shm {
 

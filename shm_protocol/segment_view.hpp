@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "segment_layout.hpp"  // sibling, as the other shm_protocol headers
+#include "sigverify/shm_protocol/segment_layout.hpp"
 
 namespace sigverify::shm {
 

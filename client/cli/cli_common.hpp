@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "shm_protocol/segment_layout.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify {
 class Client;

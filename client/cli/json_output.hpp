@@ -9,12 +9,12 @@
 
 #include <string_view>
 
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 
 namespace sigverify::cli {
 
 // A protocol status as a stable lower-case key: "ok", "unreachable", "busy",
-// "cancelled", ... (the enumerator's name in shm_protocol/segment_layout.hpp).
+// "cancelled", ... (the enumerator's name in sigverify/shm_protocol/segment_layout.hpp).
 std::string_view status_key(shm::Status s);
 
 // The object for a command that could not use sigverifyd: command, status

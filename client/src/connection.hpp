@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 #include "shm_protocol/segment_view.hpp"
 #include "sigverify/client.hpp"
 

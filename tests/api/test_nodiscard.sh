@@ -14,7 +14,7 @@ T=$(mktemp -d /tmp/sigverify-nodiscard-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 errors=0
 fail() { echo "FAIL: $*" >&2; errors=$((errors + 1)); }
-INC=(-I"$SRC/client/include" -I"$BUILD/include")
+INC=(-I"$SRC/client/include" -I"$SRC/shm_protocol/include" -I"$BUILD/include")
 
 check() {  # check LANGUAGE FILE COMPILER FLAGS...
   local lang=$1 file=$2 cc=$3 before=$errors; shift 3

@@ -12,7 +12,7 @@
 
 #include "group_oracle.hpp"
 #include "reference/group_verdicts.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 using namespace sigverify;
 using namespace sigverify::test;

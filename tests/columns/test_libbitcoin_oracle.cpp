@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "reference/group_verdicts.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 using namespace sigverify;
 using reference::GroupKind;

@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-#include "shm_protocol/segment_access.hpp"
-#include "shm_protocol/segment_layout.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::test {
 

@@ -20,9 +20,9 @@
 #include "reference/columns.hpp"
 #include "shm_protocol/doorbell.hpp"
 #include "shm_protocol/fd_passing.hpp"
-#include "shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_access.hpp"
 #include "daemon/submission_checks.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 
 using namespace sigverify;
 using namespace sigverify::test;

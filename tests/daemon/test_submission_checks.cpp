@@ -16,8 +16,8 @@
 #include "daemon/job_from_submission.hpp"
 #include "daemon/submission_checks.hpp"
 #include "ring_entries.hpp"
-#include "shm_protocol/segment_access.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 
 using namespace sigverify;
 using namespace sigverify::test;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: the daemon's validation of everything a client controls in
 // its segment, checked against an independent oracle written with 128-bit
-// arithmetic (no shared code with shm_protocol/segment_layout.hpp):
+// arithmetic (no shared code with sigverify/shm_protocol/segment_layout.hpp):
 //   - check_submission(): accepted row entries lie inside the arena, results do not
 //     overlap rows; accepted column entries (verify_columns) have every column
 //     inside the arena and a written range (results, or the correlate in collect
@@ -23,7 +23,7 @@
 #include <cstring>
 
 #include "daemon/submission_checks.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 using namespace sigverify;

@@ -6,7 +6,7 @@ boundary the random corpus may miss; the harness's oracle aborts when the
 checked function disagrees with it, so replaying the corpus (scripts/fuzz.sh
 --replay, ctest fuzz_replay) fails on these bugs:
 
-  ring-*     shm::ring_count_ok (shm_protocol/segment_access.hpp): a producer
+  ring-*     shm::ring_count_ok (shm_protocol/include/sigverify/shm_protocol/segment_access.hpp): a producer
              exactly `entries` ahead is accepted, `entries + 1` ahead refused,
              also across the 2^32 wrap of the indices (an off-by-one either way
              fails one of them).

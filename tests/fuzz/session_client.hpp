@@ -42,11 +42,11 @@
 #include "reference/row_generator.hpp"
 #include "shm_protocol/doorbell.hpp"
 #include "shm_protocol/fd_passing.hpp"
-#include "shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_access.hpp"
 #include "daemon/submission_checks.hpp"
 #include "tests/fuzz/session_driver.hpp"
 #include "tests/fuzz/session_world.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 #include "shm_protocol/segment_view.hpp"
 #include <fuzzer/FuzzedDataProvider.h>
 

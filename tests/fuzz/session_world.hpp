@@ -36,7 +36,7 @@
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 #include "shm_protocol/fd_passing.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 namespace sigverify::fuzz {

@@ -11,7 +11,7 @@
 
 #include "reference/multisig_pair.hpp"
 #include "reference/row_generator.hpp"
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::test {
 

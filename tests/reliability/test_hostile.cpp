@@ -28,8 +28,8 @@
 #include "ops/ops_helpers.hpp"
 #include "shm_protocol/doorbell.hpp"
 #include "shm_protocol/fd_passing.hpp"
-#include "shm_protocol/segment_access.hpp"
-#include "shm_protocol/segment_layout.hpp"
+#include "sigverify/shm_protocol/segment_access.hpp"
+#include "sigverify/shm_protocol/segment_layout.hpp"
 
 using namespace sigverify;
 using namespace sigverify::test;

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 using namespace sigverify::wire;
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::test {
 

@@ -3,7 +3,7 @@
  * compute group and block verdicts from the row verdicts.
  *
  * For C, Go (cgo/purego) and Rust nodes. Rows are the packed bridge rows of
- * shm_protocol/wire_format.hpp: a record (ECDSA 129 bytes: hash[32] point[33]
+ * sigverify/shm_protocol/wire_format.hpp: a record (ECDSA 129 bytes: hash[32] point[33]
  * sig[64]; Schnorr 128 bytes: hash[32] xonly[32] sig[64]) followed by a tail of
  * key_size bytes (0..255). results mode: results[i] = 1 valid / 0 invalid,
  * zeroed first (fail closed); results may be NULL on every verify call
