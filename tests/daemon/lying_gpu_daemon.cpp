@@ -24,6 +24,7 @@
 #include "daemon/host_kernel_backend.hpp"
 #include "daemon/server.hpp"
 #include "lying_gpu.hpp"
+#include "stand_in_daemon.hpp"
 
 namespace {
 
@@ -64,21 +65,11 @@ int main(int argc, char** argv) {
         }
     }
     if (!have_lie) return usage("--lie is required");
-    rest.push_back(nullptr);
-    int exit_code = daemon::exit_status::clean_stop;
-    auto cfg = daemon::parse_config(int(rest.size()) - 1, rest.data(), exit_code);
-    if (!cfg) return exit_code;
-    if (cfg->backend != daemon::BackendChoice::host_kernel) return usage("needs --backend host-kernel");
-    if (!cfg->foreground) return usage("needs --foreground");
-    try {
-        daemon::Server server(*cfg, [spec, liars](int index, unsigned workers) -> std::unique_ptr<daemon::Backend> {
+    return test::run_stand_in_daemon("sigverifyd_lying", rest, usage, [&spec, &liars](const daemon::Config&) {
+        return daemon::HostKernelFactory([spec, liars](int index, unsigned workers) -> std::unique_ptr<daemon::Backend> {
             auto honest = std::make_unique<daemon::HostKernelBackend>(index, workers);
             if (!liars.empty() && liars.count(index) == 0) return honest;
             return std::make_unique<test::LyingBackend>(std::move(honest), spec);
         });
-        return server.run();
-    } catch (const std::exception& e) {
-        std::cerr << "sigverifyd_lying: " << e.what() << "\n";
-        return daemon::exit_status::runtime_failure;
-    }
+    });
 }

@@ -25,6 +25,7 @@
 #include "daemon/exit_codes.hpp"
 #include "daemon/server.hpp"
 #include "sleeping_gpu.hpp"
+#include "stand_in_daemon.hpp"
 
 namespace {
 
@@ -58,21 +59,11 @@ int main(int argc, char** argv) {
             rest.push_back(argv[i]);
         }
     }
-    rest.push_back(nullptr);
-    int exit_code = daemon::exit_status::clean_stop;
-    auto cfg = daemon::parse_config(int(rest.size()) - 1, rest.data(), exit_code);
-    if (!cfg) return exit_code;
-    if (cfg->backend != daemon::BackendChoice::host_kernel) return usage("needs --backend host-kernel");
-    if (!cfg->foreground) return usage("needs --foreground");
-    spec.chunk_rows = std::max<std::size_t>(1, cfg->gpu_chunk_rows);
-    auto memo = std::make_shared<test::VerdictMemo>();
-    try {
-        daemon::Server server(*cfg, [spec, memo](int index, unsigned workers) -> std::unique_ptr<daemon::Backend> {
+    return test::run_stand_in_daemon("sigverifyd_sleeping_gpu", rest, usage, [&spec](const daemon::Config& cfg) {
+        spec.chunk_rows = std::max<std::size_t>(1, cfg.gpu_chunk_rows);
+        auto memo = std::make_shared<test::VerdictMemo>();
+        return daemon::HostKernelFactory([spec, memo](int index, unsigned workers) -> std::unique_ptr<daemon::Backend> {
             return std::make_unique<test::SleepingGpuBackend>(index, workers, spec, memo);
         });
-        return server.run();
-    } catch (const std::exception& e) {
-        std::cerr << "sigverifyd_sleeping_gpu: " << e.what() << "\n";
-        return daemon::exit_status::runtime_failure;
-    }
+    });
 }
