@@ -227,8 +227,8 @@ void Client::operations() {
             case 1:
             case 2: register_buffer(); break;
             case 3: unregister_buffer(); break;
-            case 4:
-            case 5: submit_registered(); break;
+            case 4: submit_registered(); break;
+            case 5: submit_registered_set(); break;
             case 6: shrink_buffer(); break;
             case 7: rewrite_buffer(); break;
             default: bell(); break;

@@ -29,7 +29,7 @@ ARENA = 64 * 1024  # the harness's arena (--arena-size 64 KiB)
 OP_RAW, OP_REAP, OP_SQ_TAIL, OP_CQ_HEAD, OP_PACKET, OP_CANCEL, OP_SHUTDOWN, OP_TRUNCATE = 3, 6, 7, 8, 10, 11, 12, 13
 OP_MORE = OP_LAST = 14  # one more byte: the doorbell (0) or a registered-buffer operation
 # The registered-buffer operations behind OP_MORE (that byte % 8).
-SUB_BELL, SUB_REGISTER, SUB_UNREGISTER, SUB_SUBMIT_REGISTERED, SUB_SHRINK, SUB_REWRITE = 0, 1, 3, 4, 6, 7
+SUB_BELL, SUB_REGISTER, SUB_UNREGISTER, SUB_SUBMIT_REGISTERED, SUB_SUBMIT_SET, SUB_SHRINK, SUB_REWRITE = 0, 1, 3, 4, 5, 6, 7
 # register_buffer's descriptor kinds (how % 16) and range shapes (shape >> 5).
 DESC_MEMFD, DESC_NONE, DESC_SOCKET, DESC_PIPE, DESC_DIRECTORY, DESC_READ_ONLY, DESC_WRITE_ONLY, DESC_SEALED = (
     0, 9, 10, 11, 12, 13, 14, 15)
@@ -143,6 +143,33 @@ class Input:
                 self.u8(0).integer(o)
         self.u8(1).integer(results, 0, ARENA + 8)
         self.u8(0 if bell else 1)
+        return self
+
+    # A verify_registered_column_set entry (ABI 1.6), its set written at
+    # arena offset `at` (aligned down to 8 unless unaligned), the results at
+    # `results`. picks: the live buffers of the three columns; pool=True:
+    # rows [start, start + count) of the first one's `rows` rows; otherwise
+    # `count` rows at the fuzzed offsets, ids 0..8 when raw_ids.
+    def submit_set(self, picks=(0, 0, 0), pool=True, start=0, count=1, rows=8, over=False, raw_ids=None,
+                   offsets=(0, 0, 0), reserved=None, unaligned=False, at=16384, results=32768):
+        f = ((1 if raw_ids is not None else 0) | (0 if pool else 2) | (4 if over else 0) |
+             (0x10 if reserved is not None else 0) | (0 if unaligned else 0x20))
+        if reserved is not None:
+            f |= (reserved[0] & 1) << 7
+        self.op(OP_MORE).u8(SUB_SUBMIT_SET).u8(f)
+        for i in range(3):
+            if raw_ids is not None:
+                self.integer(raw_ids[i], 0, 8)
+            else:
+                self.u8(picks[i])
+        if pool:
+            self.integer(start, 0, rows).integer(count, 0, rows - start + (2 if over else 0))
+        else:
+            self.integer(count, 0, 40).integer(offsets[0], 0, 8192).integer(offsets[1], 0, 8192).integer(offsets[2])
+            if reserved is not None:
+                self.integer(reserved[1])
+        self.integer(at, 0, ARENA - 1).integer(results, 0, ARENA)
+        self.u8(1)  # ring the doorbell
         return self
 
     # shrink the pick-th known buffer's file (of file_size bytes) to keep bytes.
@@ -325,6 +352,31 @@ INPUTS["attack-reg-raw-bytes"] = (Input().hello("reg-raw-bytes").register(rows=N
                                   .submit_registered(exact=False, count=1, offsets=(0, 32, 65))
                                   .submit_registered(exact=False, count=2, offsets=(0, 32, 65))
                                   .op(OP_REAP).data())
+# A buffer per column (ABI 1.6): three buffers of the same pool rows, each
+# column from its own; hostile sets (unknown ids, reserved words, unaligned,
+# outside a buffer, the set under its own results); a column's buffer cut.
+INPUTS["attack-set-columns"] = (Input().hello("set-columns").register(rows=8).register(rows=8, pad=100)
+                                .register(rows=8, pad=4096, extra=10)
+                                .submit_set(picks=(0, 1, 2), count=8, at=16448).submit_set(picks=(2, 0, 1), start=3, count=5, at=16512)
+                                .submit_set(picks=(1, 1, 1), start=6, count=4, over=True, at=16576)
+                                .op(OP_REAP).data())
+INPUTS["attack-set-schnorr"] = (Input().hello("set-schnorr").register(table=2, first=4, rows=12)
+                                .register(table=2, first=4, rows=12, pad=33)
+                                .submit_set(picks=(1, 0, 1), start=2, count=10, rows=12, at=16640).op(OP_REAP).data())
+INPUTS["attack-set-hostile"] = (Input().hello("set-hostile").register(rows=8)
+                                .submit_set(raw_ids=(1, 0, 1), pool=False, count=1, at=16704)
+                                .submit_set(raw_ids=(1, 1, 7), pool=False, count=1, at=16768)
+                                .submit_set(raw_ids=(1, 1, 1), pool=False, count=1, reserved=(1, 5), at=16832)
+                                .submit_set(raw_ids=(1, 1, 1), pool=False, count=2, offsets=(0, 8000, M64 - 5), at=16896)
+                                .submit_set(picks=(0, 0, 0), count=8, unaligned=True, at=16385)
+                                .submit_set(picks=(0, 0, 0), count=8, at=ARENA - 32)
+                                .submit_set(picks=(0, 0, 0), count=8, at=16384, results=16384 + 4)
+                                .op(OP_REAP).data())
+INPUTS["attack-set-shrink"] = (Input().hello("set-shrink").register(rows=32).register(rows=32)
+                               .submit_set(picks=(0, 1, 0), count=32, rows=32, at=16960)
+                               .shrink(0, 32 * 129, pick=1).submit_set(picks=(0, 1, 0), count=32, rows=32, at=17024)
+                               .submit_set(picks=(0, 0, 0), count=32, rows=32, at=17088)
+                               .op(OP_REAP).unregister(how=2, pick=1).data())
 INPUTS["attack-reg-rewrite"] = (Input().hello("reg-rewrite").register(rows=8)
                                 .rewrite(bytes(range(64)), 0, ECDSA_ROWS).submit_registered(count=8)
                                 .op(OP_REAP).data())

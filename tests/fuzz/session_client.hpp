@@ -63,6 +63,14 @@ struct Expect {
     bool entry_ok = false;      // passes check_submission (after the daemon began to shut down: shutting_down)
     std::uint64_t buffer_id = 0;        // verify_registered_columns: the buffer named (0: another opcode)
     std::optional<std::uint64_t> valid = std::nullopt;  // the valid count the reference verifier gives (pool rows)
+    // verify_registered_column_set (ABI 1.6): the daemon reads the set from
+    // the arena when it takes the entry. `status` is exact only if the set's
+    // bytes were what the client last wrote (no write over them since the
+    // push, none of them the daemon's to write) and none of its buffers shrank.
+    bool column_set = false;
+    bool set_exact = false;
+    std::uint64_t set_offset = 0;
+    std::uint64_t set_ids[3] = {0, 0, 0};  // the buffers the set the client wrote names
 };
 
 // A buffer the daemon registered for this client (ABI 1.4), as the client
@@ -99,7 +107,8 @@ public:
 private:
     std::uint32_t outstanding() const { return sq_tail_ - reaped_; }
 
-    void push(const shm::SubmissionEntry& e, std::optional<std::uint64_t> valid = std::nullopt);
+    void push(const shm::SubmissionEntry& e, std::optional<std::uint64_t> valid = std::nullopt,
+              const std::uint64_t* set_ids = nullptr);
 
     // Rings the daemon's doorbell: the reader wakes and takes what it can.
     void bell();
@@ -161,6 +170,12 @@ private:
     // dead or random buffer id.
     void submit_registered();
 
+    // A verify_registered_column_set entry (ABI 1.6) and its set, written
+    // into the arena: pool rows with each column in a buffer of its own
+    // where one holds them (the valid count is known), or fuzzed ids,
+    // offsets, counts, reserved words and an unaligned set.
+    void submit_registered_set();
+
     // The client cuts one of its registered files (between batches, or under
     // one it wrote without ringing): a batch reading a lost page answers
     // buffer_lost, later ones not_found; never a crash of the daemon.
@@ -173,6 +188,15 @@ private:
     void submit_raw();
 
     void write_arena(std::uint64_t off, const std::uint8_t* p, std::size_t n);
+
+    // What the daemon answers a verify_registered_column_set entry whose set
+    // is at c.column_set_offset, if it reads the bytes the client wrote there
+    // (RegisteredBuffers::columns_for_set's order: each column's buffer, then
+    // the ranges). Sets `exact` false where the daemon may answer otherwise.
+    shm::Status column_set_answer(shm::CheckedSubmission& c, bool& exact) const;
+
+    // One of the buffers a set names was cut (now, perhaps after the push).
+    bool set_buffer_shrunk(const Expect& e) const;
 
     void write_rows();
 

@@ -329,6 +329,63 @@ void Client::submit_registered() {
     push(e, valid);
 }
 
+void Client::submit_registered_set() {
+    const std::uint8_t f = in_.ConsumeIntegral<std::uint8_t>();
+    std::uint64_t ids[3];
+    for (std::uint64_t& id : ids)
+        id = (f & 1) ? in_.ConsumeIntegralInRange<std::uint64_t>(0, 8) : known_id(in_.ConsumeIntegral<std::uint8_t>(), true);
+    shm::SubmissionEntry e{};
+    e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_registered_column_set);
+    e.table = shm::kTableUnspecified;
+    shm::RegisteredColumnSet set{};
+    std::optional<std::uint64_t> valid;
+    const auto b0 = buffers_.find(ids[0]);
+    if (b0 != buffers_.end() && b0->second.rows != 0 && (f & 2) == 0) {
+        // Pool rows: each column from its own buffer where that buffer holds
+        // the same rows of the same table, else from the first one.
+        const Buffer& b = b0->second;
+        const wire::RecordKind kind = wire::record_kind(static_cast<wire::Table>(b.table));
+        e.record_kind = static_cast<std::uint8_t>(kind);
+        e.encoding = static_cast<std::uint8_t>(pool_encoding(b.table));
+        const std::uint64_t first = in_.ConsumeIntegralInRange<std::uint64_t>(0, b.rows);
+        e.row_count = in_.ConsumeIntegralInRange<std::uint64_t>(0, b.rows - first + ((f & 4) ? 2 : 0));
+        for (std::uint64_t& id : ids) {
+            const auto o = buffers_.find(id);
+            if (o == buffers_.end() || o->second.table != b.table || o->second.first != b.first ||
+                o->second.rows != b.rows)
+                id = ids[0];
+        }
+        set.message = {ids[0], buffers_[ids[0]].message + first * wire::kColumnMessageWidth};
+        set.key = {ids[1], buffers_[ids[1]].key + first * wire::column_key_width(kind)};
+        set.signature = {ids[2], buffers_[ids[2]].signature + first * wire::kColumnSignatureWidth};
+        if (first + e.row_count <= b.rows) {
+            std::uint64_t v = 0;
+            for (std::uint64_t i = 0; i < e.row_count; ++i) v += world->verdict[b.table][b.first + first + i];
+            valid = v;
+        }
+    } else {
+        e.record_kind = (f >> 3) & 1;
+        e.row_count = in_.ConsumeIntegralInRange<std::uint64_t>(0, 40);
+        set.message = {ids[0], in_.ConsumeIntegralInRange<std::uint64_t>(0, 8192)};
+        set.key = {ids[1], in_.ConsumeIntegralInRange<std::uint64_t>(0, 8192)};
+        set.signature = {ids[2], in_.ConsumeIntegral<std::uint64_t>()};
+        if (f & 0x10) set.reserved[f >> 7] = in_.ConsumeIntegral<std::uint64_t>() | 1;
+    }
+    // The set and the results somewhere in the arena (the set not always
+    // aligned, the results may overlap it: the daemon copied it out first).
+    e.rows_offset = in_.ConsumeIntegralInRange<std::uint64_t>(0, seg_.arena_size - 1) & ((f & 0x20) ? ~7ull : ~0ull);
+    e.results_offset = in_.ConsumeIntegralInRange<std::uint64_t>(0, seg_.arena_size);
+    if (e.rows_offset + sizeof set <= seg_.arena_size)
+        write_arena(e.rows_offset, reinterpret_cast<const std::uint8_t*>(&set), sizeof set);
+    if (debug())
+        std::fprintf(stderr, "column set at %llu: buffers %llu %llu %llu, %llu rows\n",
+                     static_cast<unsigned long long>(e.rows_offset), static_cast<unsigned long long>(set.message.buffer_id),
+                     static_cast<unsigned long long>(set.key.buffer_id),
+                     static_cast<unsigned long long>(set.signature.buffer_id),
+                     static_cast<unsigned long long>(e.row_count));
+    push(e, valid, ids);
+}
+
 void Client::shrink_buffer() {
     const std::uint64_t id = known_id(in_.ConsumeIntegral<std::uint8_t>(), false);
     const std::uint8_t f = in_.ConsumeIntegral<std::uint8_t>();

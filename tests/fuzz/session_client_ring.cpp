@@ -7,7 +7,7 @@
 
 namespace sigverify::fuzz {
 
-void Client::push(const shm::SubmissionEntry& e, std::optional<std::uint64_t> valid) {
+void Client::push(const shm::SubmissionEntry& e, std::optional<std::uint64_t> valid, const std::uint64_t* set_ids) {
     if (outstanding() >= seg_.sq_entries) reap(false);
     if (closed_ || outstanding() >= seg_.sq_entries) return;
     shm::SubmissionEntry copy = e;
@@ -32,6 +32,14 @@ void Client::push(const shm::SubmissionEntry& e, std::optional<std::uint64_t> va
         if (verifies)  // the verdicts go to the arena (results mode only)
             for (std::uint64_t i = 0; i < c.row_count; ++i) writable_[c.results_offset + i] = 1;
     }
+    bool set_exact = false;
+    if (st == shm::Status::ok && c.opcode == shm::Opcode::verify_registered_column_set) {
+        answer = column_set_answer(c, set_exact);
+        verifies = answer == shm::Status::ok;
+        // The daemon may find a set the client did not expect (bytes it
+        // wrote since): whatever it verifies, its verdicts go to the results.
+        for (std::uint64_t i = 0; i < c.row_count; ++i) writable_[c.results_offset + i] = 1;
+    }
     if (verifies && c.opcode != shm::Opcode::verify_registered_columns) {
         // What the daemon may write: results bytes, or (collect) the tails of
         // rows / the correlate entries of column rows.
@@ -50,6 +58,17 @@ void Client::push(const shm::SubmissionEntry& e, std::optional<std::uint64_t> va
     if (st == shm::Status::ok && c.opcode == shm::Opcode::verify_registered_columns) {
         expect.buffer_id = c.buffer_id;
         if (verifies) expect.valid = valid;
+    }
+    if (st == shm::Status::ok && c.opcode == shm::Opcode::verify_registered_column_set) {
+        expect.column_set = true;
+        expect.set_exact = set_exact;
+        expect.set_offset = c.column_set_offset;
+        shm::RegisteredColumnSet set;  // what the client wrote there (set_exact says whether it still is)
+        std::memcpy(&set, shadow_.data() + c.column_set_offset, sizeof set);
+        expect.set_ids[0] = set.message.buffer_id;
+        expect.set_ids[1] = set.key.buffer_id;
+        expect.set_ids[2] = set.signature.buffer_id;
+        if (set_ids != nullptr && verifies && std::equal(set_ids, set_ids + 3, expect.set_ids)) expect.valid = valid;
     }
     if (st == shm::Status::ok && c.opcode == shm::Opcode::cancel) {
         expect.cancel = true;
@@ -196,8 +215,34 @@ void Client::submit_raw() {
     push(e);
 }
 
+bool Client::set_buffer_shrunk(const Expect& e) const {
+    for (std::uint64_t id : e.set_ids)
+        if (const auto b = buffers_.find(id); b != buffers_.end() && b->second.shrunk) return true;
+    return false;
+}
+
+shm::Status Client::column_set_answer(shm::CheckedSubmission& c, bool& exact) const {
+    exact = true;
+    for (std::uint64_t i = 0; i < sizeof(shm::RegisteredColumnSet); ++i)
+        if (writable_[c.column_set_offset + i]) exact = false;  // the daemon may have written its verdicts there
+    shm::RegisteredColumnSet set;
+    std::memcpy(&set, shadow_.data() + c.column_set_offset, sizeof set);
+    std::uint64_t sizes[3];
+    const shm::RegisteredColumnRef* refs[3] = {&set.message, &set.key, &set.signature};
+    for (int i = 0; i < 3; ++i) {
+        const auto b = buffers_.find(refs[i]->buffer_id);
+        if (b == buffers_.end() || !b->second.live) return shm::Status::not_found;
+        if (b->second.shrunk) exact = false;  // buffer_lost, or not_found once the daemon dropped it
+        sizes[i] = b->second.size;
+    }
+    return shm::check_registered_column_set(c, set, sizes);
+}
+
 void Client::write_arena(std::uint64_t off, const std::uint8_t* p, std::size_t n) {
     if (off >= seg_.arena_size || n == 0) return;
+    for (auto& [tag, e] : expect_)  // a set the daemon may not have copied out yet
+        if (e.column_set && off < e.set_offset + sizeof(shm::RegisteredColumnSet) && e.set_offset < off + n)
+            e.set_exact = false;
     n = std::min<std::uint64_t>(n, seg_.arena_size - off);
     std::memcpy(seg_.arena + off, p, n);
     std::memcpy(shadow_.data() + off, p, n);
@@ -302,7 +347,19 @@ void Client::check_completion(const shm::CompletionEntry& c) {
         // registration. Never a verdict of its zeros counted as more rows.
         FUZZ_CHECK(c.valid + c.invalid <= e.rows);
         buffers_[e.buffer_id].live = false;
+    } else if (e.column_set && (!e.set_exact || set_buffer_shrunk(e))) {
+        // A set the client rewrote (or whose buffer shrank) before the daemon
+        // took the entry: any answer a set can get, a verdict per row or none.
+        const auto st = static_cast<shm::Status>(c.status);
+        FUZZ_CHECK(st == shm::Status::ok || st == shm::Status::not_found || st == shm::Status::buffer_lost ||
+                   st == shm::Status::bad_range || st == shm::Status::bad_entry);
+        if (st == shm::Status::ok) FUZZ_CHECK(c.valid + c.invalid == e.rows);
+        else if (st == shm::Status::buffer_lost) FUZZ_CHECK(c.valid + c.invalid <= e.rows);
+        else FUZZ_CHECK(c.valid == 0 && c.invalid == 0);
     } else {
+        if (debug() && c.status != static_cast<std::uint32_t>(e.status))
+            std::fprintf(stderr, "tag %llu: status %u, the client expected %u\n",
+                         static_cast<unsigned long long>(c.user_tag), c.status, static_cast<unsigned>(e.status));
         FUZZ_CHECK(c.status == static_cast<std::uint32_t>(e.status));
         if (e.verify) FUZZ_CHECK(c.valid + c.invalid == e.rows);
         else FUZZ_CHECK(c.valid == 0 && c.invalid == 0);
@@ -314,6 +371,14 @@ void Client::check_completion(const shm::CompletionEntry& c) {
                              static_cast<unsigned long long>(c.user_tag), static_cast<unsigned long long>(c.valid),
                              static_cast<unsigned long long>(*e.valid));
             FUZZ_CHECK(c.valid == *e.valid);
+        }
+        if (e.verify && e.valid && e.column_set) {
+            bool untouched = true;
+            for (std::uint64_t id : e.set_ids) {
+                const auto b = buffers_.find(id);
+                untouched = untouched && b != buffers_.end() && !b->second.rewritten;
+            }
+            if (untouched) FUZZ_CHECK(c.valid == *e.valid);  // each column read from its own buffer
         }
     }
     for (std::uint32_t r : c.reserved) FUZZ_CHECK(r == 0);
