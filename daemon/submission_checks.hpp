@@ -116,6 +116,28 @@ constexpr bool registered_column_fits(std::uint64_t offset, std::uint64_t row_co
     return row_count <= size / width && detail::range_in_arena(offset, row_count, width, size);
 }
 
+namespace detail {
+// A range check's one way out: bad_range, with which range in *detail_out.
+inline Status range_error(std::uint32_t* detail_out, ColumnDetail d) {
+    if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(d);
+    return Status::bad_range;
+}
+
+// c's message, key and signature columns (row_count rows each) at offsets[i]
+// inside a buffer of sizes[i] bytes, in that order: the first that is not
+// answers bad_range with its detail.
+inline Status check_registered_ranges(const CheckedSubmission& c, const std::uint64_t (&offsets)[3],
+                                      const std::uint64_t (&sizes)[3], std::uint32_t* detail_out) {
+    const std::uint64_t widths[3] = {wire::kColumnMessageWidth, wire::column_key_width(c.kind),
+                                     wire::kColumnSignatureWidth};
+    constexpr ColumnDetail details[3] = {ColumnDetail::message, ColumnDetail::key, ColumnDetail::signature};
+    for (int i = 0; i < 3; ++i)
+        if (!registered_column_fits(offsets[i], c.row_count, widths[i], sizes[i]))
+            return range_error(detail_out, details[i]);
+    return Status::ok;
+}
+}  // namespace detail
+
 // The columns of a checked verify_registered_column_set entry, each inside
 // its own buffer (sizes in message, key, signature order), from the set the
 // session copied out of the arena; fills rows_offset, key_offset and
@@ -125,17 +147,9 @@ constexpr bool registered_column_fits(std::uint64_t offset, std::uint64_t row_co
 inline Status check_registered_column_set(CheckedSubmission& c, const RegisteredColumnSet& set,
                                           const std::uint64_t (&sizes)[3], std::uint32_t* detail_out = nullptr) {
     if (set.reserved[0] != 0 || set.reserved[1] != 0) return Status::bad_entry;
-    auto range_error = [&](ColumnDetail d) {
-        if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(d);
-        return Status::bad_range;
-    };
+    const std::uint64_t offsets[3] = {set.message.offset, set.key.offset, set.signature.offset};
+    if (const Status st = detail::check_registered_ranges(c, offsets, sizes, detail_out); st != Status::ok) return st;
     const std::uint64_t n = c.row_count;
-    if (!registered_column_fits(set.message.offset, n, wire::kColumnMessageWidth, sizes[0]))
-        return range_error(ColumnDetail::message);
-    if (!registered_column_fits(set.key.offset, n, wire::column_key_width(c.kind), sizes[1]))
-        return range_error(ColumnDetail::key);
-    if (!registered_column_fits(set.signature.offset, n, wire::kColumnSignatureWidth, sizes[2]))
-        return range_error(ColumnDetail::signature);
     c.rows_offset = set.message.offset;
     c.key_offset = set.key.offset;
     c.signature_offset = set.signature.offset;
@@ -148,21 +162,12 @@ inline Status check_registered_column_set(CheckedSubmission& c, const Registered
 // the arena and the buffer is never written, so nothing can overlap.
 inline Status check_registered_columns(CheckedSubmission& c, std::uint64_t buffer_size,
                                        std::uint32_t* detail_out = nullptr) {
-    auto range_error = [&](ColumnDetail d) {
-        if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(d);
-        return Status::bad_range;
-    };
-    // Keeps every count * width below from overflowing (width <= stride).
-    if (c.row_count > buffer_size / c.stride) return range_error(ColumnDetail::row_count);
+    // More rows than the buffer holds at all, before any column is looked at.
+    if (c.row_count > buffer_size / c.stride) return detail::range_error(detail_out, ColumnDetail::row_count);
     c.rows_bytes = c.row_count * c.stride;
-    const std::uint64_t n = c.row_count;
-    if (!detail::range_in_arena(c.rows_offset, n, wire::kColumnMessageWidth, buffer_size))
-        return range_error(ColumnDetail::message);
-    if (!detail::range_in_arena(c.key_offset, n, wire::column_key_width(c.kind), buffer_size))
-        return range_error(ColumnDetail::key);
-    if (!detail::range_in_arena(c.signature_offset, n, wire::kColumnSignatureWidth, buffer_size))
-        return range_error(ColumnDetail::signature);
-    return Status::ok;
+    const std::uint64_t offsets[3] = {c.rows_offset, c.key_offset, c.signature_offset};
+    const std::uint64_t sizes[3] = {buffer_size, buffer_size, buffer_size};
+    return detail::check_registered_ranges(c, offsets, sizes, detail_out);
 }
 
 inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_size, CheckedSubmission& out,
@@ -220,23 +225,20 @@ inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_siz
         c.correlate_offset = o.correlate_offset;
         const std::uint64_t tail = c.tail_size;
         if (tail == 0 && c.correlate_offset != 0) return Status::bad_entry;
-        auto range_error = [&](ColumnDetail d) {
-            if (detail_out != nullptr) *detail_out = static_cast<std::uint32_t>(d);
-            return Status::bad_range;
-        };
+        auto fail = [detail_out](ColumnDetail d) { return detail::range_error(detail_out, d); };
         // The bound also keeps every count * width below (see range_in_arena):
         // each width is at most record + tail_size = stride.
-        if (c.row_count > arena_size / c.stride) return range_error(ColumnDetail::row_count);
+        if (c.row_count > arena_size / c.stride) return fail(ColumnDetail::row_count);
         c.rows_bytes = c.row_count * c.stride;
         const std::uint64_t n = c.row_count;
         const std::uint64_t key_width = wire::column_key_width(c.kind);
         if (!detail::range_in_arena(c.rows_offset, n, wire::kColumnMessageWidth, arena_size))
-            return range_error(ColumnDetail::message);
-        if (!detail::range_in_arena(c.key_offset, n, key_width, arena_size)) return range_error(ColumnDetail::key);
+            return fail(ColumnDetail::message);
+        if (!detail::range_in_arena(c.key_offset, n, key_width, arena_size)) return fail(ColumnDetail::key);
         if (!detail::range_in_arena(c.signature_offset, n, wire::kColumnSignatureWidth, arena_size))
-            return range_error(ColumnDetail::signature);
+            return fail(ColumnDetail::signature);
         if (tail != 0 && !detail::range_in_arena(c.correlate_offset, n, tail, arena_size))
-            return range_error(ColumnDetail::correlate);
+            return fail(ColumnDetail::correlate);
         struct Range {
             std::uint64_t offset, bytes;
         };
@@ -245,17 +247,17 @@ inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_siz
                                {c.signature_offset, n * wire::kColumnSignatureWidth}};
         const Range correlate{c.correlate_offset, n * tail};
         if (c.mode == wire::Mode::results) {
-            if (!detail::range_in_arena(c.results_offset, n, 1, arena_size)) return range_error(ColumnDetail::results);
+            if (!detail::range_in_arena(c.results_offset, n, 1, arena_size)) return fail(ColumnDetail::results);
             const Range results{c.results_offset, n};
             for (const Range& r : read)
                 if (detail::ranges_overlap(results.offset, results.bytes, r.offset, r.bytes))
-                    return range_error(ColumnDetail::overlap);
+                    return fail(ColumnDetail::overlap);
             if (detail::ranges_overlap(results.offset, results.bytes, correlate.offset, correlate.bytes))
-                return range_error(ColumnDetail::overlap);
+                return fail(ColumnDetail::overlap);
         } else {
             for (const Range& r : read)
                 if (detail::ranges_overlap(correlate.offset, correlate.bytes, r.offset, r.bytes))
-                    return range_error(ColumnDetail::overlap);
+                    return fail(ColumnDetail::overlap);
         }
         out = c;
         return Status::ok;
