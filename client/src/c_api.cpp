@@ -83,6 +83,18 @@ bool bad_encoding(int encoding) {
     return encoding != SIGVERIFY_ENCODING_OPAQUE && encoding != SIGVERIFY_ENCODING_COMPACT;
 }
 
+// A registered column call's kind and encoding: ECDSA with a known encoding,
+// or Schnorr (whose encoding is ignored).
+bool bad_column_kind(int kind, int encoding) {
+    return (kind != SIGVERIFY_KIND_ECDSA && kind != SIGVERIFY_KIND_SCHNORR) ||
+           (kind == SIGVERIFY_KIND_ECDSA && bad_encoding(encoding));
+}
+
+sigverify::wire::SigEncoding column_encoding(int kind, int encoding) {
+    return kind == SIGVERIFY_KIND_ECDSA ? static_cast<sigverify::wire::SigEncoding>(encoding)
+                                        : sigverify::wire::SigEncoding::opaque;
+}
+
 // Every verify/collect call goes through the generic forms, with this thread's token.
 using sigverify::wire::Mode;
 using sigverify::wire::RecordKind;
@@ -231,16 +243,14 @@ const uint8_t* sigverify_buffer_data(const sigverify_buffer* buffer) {
 int sigverify_verify_registered_columns(sigverify_client* c, const sigverify_buffer* buffer, int kind, int encoding,
                                         size_t n, uint64_t message_offset, uint64_t key_offset,
                                         uint64_t signature_offset, uint8_t* results) {
-    if (c == nullptr || buffer == nullptr || (kind != SIGVERIFY_KIND_ECDSA && kind != SIGVERIFY_KIND_SCHNORR) ||
-        (kind == SIGVERIFY_KIND_ECDSA && bad_encoding(encoding)))
+    if (c == nullptr || buffer == nullptr || bad_column_kind(kind, encoding))
         return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
-    sigverify::RegisteredColumns cols;
-    cols.kind = static_cast<RecordKind>(kind);
-    cols.encoding = kind == SIGVERIFY_KIND_ECDSA ? static_cast<SigEncoding>(encoding) : SigEncoding::opaque;
-    cols.count = n;
-    cols.message_offset = message_offset;
-    cols.key_offset = key_offset;
-    cols.signature_offset = signature_offset;
+    const sigverify::RegisteredColumns cols{.kind = static_cast<RecordKind>(kind),
+                                            .encoding = column_encoding(kind, encoding),
+                                            .count = n,
+                                            .message_offset = message_offset,
+                                            .key_offset = key_offset,
+                                            .signature_offset = signature_offset};
     return finish(c, c->client->verify_registered_columns(buffer->buffer, cols, results,
                                                           sigverify::shm::kTableUnspecified, t_stop));
 }
@@ -251,19 +261,17 @@ int sigverify_verify_registered_column_buffers(sigverify_client* c, int kind, in
                                                const sigverify_buffer* signature_buffer, uint64_t signature_offset,
                                                uint8_t* results) {
     if (c == nullptr || message_buffer == nullptr || key_buffer == nullptr || signature_buffer == nullptr ||
-        (kind != SIGVERIFY_KIND_ECDSA && kind != SIGVERIFY_KIND_SCHNORR) ||
-        (kind == SIGVERIFY_KIND_ECDSA && bad_encoding(encoding)))
+        bad_column_kind(kind, encoding))
         return finish(nullptr, {Status::invalid_argument, 0, 0, 0});
-    sigverify::RegisteredColumnBuffers cols;
-    cols.kind = static_cast<RecordKind>(kind);
-    cols.encoding = kind == SIGVERIFY_KIND_ECDSA ? static_cast<SigEncoding>(encoding) : SigEncoding::opaque;
-    cols.count = n;
-    cols.message = &message_buffer->buffer;
-    cols.message_offset = message_offset;
-    cols.key = &key_buffer->buffer;
-    cols.key_offset = key_offset;
-    cols.signature = &signature_buffer->buffer;
-    cols.signature_offset = signature_offset;
+    const sigverify::RegisteredColumnBuffers cols{.kind = static_cast<RecordKind>(kind),
+                                                  .encoding = column_encoding(kind, encoding),
+                                                  .count = n,
+                                                  .message = &message_buffer->buffer,
+                                                  .message_offset = message_offset,
+                                                  .key = &key_buffer->buffer,
+                                                  .key_offset = key_offset,
+                                                  .signature = &signature_buffer->buffer,
+                                                  .signature_offset = signature_offset};
     return finish(c, c->client->verify_registered_columns(cols, results, sigverify::shm::kTableUnspecified, t_stop));
 }
 
