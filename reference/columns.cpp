@@ -64,31 +64,18 @@ Tally run_columns(const RowVerifier& verifier, const ColumnSpan& c, std::size_t 
                               results);
 }
 
-ColumnVerifier::ColumnVerifier(unsigned threads) : pool_(std::make_unique<WorkerPool>(threads)) {
-    verifiers_.resize(pool_->size());
-    for (auto& v : verifiers_) v = std::make_unique<RowVerifier>();
-}
-
-ColumnVerifier::~ColumnVerifier() = default;
-
-unsigned ColumnVerifier::threads() const { return pool_->size(); }
-
-Tally ColumnVerifier::verify(const ColumnSpan& columns, std::uint8_t* results) {
+// Verifier's column calls (reference_verifier.hpp): the row calls' pool and
+// checks, each row assembled from the columns.
+Tally Verifier::verify(const ColumnSpan& columns, std::uint8_t* results) {
     return run(columns, Mode::results, results);
 }
 
-Tally ColumnVerifier::collect(const ColumnSpan& columns) { return run(columns, Mode::collect, nullptr); }
+Tally Verifier::collect(const ColumnSpan& columns) { return run(columns, Mode::collect, nullptr); }
 
-Tally ColumnVerifier::run(const ColumnSpan& c, Mode mode, std::uint8_t* results) {
+Tally Verifier::run(const ColumnSpan& c, Mode mode, std::uint8_t* results) {
     if (const ColumnError e = c.check(); e != ColumnError::none)
-        throw std::invalid_argument("reference::ColumnVerifier: " + std::string(to_string(e)));
-    if (mode != Mode::results && mode != Mode::collect)
-        throw std::invalid_argument("reference::ColumnVerifier: unknown mode");
-    if (mode == Mode::results) {
-        if (results == nullptr && c.count != 0)
-            throw std::invalid_argument("reference::ColumnVerifier: results mode needs a results buffer");
-        if (c.count != 0) std::memset(results, 0, c.count);  // fail closed
-    }
+        throw std::invalid_argument("reference::Verifier: " + std::string(to_string(e)));
+    prepare(c.count, mode, results);
     return sum_over<Tally>(*pool_, c.count, [&](unsigned w, std::size_t begin, std::size_t end) {
         return run_columns(*verifiers_[w], c, begin, end, mode, results);
     });

@@ -47,7 +47,6 @@
 
 namespace sigverify::reference {
 
-class WorkerPool;
 
 
 // Sizes of libbitcoin's correlate entries.
@@ -101,31 +100,10 @@ bool verify_column_row(const RowVerifier& verifier, const ColumnSpan& columns, s
 Tally run_columns(const RowVerifier& verifier, const ColumnSpan& columns, std::size_t begin,
                   std::size_t end, Mode mode, std::uint8_t* results);
 
-// A batch verifier for columns over a fixed pool of threads, each with its
-// own RowVerifier. Calls from several threads are serialized.
-class ColumnVerifier {
-public:
-    // threads = 0 means one per hardware thread.
-    explicit ColumnVerifier(unsigned threads = 0);
-    ~ColumnVerifier();
-    ColumnVerifier(const ColumnVerifier&) = delete;
-    ColumnVerifier& operator=(const ColumnVerifier&) = delete;
-
-    unsigned threads() const;
-
-    // Results mode: results must hold columns.count bytes; zeroed first.
-    Tally verify(const ColumnSpan& columns, std::uint8_t* results);
-    // Collect mode: zeroes the correlate entry of every valid row.
-    Tally collect(const ColumnSpan& columns);
-    // Either mode; results may be null in collect mode.
-    // Throws std::invalid_argument when columns.check() fails or results mode
-    // lacks a buffer (nothing is written then).
-    Tally run(const ColumnSpan& columns, Mode mode, std::uint8_t* results);
-
-private:
-    std::unique_ptr<WorkerPool> pool_;
-    std::vector<std::unique_ptr<RowVerifier>> verifiers_;
-};
+// The batch verifier for columns is the one for rows (Verifier in
+// reference_verifier.hpp: one pool, one set of checks); the name says which
+// calls a caller makes.
+using ColumnVerifier = Verifier;
 
 // ---------------------------------------------------------------------------
 // Conversions between packed rows and columns

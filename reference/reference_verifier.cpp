@@ -74,38 +74,34 @@ Tally RowVerifier::run(const RowSpan& rows, std::size_t begin, std::size_t end, 
 
 // ---------------------------------------------------------------------------
 // Verifier: the reference's one pool (parallel_for.hpp), a libsecp256k1
-// context per worker.
+// context per worker. Its column calls are in columns.cpp.
 // ---------------------------------------------------------------------------
 
-struct Verifier::Pool {
-    explicit Pool(unsigned n) : workers(n), verifiers(workers.size()) {
-        for (auto& v : verifiers) v = std::make_unique<RowVerifier>();
-    }
-    WorkerPool workers;
-    std::vector<std::unique_ptr<RowVerifier>> verifiers;  // [worker]
-};
-
-Verifier::Verifier(unsigned threads) : pool_(std::make_unique<Pool>(threads)) {}
+Verifier::Verifier(unsigned threads) : pool_(std::make_unique<WorkerPool>(threads)) {
+    verifiers_.resize(pool_->size());
+    for (auto& v : verifiers_) v = std::make_unique<RowVerifier>();
+}
 
 Verifier::~Verifier() = default;
 
-unsigned Verifier::threads() const { return unsigned(pool_->verifiers.size()); }
+unsigned Verifier::threads() const { return pool_->size(); }
 
-Tally Verifier::verify(const RowSpan& rows, std::uint8_t* results) {
-    return run(rows, Mode::results, results);
+void Verifier::prepare(std::size_t count, Mode mode, std::uint8_t* results) {
+    if (mode != Mode::results && mode != Mode::collect) throw std::invalid_argument("reference::Verifier: unknown mode");
+    if (mode != Mode::results || count == 0) return;
+    if (results == nullptr) throw std::invalid_argument("reference::Verifier: results mode needs a results buffer");
+    std::memset(results, 0, count);  // fail closed
 }
+
+Tally Verifier::verify(const RowSpan& rows, std::uint8_t* results) { return run(rows, Mode::results, results); }
 
 Tally Verifier::collect(const RowSpan& rows) { return run(rows, Mode::collect, nullptr); }
 
 Tally Verifier::run(const RowSpan& rows, Mode mode, std::uint8_t* results) {
     if (!rows.valid()) throw std::invalid_argument("reference::Verifier: invalid row span");
-    if (mode == Mode::results) {
-        if (results == nullptr && rows.count != 0)
-            throw std::invalid_argument("reference::Verifier: results mode needs a results buffer");
-        if (rows.count != 0) std::memset(results, 0, rows.count);  // fail closed
-    }
-    return sum_over<Tally>(pool_->workers, rows.count, [&](unsigned w, std::size_t begin, std::size_t end) {
-        return pool_->verifiers[w]->run(rows, begin, end, mode, results);
+    prepare(rows.count, mode, results);
+    return sum_over<Tally>(*pool_, rows.count, [&](unsigned w, std::size_t begin, std::size_t end) {
+        return verifiers_[w]->run(rows, begin, end, mode, results);
     });
 }
 

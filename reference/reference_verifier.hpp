@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "shm_protocol/verdict_publish.hpp"
 #include "sigverify/shm_protocol/wire_format.hpp"
@@ -89,7 +90,11 @@ private:
     secp256k1_context_struct* ctx_;
 };
 
-// A batch verifier over a fixed pool of threads.
+class WorkerPool;
+
+// A batch verifier over a fixed pool of threads, each with its own
+// RowVerifier: packed rows, and column tables (columns.hpp, where the column
+// calls are defined; ColumnVerifier is this class).
 // Thread-safety: calls from several threads are serialized (one batch at a
 // time uses the whole pool).
 class Verifier {
@@ -108,11 +113,23 @@ public:
     // Collect mode: zeroes the tail of every valid row in place.
     Tally collect(const RowSpan& rows);
     // Either mode; results may be null in collect mode.
+    // Throws std::invalid_argument when the span is invalid, the mode unknown
+    // or results mode lacks a buffer (nothing is written then).
     Tally run(const RowSpan& rows, Mode mode, std::uint8_t* results);
 
+    // The same for columns; collect zeroes the correlate entry of every valid
+    // row. Throws std::invalid_argument when columns.check() fails.
+    Tally verify(const wire::ColumnSpan& columns, std::uint8_t* results);
+    Tally collect(const wire::ColumnSpan& columns);
+    Tally run(const wire::ColumnSpan& columns, Mode mode, std::uint8_t* results);
+
 private:
-    struct Pool;
-    std::unique_ptr<Pool> pool_;
+    // What every batch checks before any write: a known mode, a results
+    // buffer in results mode, zeroed (fail closed).
+    static void prepare(std::size_t count, Mode mode, std::uint8_t* results);
+
+    std::unique_ptr<WorkerPool> pool_;
+    std::vector<std::unique_ptr<RowVerifier>> verifiers_;  // [worker]
 };
 
 // Converts a 64-byte signature between the opaque form (r LE || s LE) and the
