@@ -31,7 +31,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md DESTINATION ${CMAKE_INSTA
 
 # --- headers ------------------------------------------------------------------
 # client.hpp includes the ring ABI (segment_layout.hpp), what both sides compute over it
-# (segment_access.hpp: status texts, layout checks) and the row layouts (wire_format.hpp);
+# (segment_access.hpp: status texts, layout checks) and the row layouts (wire_format.hpp),
+# groups.hpp the grouping fields and a group's verdict (group_fields.hpp);
 # they live in shm_protocol/include/sigverify/shm_protocol/ and go to
 # include/sigverify/shm_protocol/, the path everything includes them by, so
 # sigverify::wire and sigverify.pc add only include/.

@@ -58,19 +58,24 @@
 
 #include "reference/columns.hpp"
 #include "reference/multisig_pair.hpp"
+#include "sigverify/shm_protocol/group_fields.hpp"
 #include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify::reference {
 
-enum class GroupKind : std::uint8_t { multisig = 0, threshold = 1 };
+// The grouping fields and a group's verdict are the library's public types
+// (sigverify/shm_protocol/group_fields.hpp): one definition for both.
+using sigverify::GroupKind;
+using sigverify::GroupRow;
+using sigverify::GroupVerdict;
+using sigverify::GroupFlag;
+using sigverify::kGroupUnmatched;
+using sigverify::kGroupDuplicates;
+using sigverify::kGroupInconsistentM;
+using sigverify::kGroupZeroM;
+using sigverify::kGroupShort;
+using sigverify::kGroupFailedRow;
 std::string_view to_string(GroupKind k);
-
-// The grouping fields of one row.
-struct GroupRow {
-    std::uint8_t mn = 0;
-    std::uint16_t group = 0;
-    std::uint32_t block_fk = 0;  // 24 bits; wire::kBlockFkWriting = being written
-};
 
 // From canonical multisig or threshold rows (tail_size 6: mn || group || block_fk).
 // Throws std::invalid_argument when the span is invalid or not canonical.
@@ -78,27 +83,6 @@ std::vector<GroupRow> group_rows_from_rows(const RowSpan& rows, GroupKind kind);
 // From an ECDSA libbitcoin correlate column (id || pair || group): multisig only.
 // Throws std::invalid_argument when the batch is not ECDSA with tail_size 6.
 std::vector<GroupRow> group_rows_from_correlate(const ColumnSpan& columns);
-
-// Why a group failed, beyond "not enough verified rows". Bit flags.
-enum GroupFlag : std::uint8_t {
-    kGroupUnmatched = 1,     // multisig: some signature index found no usable key in order
-    kGroupDuplicates = 2,    // multisig: some mn appears on more than one row
-    kGroupInconsistentM = 4, // threshold: rows disagree on m
-    kGroupZeroM = 8,         // threshold: m = 0
-    kGroupShort = 16,        // threshold: fewer than m rows present
-    kGroupFailedRow = 32,    // threshold: some row did not verify (BIP-342: the script fails)
-};
-
-struct GroupVerdict {
-    std::uint32_t block_fk = 0;
-    std::uint16_t group = 0;
-    bool pass = false;
-    std::uint32_t rows = 0;        // rows in the group
-    std::uint32_t valid_rows = 0;  // of which verified
-    std::uint32_t required = 0;    // m (multisig: inferred; threshold: the first row's mn)
-    std::uint8_t flags = 0;        // GroupFlag bits
-    friend bool operator==(const GroupVerdict&, const GroupVerdict&) = default;
-};
 
 struct BlockVerdict {
     std::uint32_t block_fk = 0;

@@ -1,41 +1,23 @@
 // SPDX-License-Identifier: MIT
 // The public group and block verdicts (sigverify/groups.hpp): the rules live
-// in reference/group_verdicts.cpp, the one implementation; this file only
-// converts between its types and the installed ones.
+// in reference/group_verdicts.cpp, the one implementation, over the same row
+// and group types (sigverify/shm_protocol/group_fields.hpp); this file only
+// copies the report into its installed, smaller form.
 #include "sigverify/groups.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 #include "reference/columns.hpp"
 #include "reference/group_verdicts.hpp"
 
 namespace sigverify {
-namespace {
-
-reference::GroupRow to_reference(const GroupRow& r) { return {r.mn, r.group, r.block_fk}; }
-GroupRow from_reference(const reference::GroupRow& r) { return {r.mn, r.group, r.block_fk}; }
-
-// The flag values are the reference's, so the bits pass through unchanged.
-constexpr bool same_flag(int a, int b) { return a == b; }
-static_assert(same_flag(kGroupUnmatched, reference::kGroupUnmatched) &&
-              same_flag(kGroupDuplicates, reference::kGroupDuplicates) &&
-              same_flag(kGroupInconsistentM, reference::kGroupInconsistentM) &&
-              same_flag(kGroupZeroM, reference::kGroupZeroM) && same_flag(kGroupShort, reference::kGroupShort) &&
-              same_flag(kGroupFailedRow, reference::kGroupFailedRow));
-
-}  // namespace
 
 GroupReport compute_group_verdicts(GroupKind kind, std::span<const GroupRow> rows,
                                    std::span<const std::uint8_t> verdicts) {
-    std::vector<reference::GroupRow> in(rows.size());
-    for (std::size_t i = 0; i < rows.size(); ++i) in[i] = to_reference(rows[i]);
-    const reference::GroupReport r = reference::compute_group_verdicts(
-        kind == GroupKind::threshold ? reference::GroupKind::threshold : reference::GroupKind::multisig, in,
-        verdicts);
+    reference::GroupReport r = reference::compute_group_verdicts(kind, rows, verdicts);
     GroupReport out;
-    out.groups.reserve(r.groups.size());
-    for (const reference::GroupVerdict& g : r.groups)
-        out.groups.push_back({g.block_fk, g.group, g.pass, g.rows, g.valid_rows, g.required, g.flags});
+    out.groups = std::move(r.groups);
     out.blocks.reserve(r.blocks.size());
     for (const reference::BlockVerdict& b : r.blocks)
         out.blocks.push_back({b.block_fk, b.all_groups_pass, b.groups, b.failed_groups});
@@ -52,16 +34,13 @@ std::vector<GroupRow> group_rows_from_ecdsa_correlate(std::span<const std::uint8
     std::vector<GroupRow> out(correlate.size() / width);
     for (std::size_t i = 0; i < out.size(); ++i) {
         const reference::EcdsaCorrelate e = reference::read_ecdsa_correlate(correlate.data() + i * width);
-        out[i] = from_reference(reference::GroupRow{e.pair, e.group, e.id});
+        out[i] = GroupRow{e.pair, e.group, e.id};
     }
     return out;
 }
 
 std::vector<GroupRow> single_signature_group_rows(std::span<const std::uint32_t> block_fks) {
-    const std::vector<reference::GroupRow> r = reference::single_signature_group_rows(block_fks);
-    std::vector<GroupRow> out(r.size());
-    for (std::size_t i = 0; i < r.size(); ++i) out[i] = from_reference(r[i]);
-    return out;
+    return reference::single_signature_group_rows(block_fks);
 }
 
 }  // namespace sigverify

@@ -60,7 +60,8 @@ expect_files "$DEV" /usr/include/sigverify/client.hpp /usr/include/sigverify/sig
   /usr/include/sigverify/lbtc.hpp \
   /usr/share/man/man3/sigverify.h.3.gz \
   /usr/include/sigverify/shm_protocol/segment_access.hpp /usr/include/sigverify/shm_protocol/segment_layout.hpp \
-  /usr/include/sigverify/shm_protocol/wire_format.hpp "/usr/lib/$MA/libsigverify.so" "/usr/lib/$MA/libsigverify.a" \
+  /usr/include/sigverify/shm_protocol/wire_format.hpp /usr/include/sigverify/shm_protocol/group_fields.hpp \
+  "/usr/lib/$MA/libsigverify.so" "/usr/lib/$MA/libsigverify.a" \
   "/usr/lib/$MA/libsigverify_reference.a" "/usr/lib/$MA/pkgconfig/sigverify.pc" \
   "/usr/lib/$MA/cmake/sigverify/sigverifyConfig.cmake" "/usr/lib/$MA/cmake/sigverify/sigverifyConfigVersion.cmake" \
   "/usr/lib/$MA/cmake/sigverify/sigverifyTargets.cmake" "/usr/lib/$MA/cmake/sigverify/sigverifyTargets-release.cmake" \

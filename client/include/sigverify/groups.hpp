@@ -28,37 +28,11 @@
 #include <vector>
 
 #include "sigverify/export.h"
+#include "sigverify/shm_protocol/group_fields.hpp"
 
 namespace sigverify {
 
-enum class GroupKind : std::uint8_t { multisig = 0, threshold = 1 };
-
-// The grouping fields of one row.
-struct GroupRow {
-    std::uint8_t mn = 0;         // multisig: multisig_pair_code(signature, key); threshold: m
-    std::uint16_t group = 0;     // group number within the block
-    std::uint32_t block_fk = 0;  // 24 bits; 0xFFFFFF = being written
-};
-
-// Why a group failed (bit flags of GroupVerdict::flags).
-enum GroupFlag : std::uint8_t {
-    kGroupUnmatched = 1,      // multisig: some signature found no usable key in order
-    kGroupDuplicates = 2,     // multisig: some mn appears on more than one row
-    kGroupInconsistentM = 4,  // threshold: rows disagree on m
-    kGroupZeroM = 8,          // threshold: m = 0
-    kGroupShort = 16,         // threshold: fewer than m rows
-    kGroupFailedRow = 32,     // threshold: some row did not verify
-};
-
-struct GroupVerdict {
-    std::uint32_t block_fk = 0;
-    std::uint16_t group = 0;
-    bool pass = false;
-    std::uint32_t rows = 0;        // rows in the group
-    std::uint32_t valid_rows = 0;  // of which verified
-    std::uint32_t required = 0;    // m
-    std::uint8_t flags = 0;        // GroupFlag bits
-};
+// GroupKind, GroupRow, GroupFlag and GroupVerdict: sigverify/shm_protocol/group_fields.hpp.
 
 struct BlockVerdict {
     std::uint32_t block_fk = 0;
