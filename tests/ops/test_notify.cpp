@@ -274,9 +274,15 @@ TEST_CASE("notify: WATCHDOG=1 keeps coming while a worker runs a long job-end gr
         INFO("batch took " << std::chrono::duration<double>(t1 - t0).count() << " s, " << pings.size()
                            << " pings, longest gap " << longest << " s");
         CHECK(repaired == batch.repaired_rows);  // the long repair did run
-        CHECK(longest < 1.0);
-        // (The gate may still withhold one 100 ms period on a loaded machine:
-        // what matters is that the pings resume within a few.)
+        // The defect's gap is the whole repair: ~1.3 s on an idle machine, a
+        // fifth or so of the batch's time however loaded the machine is (the
+        // chunks before it slow down alike). Healthy pings pause for a few
+        // 100 ms periods at most; on a loaded machine (a 25 s batch under load
+        // 7 had a 1.004 s gap) a few periods stretch, so the bound is 1 s or a
+        // twentieth of the batch, whichever is longer: still 4x under the
+        // repair's share.
+        const double batch_seconds = std::chrono::duration<double>(t1 - t0).count();
+        CHECK(longest < std::max(1.0, batch_seconds / 20));
         CHECK(d.stop() == 0);
     }
     remove_tree(tmp);
