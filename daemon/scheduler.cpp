@@ -62,6 +62,9 @@ void Scheduler::start() {
     // At least one worker takes bulk work.
     lane_workers_ = std::min(lane_workers_, std::max(1u, backend_.concurrency()) - 1);
     bulk_workers_ = backend_.concurrency() - lane_workers_;
+    // Before any worker runs: the backend keeps a slot for the lane workers
+    // (a GPU's lane slot), so their chunks never queue behind a bulk launch.
+    if (lane_workers_ != 0) backend_.set_lane_workers(bulk_workers_);
     for (unsigned w = 0; w < backend_.concurrency(); ++w) workers_.emplace_back([this, w] { worker_loop(w); });
 }
 
