@@ -42,7 +42,9 @@
 // than the lane workers (set_bulk_nice), so a small batch's CPU rows take a
 // core from bulk confirmations at once. A small batch planned while every
 // bulk worker is busy splits its rows for the GPU and the lane workers'
-// cores only (plan_job). A lane worker's GPU share launches on the GPU's
+// cores only (plan_job): one lane worker waits on its launch, so its CPU
+// share is sized for the others (sized for both, a block's CPU share ran
+// past its launch and held both lane workers, a 1-row batch waiting). A lane worker's GPU share launches on the GPU's
 // lane slot (the lane slot lives in GpuBackend, one per GPU: its own stream
 // and buffers, which no bulk worker uses), so it never queues behind a bulk
 // launch: start() tells the backend which workers are lane workers
