@@ -23,15 +23,17 @@
 // buffers), used only by the scheduler's lane workers (set_lane_workers;
 // daemon/scheduler.hpp "Lane workers"), never by a bulk worker. So a node's
 // 1-row or block-sized batch is launched at once, not after the bulk launch
-// running on a shared slot and then merged into the next one (~25 ms at the
-// default chunk size; a block waited 13x its time alone, BENCHMARKS.md §13).
-// Its kernel still shares the device's SMs with the bulk launches running: on
-// a real GPU its stream should have the device's highest priority
+// running on a shared slot and then merged into the next one (a launch of
+// two merged chunks is ~24 ms in the sleeping GPU's model of an H200; a block
+// waited 13x its time alone there, BENCHMARKS.md §13). Its kernel still
+// shares the device's SMs with the bulk launches running: on a real GPU its
+// stream should have the device's highest priority
 // (cudaStreamCreateWithPriority), so that its blocks take SMs as the running
-// kernel's blocks retire (a wait of at most about one wave, ~3 ms on an H200)
-// rather than after the whole bulk kernel; the CUDA layer (gpu::Options)
-// does not offer a stream priority yet, so today the lane stream has the
-// default one and its blocks are scheduled beside the bulk kernel's.
+// kernels' blocks retire (one row per thread: a block lives about one wave,
+// estimated ~3 ms on an H200 with ~65k rows resident at 25 M rows/s) rather
+// than after the bulk kernels' blocks still queued. The CUDA layer
+// (gpu::Options) has no stream priority yet, so today the lane stream has
+// the default one and its blocks queue with the bulk kernels' on the device.
 #pragma once
 
 #include <memory>
