@@ -117,6 +117,15 @@ public:
         return true;
     }
     virtual void unmap_client_memory(const void* base) noexcept { (void)base; }
+    // Workers [first, concurrency()) are the scheduler's lane workers: they
+    // verify only small batches, a 1-row or a block-sized one, and must not
+    // wait behind bulk work (daemon/scheduler.hpp "Lane workers"). A backend
+    // whose workers share launch slots (a GPU) gives them a slot of their own,
+    // which bulk workers never use (GpuBackend: its lane slot). Called by the
+    // scheduler before its workers start, never while a chunk runs (first >=
+    // concurrency(): no lane workers); a backend that wraps others passes it
+    // on. Default: nothing changes.
+    virtual void set_lane_workers(unsigned first) { (void)first; }
     // verdicts[i] = verdict of records row i (see the contract above).
     virtual ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept = 0;
 

@@ -91,6 +91,9 @@ public:
     bool verifies_in_place() const override { return primary_->verifies_in_place(); }
     bool map_client_memory(const void* base, std::size_t bytes) noexcept override;
     void unmap_client_memory(const void* base) noexcept override;
+    // The primary's lane slot (Backend::set_lane_workers); the confirmation
+    // rule is the same for every worker.
+    void set_lane_workers(unsigned first) override { primary_->set_lane_workers(first); }
     // The strict rule: every INVALID verdict confirmed.
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override;
     // The groups rule (daemon/confirmation.hpp) for a multisig chunk.

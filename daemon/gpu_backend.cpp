@@ -40,23 +40,12 @@ std::vector<std::unique_ptr<GpuBackend>> GpuBackend::open_all(const std::string&
         backend->device_ = index;
         backend->chunk_rows_ = chunk_rows;
         gpu::Status st;
-        for (std::size_t k = 0; k < slots_per_device && st.ok(); ++k) {
-            auto verifier = gpu::DeviceVerifier::open(options, st);
-            if (verifier) st = verifier->self_test();  // every slot: its own buffers and stream
-            if (verifier && st.ok()) {
-                auto slot = std::make_unique<Slot>();
-                slot->verifier = std::move(verifier);
-                Slot* const own = slot.get();
-                // Merged launches of up to two chunks: the staging (sized for
-                // chunk_rows rows of the widest stride) holds ~3 chunks of tail-less records.
-                slot->coalescer = std::make_unique<LaunchCoalescer>(
-                    2 * chunk_rows, [own](const wire::RowSpan& rows, std::uint8_t* verdicts) {
-                        std::lock_guard lock(own->mutex);
-                        return own->verifier->verify(rows, wire::Mode::results, verdicts, nullptr).ok();
-                    });
-                backend->slots_.push_back(std::move(slot));
-            }
-        }
+        for (std::size_t k = 0; k < slots_per_device && st.ok(); ++k)
+            if (auto slot = open_slot(options, chunk_rows, st)) backend->slots_.push_back(std::move(slot));
+        // The lane workers' slot: the same buffers, never shared with bulk work.
+        // (Its stream should get the device's highest priority; gpu::Options
+        // has no such field yet: see the top of gpu_backend.hpp.)
+        if (st.ok()) backend->lane_slot_ = open_slot(options, chunk_rows, st);
         if (st.ok()) {
             report.usable = true;
             report.self_test = "passed";
@@ -80,6 +69,29 @@ std::vector<std::unique_ptr<GpuBackend>> GpuBackend::open_all(const std::string&
 
 GpuBackend::~GpuBackend() = default;
 
+std::unique_ptr<GpuBackend::Slot> GpuBackend::open_slot(const gpu::Options& options, std::size_t chunk_rows,
+                                                        gpu::Status& st) {
+    auto verifier = gpu::DeviceVerifier::open(options, st);
+    if (verifier) st = verifier->self_test();  // every slot: its own buffers and stream
+    if (!verifier || !st.ok()) return nullptr;
+    auto slot = std::make_unique<Slot>();
+    slot->verifier = std::move(verifier);
+    Slot* const own = slot.get();
+    // Merged launches of up to two chunks: the staging (sized for
+    // chunk_rows rows of the widest stride) holds ~3 chunks of tail-less records.
+    slot->coalescer = std::make_unique<LaunchCoalescer>(
+        2 * chunk_rows, [own](const wire::RowSpan& rows, std::uint8_t* verdicts) {
+            std::lock_guard lock(own->mutex);
+            return own->verifier->verify(rows, wire::Mode::results, verdicts, nullptr).ok();
+        });
+    return slot;
+}
+
+GpuBackend::Slot& GpuBackend::slot_for(unsigned worker) const {
+    if (worker >= lane_first_ && lane_slot_ != nullptr) return *lane_slot_;
+    return *slots_[worker % slots_.size()];
+}
+
 bool GpuBackend::map_client_memory(const void* base, std::size_t bytes) noexcept {
     // Unpinned memory still works in place: its rows take one host copy into
     // the slot's pinned staging instead of none.
@@ -96,7 +108,7 @@ void GpuBackend::unmap_client_memory(const void* base) noexcept {
 
 ChunkResult GpuBackend::verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept {
     return verify_chunk(worker, workers_, records, verdicts, [&](ChunkResult& r) {
-        Slot& d = *slots_[worker % slots_.size()];
+        Slot& d = slot_for(worker);
         // Merged launches (LaunchCoalescer); the device verifier resolves its
         // recheck verdicts, so verdicts come back as 0 / 1.
         if (!d.coalescer->verify(records, verdicts)) {

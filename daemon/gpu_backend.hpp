@@ -18,6 +18,22 @@
 // their cross-checks meanwhile. Pieces that arrive while a slot is busy are
 // merged into its next launch (LaunchCoalescer), so many small chunks of
 // several clients make one large launch instead of a queue of small ones.
+//
+// The lane slot: one more slot per device, its own DeviceVerifier (stream and
+// buffers), used only by the scheduler's lane workers (set_lane_workers;
+// daemon/scheduler.hpp "Lane workers"), never by a bulk worker. So a node's
+// 1-row or block-sized batch is launched at once, not after the bulk launch
+// running on a shared slot and then merged into the next one (a launch of
+// two merged chunks is ~24 ms in the sleeping GPU's model of an H200; a block
+// waited 13x its time alone there, BENCHMARKS.md §13). Its kernel still
+// shares the device's SMs with the bulk launches running: on a real GPU its
+// stream should have the device's highest priority
+// (cudaStreamCreateWithPriority), so that its blocks take SMs as the running
+// kernels' blocks retire (one row per thread: a block lives about one wave,
+// estimated ~3 ms on an H200 with ~65k rows resident at 25 M rows/s) rather
+// than after the bulk kernels' blocks still queued. The CUDA layer
+// (gpu::Options) has no stream priority yet, so today the lane stream has
+// the default one and its blocks queue with the bulk kernels' on the device.
 #pragma once
 
 #include <memory>
@@ -60,6 +76,8 @@ public:
     bool verifies_in_place() const override { return true; }
     bool map_client_memory(const void* base, std::size_t bytes) noexcept override;
     void unmap_client_memory(const void* base) noexcept override;
+    // Workers from `first` on launch on the lane slot (see the top of this file).
+    void set_lane_workers(unsigned first) override { lane_first_ = first; }
 
 private:
     struct Slot {
@@ -69,8 +87,14 @@ private:
         std::unique_ptr<LaunchCoalescer> coalescer;
     };
     GpuBackend() = default;
+    // A slot of its own verifier (self-tested) and coalescer; null with st set on failure.
+    static std::unique_ptr<Slot> open_slot(const gpu::Options& options, std::size_t chunk_rows, gpu::Status& st);
+    // The slot worker launches on: the lane slot for a lane worker, else w % slots.
+    Slot& slot_for(unsigned worker) const;
 
-    std::vector<std::unique_ptr<Slot>> slots_;
+    std::vector<std::unique_ptr<Slot>> slots_;  // bulk slots (--gpu-chunks-in-flight)
+    std::unique_ptr<Slot> lane_slot_;          // the lane workers' (see the top of this file)
+    unsigned lane_first_ = ~0u;                // first lane worker; none until set_lane_workers
     int device_ = 0;  // CUDA device index
     unsigned workers_ = 1;
     std::size_t chunk_rows_ = 0;

@@ -62,6 +62,9 @@ void Scheduler::start() {
     // At least one worker takes bulk work.
     lane_workers_ = std::min(lane_workers_, std::max(1u, backend_.concurrency()) - 1);
     bulk_workers_ = backend_.concurrency() - lane_workers_;
+    // Before any worker runs: the backend keeps a slot for the lane workers
+    // (a GPU's lane slot), so their chunks never queue behind a bulk launch.
+    if (lane_workers_ != 0) backend_.set_lane_workers(bulk_workers_);
     for (unsigned w = 0; w < backend_.concurrency(); ++w) workers_.emplace_back([this, w] { worker_loop(w); });
 }
 
@@ -275,7 +278,8 @@ void Scheduler::plan_job(Job& j) const {
     // with bulk confirmations and CPU shares) can count on the lane workers only.
     const bool lane_only = lane_workers_ != 0 && n <= kLaneWorkerRows &&
                            idle_workers_.load(std::memory_order_acquire) == 0;
-    const unsigned cpu_workers = lane_only ? lane_workers_ : std::max(1u, workers - 1);
+    // On the lane workers too, one of them waits on the GPU share.
+    const unsigned cpu_workers = lane_only ? std::max(1u, lane_workers_ - 1) : std::max(1u, workers - 1);
     if (!backend_.available()) j.gpu_rows = 0;
     else if (planner_ != nullptr) j.gpu_rows = planner_->gpu_rows(n, cpu_workers);
     const std::uint64_t cpu_rows = n - j.gpu_rows;

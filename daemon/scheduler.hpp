@@ -42,10 +42,17 @@
 // than the lane workers (set_bulk_nice), so a small batch's CPU rows take a
 // core from bulk confirmations at once. A small batch planned while every
 // bulk worker is busy splits its rows for the GPU and the lane workers'
-// cores only (plan_job). The limits: a client's small batches of invalid
-// rows hold one lane worker for their confirmations (up to kLaneWorkerRows
-// of them), and a small batch's GPU share shares its GPU slot with bulk
-// launches (LaunchCoalescer: it waits for the launch running there).
+// cores only (plan_job): one lane worker waits on its launch, so its CPU
+// share is sized for the others (sized for both, a block's CPU share ran
+// past its launch and held both lane workers, a 1-row batch waiting). A lane worker's GPU share launches on the GPU's
+// lane slot (the lane slot lives in GpuBackend, one per GPU: its own stream
+// and buffers, which no bulk worker uses), so it never queues behind a bulk
+// launch: start() tells the backend which workers are lane workers
+// (Backend::set_lane_workers, passed on by StripedBackend and CheckedBackend
+// to each GPU). The kernel still shares the GPU's SMs with the bulk launches
+// running there (it waits for SMs, at most about one wave). The limit: a
+// client's small batches of invalid rows hold one lane worker for their
+// confirmations (up to kLaneWorkerRows of them).
 // Every chunk still takes the one chunk path below (stage, verify under the
 // same confirmation rule, publish): only who runs it changes.
 //

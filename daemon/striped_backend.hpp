@@ -38,6 +38,10 @@ public:
     void set_progress(std::atomic<std::uint64_t>* progress) override {
         for (auto& d : devices_) d->set_progress(progress);
     }
+    // Every device learns them: a lane worker's chunk may go to any of them.
+    void set_lane_workers(unsigned first) override {
+        for (auto& d : devices_) d->set_lane_workers(first);
+    }
     ChunkResult verify_grouped(unsigned worker, const wire::RowSpan& records, const ChunkGroups& groups,
                                std::uint8_t* verdicts) noexcept override;
 

@@ -7,7 +7,9 @@
 //     once by a lane worker, with libsecp256k1's verdicts; without lane
 //     workers it waits for a bulk chunk to end (the defect);
 //   * one queue's small batches hold one lane worker at a time, so another
-//     queue's small batch still gets the other one.
+//     queue's small batch still gets the other one;
+//   * a small batch split while every bulk worker is busy gives the CPU the
+//     share of the lane workers that do not wait on its GPU launch.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -17,7 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/metrics.hpp"
 #include "daemon/scheduler.hpp"
+#include "daemon/split_planner.hpp"
 #include "reference/row_generator.hpp"
 
 using namespace sigverify;
@@ -203,6 +207,48 @@ TEST_CASE("lane workers: one queue's small batches hold one lane worker, another
     for (std::uint32_t k = 0; k < 3; ++k) REQUIRE(flood_sink.wait_for(k, std::chrono::seconds(30)));
     REQUIRE(bulk_sink.wait_for(0, std::chrono::seconds(30)));
     for (const Rows& f : flood) CHECK(f.results == f.truth);
+    CHECK(bulk.results == bulk.truth);
+    scheduler.stop();
+}
+
+TEST_CASE("lane workers: a block split beside busy bulk workers plans its CPU share for the lane workers "
+          "that do not wait on its launch",
+          "[scheduler][lane][split]") {
+    HoldingBackend backend;
+    daemon::CpuBackend fallback(kWorkers);
+    daemon::Scheduler scheduler(backend, &fallback, kChunkRows);
+    ReleaseAtExit release_at_exit{backend};
+    daemon::Metrics metrics;
+    daemon::SplitPlanner planner;  // the default estimates: 3 ms a launch, 40 us a row on a core
+    scheduler.set_metrics(&metrics);
+    scheduler.set_planner(&planner);
+    constexpr unsigned lanes = daemon::Scheduler::kLaneWorkers;
+    scheduler.set_lane_workers(lanes);
+    scheduler.start();
+    Sink bulk_sink, block_sink;
+    std::shared_ptr<daemon::JobQueue> bulk_q = scheduler.make_queue(bulk_sink, 1);
+    std::shared_ptr<daemon::JobQueue> block_q = scheduler.make_queue(block_sink, 1);
+    Rows bulk = make_rows(kBulkRows, false);
+    bulk_q->job(0) = job_of(bulk);
+    scheduler.submit(bulk_q, 0);
+    REQUIRE(backend.wait_held(kWorkers - lanes));
+    const std::uint64_t bulk_cpu_rows = metrics.split_cpu_rows.load();
+    // A block while every bulk worker holds a chunk: the lane workers' batch.
+    // One of them waits on its GPU share, so the others verify its CPU share
+    // (lanes - 1 of them); planned for all of them, the CPU share was twice
+    // too large and the block waited for it after its launch returned.
+    constexpr std::size_t n = 4096;
+    const std::size_t want_cpu = n - planner.gpu_rows(n, lanes > 1 ? lanes - 1 : 1);
+    REQUIRE(want_cpu != n - planner.gpu_rows(n, lanes));
+    Rows block = make_rows(n, false);
+    block_q->job(0) = job_of(block);
+    scheduler.submit(block_q, 0);
+    REQUIRE(backend.wait_held(kWorkers - lanes + 1));  // its first GPU chunk: planned
+    CHECK(metrics.split_cpu_rows.load() - bulk_cpu_rows == want_cpu);
+    backend.release();
+    REQUIRE(block_sink.wait_for(0, std::chrono::seconds(30)));
+    REQUIRE(bulk_sink.wait_for(0, std::chrono::seconds(30)));
+    CHECK(block.results == block.truth);
     CHECK(bulk.results == bulk.truth);
     scheduler.stop();
 }

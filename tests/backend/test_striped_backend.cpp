@@ -4,7 +4,9 @@
 // real scheduler (no GPU needed).
 //   * both GPUs get work, and the verdicts are libsecp256k1's;
 //   * a GPU that lies is switched off alone and the other takes its share;
-//   * with every GPU off, the CPU fallback verifies everything.
+//   * with every GPU off, the CPU fallback verifies everything;
+//   * the scheduler's lane workers reach every GPU through the checked and
+//     striped layers (Backend::set_lane_workers: a GPU's lane slot).
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -29,10 +31,12 @@ class FakeGpu final : public daemon::Backend {
 public:
     std::atomic<std::uint64_t> rows{0};
     std::atomic<bool> lie{false};  // call every row valid
+    std::atomic<unsigned> lane_first{~0u};  // what set_lane_workers said (~0u: never called)
 
     std::string name() const override { return "fake"; }
     unsigned concurrency() const override { return kWorkers; }
     std::size_t preferred_chunk_rows() const override { return 50; }
+    void set_lane_workers(unsigned first) override { lane_first = first; }
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override {
         ChunkResult r;
         std::lock_guard lock(mutex_[worker]);
@@ -117,4 +121,21 @@ TEST_CASE("with every GPU switched off the CPU fallback verifies everything", "[
     const std::uint64_t rows = rig.gpu[0]->rows + rig.gpu[1]->rows;
     CHECK(rig.run(d) == d.truth);
     CHECK(rig.gpu[0]->rows + rig.gpu[1]->rows == rows);
+}
+
+TEST_CASE("the scheduler's lane workers reach every GPU behind the checked and striped layers", "[striped][lane]") {
+    Rig rig;
+    SECTION("with lane workers: the first of them, before the workers start") {
+        daemon::Scheduler scheduler(*rig.striped, &rig.cpu, 50);
+        scheduler.set_lane_workers(2);
+        scheduler.start();
+        for (FakeGpu* g : rig.gpu) CHECK(g->lane_first.load() == kWorkers - 2);
+        scheduler.stop();
+    }
+    SECTION("without lane workers (the CPU backend's scheduler): never called") {
+        daemon::Scheduler scheduler(*rig.striped, &rig.cpu, 50);
+        scheduler.start();
+        for (FakeGpu* g : rig.gpu) CHECK(g->lane_first.load() == ~0u);
+        scheduler.stop();
+    }
 }

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -202,6 +203,7 @@ public:
         for (unsigned k = 0; k < spec_.bulk_valid + spec_.bulk_invalid; ++k) {
             const Rows& rows = k < spec_.bulk_valid ? bulk_ : bad_;
             children.push_back(run_in_child([&, board] {
+                prctl(PR_SET_NAME, "lat-bulk");  // named for perf sched / top: which process waited
                 auto c = Client::connect(client_options(dir, "bulk"));
                 std::vector<std::uint8_t> out;
                 while (board->phase.load() != 2) {
@@ -219,10 +221,11 @@ public:
                 return true;
             }));
         }
-        const auto honest = [&, board](const Rows& rows, std::chrono::milliseconds pause, float* slots,
-                                       std::atomic<std::uint32_t>& count, std::size_t max,
+        const auto honest = [&, board](const char* name, const Rows& rows, std::chrono::milliseconds pause,
+                                       float* slots, std::atomic<std::uint32_t>& count, std::size_t max,
                                        std::atomic<std::int64_t>& inflight) {
-            return run_in_child([&, board, slots, max, pause] {
+            return run_in_child([&, board, name, slots, max, pause] {
+                prctl(PR_SET_NAME, name);
                 auto c = Client::connect(client_options(dir, "honest"));
                 std::vector<std::uint8_t> out;
                 while (board->phase.load() != 2) {
@@ -243,9 +246,9 @@ public:
                 return true;
             });
         };
-        children.push_back(honest(one_, spec_.one_row_pause, board->one_ms, board->one_count, Board::kMaxOne,
+        children.push_back(honest("lat-node-1row", one_, spec_.one_row_pause, board->one_ms, board->one_count, Board::kMaxOne,
                                   board->one_inflight));
-        children.push_back(honest(block_, spec_.block_pause, board->block_ms, board->block_count, Board::kMaxBlock,
+        children.push_back(honest("lat-node-block", block_, spec_.block_pause, board->block_ms, board->block_count, Board::kMaxBlock,
                                   board->block_inflight));
         std::this_thread::sleep_for(spec_.warmup);
         const auto t0 = Clock::now();

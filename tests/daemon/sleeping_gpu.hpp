@@ -15,6 +15,21 @@
 // joins the pieces waiting for it into one launch with the daemon's own
 // LaunchCoalescer (merged launches of up to two chunks, as GpuBackend).
 //
+// The lane slot (as GpuBackend's): the scheduler's lane workers
+// (Backend::set_lane_workers) launch on a slot of their own, so a lane launch
+// never waits behind the bulk launches queued on a shared slot. It does not
+// make the device faster, and the model says so:
+//   * lane launch of n rows = latency + lane_wait (only while a bulk launch
+//     runs) + n * slots / rows_per_s: a slot's share of the rate, after
+//     waiting for SMs. On a real H200 the lane stream has the highest
+//     priority, and its blocks are scheduled as the running kernel's blocks
+//     retire (one row per thread: a block lives about one wave, ~3 ms at
+//     25 M rows/s with ~65k rows resident), so it waits at most about one
+//     wave; lane_wait is that worst case, not the typical fraction of it;
+//   * the rows it verified are the bulk slots' loss: n * slots / rows_per_s
+//     of slot time, which the next bulk launch to start sleeps on top of its
+//     own, so lane rows plus bulk rows never exceed the device's rate.
+//
 // Verdicts stay true: each is libsecp256k1's. Computing them costs a core
 // (~40 us a row), which a GPU does not, so they are remembered: a record seen
 // before (bulk clients send the same rows again and again) is answered from a
@@ -30,6 +45,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -50,6 +66,7 @@ struct SleepSpec {
     double rows_per_s = 25e6;    // the device's rate (H200 kernel v2, ECDSA)
     unsigned slots = 4;          // launches in flight (sigverifyd's --gpu-chunks-in-flight default)
     std::size_t chunk_rows = 65536;  // preferred chunk (sigverifyd's --gpu-chunk-rows default)
+    double lane_wait_s = 3e-3;   // a lane launch's wait for SMs while bulk kernels run (<= one wave)
 };
 
 // Verdicts libsecp256k1 gave, by exact record bytes; shared by the slots.
@@ -155,15 +172,8 @@ public:
     SleepingGpuBackend(int index, unsigned workers, SleepSpec spec, std::shared_ptr<VerdictMemo> memo)
         : index_(index), workers_(workers), spec_(spec), memo_(std::move(memo)) {
         spec_.slots = std::max(1u, spec_.slots);
-        for (unsigned s = 0; s < spec_.slots; ++s) {
-            auto slot = std::make_unique<Slot>();
-            Slot* const own = slot.get();
-            auto run = [this, own](const wire::RowSpan& rows, std::uint8_t* verdicts) {
-                return launch(*own, rows, verdicts);
-            };
-            slot->coalescer = std::make_unique<daemon::LaunchCoalescer>(2 * spec_.chunk_rows, run);
-            slots_.push_back(std::move(slot));
-        }
+        for (unsigned s = 0; s < spec_.slots; ++s) slots_.push_back(make_slot(false));
+        lane_slot_ = make_slot(true);
     }
 
     std::string name() const override { return "sleeping-gpu" + std::to_string(index_); }
@@ -171,6 +181,7 @@ public:
     std::size_t preferred_chunk_rows() const override { return spec_.chunk_rows; }
     // Like a GPU: packed rows are read where the client put them.
     bool verifies_in_place() const override { return true; }
+    void set_lane_workers(unsigned first) override { lane_first_ = first; }
 
     daemon::ChunkResult verify(unsigned worker, const wire::RowSpan& records,
                                std::uint8_t* verdicts) noexcept override {
@@ -180,7 +191,8 @@ public:
             return r;
         }
         try {
-            if (!slots_[worker % slots_.size()]->coalescer->verify(records, verdicts)) {
+            Slot& slot = worker >= lane_first_ ? *lane_slot_ : *slots_[worker % slots_.size()];
+            if (!slot.coalescer->verify(records, verdicts)) {
                 r.status = shm::Status::backend_error;
                 return r;
             }
@@ -199,15 +211,37 @@ private:
     struct Slot {
         std::unique_ptr<daemon::LaunchCoalescer> coalescer;
         reference::RowVerifier cpu;  // used by the slot's launch only (one at a time)
+        bool lane = false;
     };
 
-    // One launch: the verdicts, then sleep out the rest of the modelled time.
+    std::unique_ptr<Slot> make_slot(bool lane) {
+        auto slot = std::make_unique<Slot>();
+        slot->lane = lane;
+        Slot* const own = slot.get();
+        auto run = [this, own](const wire::RowSpan& rows, std::uint8_t* verdicts) {
+            return launch(*own, rows, verdicts);
+        };
+        slot->coalescer = std::make_unique<daemon::LaunchCoalescer>(2 * spec_.chunk_rows, run);
+        return slot;
+    }
+
+    // One launch: the verdicts, then sleep out the rest of the modelled time
+    // (see the top of this file for the lane slot's).
     bool launch(Slot& slot, const wire::RowSpan& rows, std::uint8_t* verdicts) {
         const auto start = std::chrono::steady_clock::now();
-        const double seconds = spec_.latency_s + double(rows.count) * double(spec_.slots) / spec_.rows_per_s;
+        const double share = double(rows.count) * double(spec_.slots) / spec_.rows_per_s;
+        double seconds = spec_.latency_s + share;
+        if (slot.lane) {
+            if (bulk_running_.load(std::memory_order_acquire) != 0) seconds += spec_.lane_wait_s;
+            lane_debt_ns_.fetch_add(std::int64_t(share * 1e9), std::memory_order_relaxed);
+        } else {
+            bulk_running_.fetch_add(1, std::memory_order_acq_rel);
+            seconds += double(lane_debt_ns_.exchange(0, std::memory_order_relaxed)) * 1e-9;
+        }
         memo_->answer(slot.cpu, rows, verdicts);
         std::this_thread::sleep_until(start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                   std::chrono::duration<double>(seconds)));
+        if (!slot.lane) bulk_running_.fetch_sub(1, std::memory_order_acq_rel);
         note_progress();
         return true;
     }
@@ -216,7 +250,11 @@ private:
     unsigned workers_;
     SleepSpec spec_;
     std::shared_ptr<VerdictMemo> memo_;
-    std::vector<std::unique_ptr<Slot>> slots_;
+    std::vector<std::unique_ptr<Slot>> slots_;  // the bulk slots
+    std::unique_ptr<Slot> lane_slot_;           // the lane workers'
+    unsigned lane_first_ = ~0u;                 // first lane worker (set_lane_workers; none before)
+    std::atomic<unsigned> bulk_running_{0};     // bulk launches in progress
+    std::atomic<std::int64_t> lane_debt_ns_{0};  // slot time the lane took from the bulk slots
 };
 
 }  // namespace sigverify::test
