@@ -42,10 +42,11 @@ std::vector<std::unique_ptr<GpuBackend>> GpuBackend::open_all(const std::string&
         gpu::Status st;
         for (std::size_t k = 0; k < slots_per_device && st.ok(); ++k)
             if (auto slot = open_slot(options, chunk_rows, st)) backend->slots_.push_back(std::move(slot));
-        // The lane workers' slot: the same buffers, never shared with bulk work.
-        // (Its stream should get the device's highest priority; gpu::Options
-        // has no such field yet: see the top of gpu_backend.hpp.)
-        if (st.ok()) backend->lane_slot_ = open_slot(options, chunk_rows, st);
+        // The lane workers' slot: the same buffers, never shared with bulk
+        // work, its stream at the device's greatest priority.
+        gpu::Options lane_options = options;
+        lane_options.high_priority = true;
+        if (st.ok()) backend->lane_slot_ = open_slot(lane_options, chunk_rows, st);
         if (st.ok()) {
             report.usable = true;
             report.self_test = "passed";

@@ -26,14 +26,13 @@
 // running on a shared slot and then merged into the next one (a launch of
 // two merged chunks is ~24 ms in the sleeping GPU's model of an H200; a block
 // waited 13x its time alone there, BENCHMARKS.md §13). Its kernel still
-// shares the device's SMs with the bulk launches running: on a real GPU its
-// stream should have the device's highest priority
-// (cudaStreamCreateWithPriority), so that its blocks take SMs as the running
+// shares the device's SMs with the bulk launches running: its stream has
+// the device's greatest priority (gpu::Options::high_priority,
+// cudaStreamCreateWithPriority), so its blocks take SMs as the running
 // kernels' blocks retire (one row per thread: a block lives about one wave,
 // estimated ~3 ms on an H200 with ~65k rows resident at 25 M rows/s) rather
-// than after the bulk kernels' blocks still queued. The CUDA layer
-// (gpu::Options) has no stream priority yet, so today the lane stream has
-// the default one and its blocks queue with the bulk kernels' on the device.
+// than after the bulk kernels' blocks still queued. (Not yet measured on a
+// device: the sleeping GPU models it as a 3 ms wait.)
 #pragma once
 
 #include <memory>

@@ -221,8 +221,11 @@ struct DeviceVerifier::Impl {
         const std::size_t waves = std::size_t(info.sm_count) * std::size_t(resident_warps > 0 ? resident_warps : 8) * 32 * 4;
         launch_rows = std::min(max_rows_per_chunk, waves);
         lanes.resize(static_cast<std::size_t>(options.streams));
+        int least_priority = 0, greatest_priority = 0;  // greatest is numerically lowest
+        SV_CUDA(cudaDeviceGetStreamPriorityRange(&least_priority, &greatest_priority));
+        const int priority = options.high_priority ? greatest_priority : least_priority;
         for (auto& l : lanes) {
-            SV_CUDA(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+            SV_CUDA(cudaStreamCreateWithPriority(&l.stream, cudaStreamNonBlocking, priority));
             SV_CUDA(cudaMallocHost(&l.h_rows, options.chunk_bytes));
             SV_CUDA(cudaMalloc(&l.d_rows, options.chunk_bytes));
             SV_CUDA(cudaMalloc(&l.d_verdicts, max_rows_per_chunk));

@@ -82,6 +82,11 @@ struct Options {
     // copy-out of neighbouring chunks).
     int streams = 3;
     int threads_per_block = 128;
+    // Streams at the device's greatest priority (cudaDeviceGetStreamPriorityRange):
+    // the block scheduler gives their blocks the SMs that blocks of
+    // lower-priority kernels free, so a launch waits about one wave of the
+    // kernel running beside it, not for it to end (the daemon's lane slot).
+    bool high_priority = false;
 };
 
 // Threads per block of a launch of n rows, rows_per_thread each: the
