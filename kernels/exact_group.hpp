@@ -145,73 +145,15 @@ SV_HD_NOINLINE void gej_double(Gej& r, const Gej& a) {
     r.infinity = false;
 }
 
-// r = a + b with b affine.  (8M + 3S)
-// zr (optional) receives Z(r) / Z(a) in the generic case, and zero when a
-// special case (infinity, equal or opposite points) was taken.
-SV_HD_NOINLINE void gej_add_ge(Gej& r, const Gej& a, const Ge& b, Fe* zr = nullptr) {
-    if (zr) *zr = fe_zero();
-    if (b.infinity) {
-        r = a;
-        return;
-    }
-    if (a.infinity) {
-        r = gej_from_ge(b);
-        return;
-    }
-    Fe z1z1, u2, s2, h, rr;
-    fe_sqr(z1z1, a.z);
-    fe_mul(u2, b.x, z1z1);
-    fe_mul(s2, b.y, a.z);
-    fe_mul(s2, s2, z1z1);
-    fe_sub(h, u2, a.x);
-    fe_sub(rr, s2, a.y);
-    if (fe_is_zero(h)) {
-        if (fe_is_zero(rr)) {
-            gej_double(r, a);
-        } else {
-            r = gej_infinity();
-        }
-        return;
-    }
-    Fe hh, hhh, v, t;
-    fe_sqr(hh, h);
-    fe_mul(hhh, h, hh);
-    fe_mul(v, a.x, hh);
-    Fe x3;
-    fe_sqr(x3, rr);
-    fe_sub(x3, x3, hhh);
-    fe_sub(x3, x3, v);
-    fe_sub(x3, x3, v);
-    fe_sub(t, v, x3);
-    fe_mul(t, rr, t);
-    Fe y1h;
-    fe_mul(y1h, a.y, hhh);
-    fe_sub(r.y, t, y1h);
-    fe_mul(r.z, a.z, h);
-    if (zr) *zr = h;
-    r.x = x3;
-    r.infinity = false;
-}
-
-// r = a + b, both Jacobian.  (12M + 4S)
-SV_HD_NOINLINE void gej_add(Gej& r, const Gej& a, const Gej& b) {
-    if (a.infinity) {
-        r = b;
-        return;
-    }
-    if (b.infinity) {
-        r = a;
-        return;
-    }
-    Fe z1z1, z2z2, u1, u2, s1, s2, h, rr;
-    fe_sqr(z1z1, a.z);
-    fe_sqr(z2z2, b.z);
-    fe_mul(u1, a.x, z2z2);
-    fe_mul(u2, b.x, z1z1);
-    fe_mul(s1, a.y, b.z);
-    fe_mul(s1, s1, z2z2);
-    fe_mul(s2, b.y, a.z);
-    fe_mul(s2, s2, z1z1);
+// What both additions share once the two points are on one Z: u1, s1 are
+// a's X and Y there, u2, s2 b's. h = u2 - u1 and rr = s2 - s1; h = 0 means
+// equal points (r = 2a) or opposite ones (r = infinity): r is then complete
+// and the result false. Otherwise it writes X3 = rr^2 - h^3 - 2 u1 h^2 and
+// Y3 = rr (u1 h^2 - X3) - s1 h^3, and the caller sets Z3 = (the common Z) h.
+// u1 and s1 are copies: r may be a, and u1, s1 a's own coordinates; it never
+// writes r.z, so a.z (or b.z) is still there for the caller's Z3.
+SV_HD bool gej_add_on_common_z(Gej& r, const Gej& a, Fe u1, Fe s1, const Fe& u2, const Fe& s2, Fe& h) {
+    Fe rr;
     fe_sub(h, u2, u1);
     fe_sub(rr, s2, s1);
     if (fe_is_zero(h)) {
@@ -220,7 +162,7 @@ SV_HD_NOINLINE void gej_add(Gej& r, const Gej& a, const Gej& b) {
         } else {
             r = gej_infinity();
         }
-        return;
+        return false;
     }
     Fe hh, hhh, v, t;
     fe_sqr(hh, h);
@@ -236,11 +178,58 @@ SV_HD_NOINLINE void gej_add(Gej& r, const Gej& a, const Gej& b) {
     Fe s1h;
     fe_mul(s1h, s1, hhh);
     fe_sub(r.y, t, s1h);
-    Fe z;
-    fe_mul(z, a.z, b.z);
-    fe_mul(r.z, z, h);
     r.x = x3;
     r.infinity = false;
+    return true;
+}
+
+// r = a + b with b affine.  (8M + 3S)
+// zr (optional) receives Z(r) / Z(a) in the generic case, and zero when a
+// special case (infinity, equal or opposite points) was taken.
+SV_HD_NOINLINE void gej_add_ge(Gej& r, const Gej& a, const Ge& b, Fe* zr = nullptr) {
+    if (zr) *zr = fe_zero();
+    if (b.infinity) {
+        r = a;
+        return;
+    }
+    if (a.infinity) {
+        r = gej_from_ge(b);
+        return;
+    }
+    // b onto a's Z: (x Z^2, y Z^3); a is (X, Y) there already
+    Fe z1z1, u2, s2, h;
+    fe_sqr(z1z1, a.z);
+    fe_mul(u2, b.x, z1z1);
+    fe_mul(s2, b.y, a.z);
+    fe_mul(s2, s2, z1z1);
+    if (!gej_add_on_common_z(r, a, a.x, a.y, u2, s2, h)) return;
+    fe_mul(r.z, a.z, h);
+    if (zr) *zr = h;
+}
+
+// r = a + b, both Jacobian.  (12M + 4S)
+SV_HD_NOINLINE void gej_add(Gej& r, const Gej& a, const Gej& b) {
+    if (a.infinity) {
+        r = b;
+        return;
+    }
+    if (b.infinity) {
+        r = a;
+        return;
+    }
+    // both onto the Z Z(a) Z(b)
+    Fe z1z1, z2z2, u1, u2, s1, s2, h, z;
+    fe_sqr(z1z1, a.z);
+    fe_sqr(z2z2, b.z);
+    fe_mul(u1, a.x, z2z2);
+    fe_mul(u2, b.x, z1z1);
+    fe_mul(s1, a.y, b.z);
+    fe_mul(s1, s1, z2z2);
+    fe_mul(s2, b.y, a.z);
+    fe_mul(s2, s2, z1z1);
+    fe_mul(z, a.z, b.z);
+    if (!gej_add_on_common_z(r, a, u1, s1, u2, s2, h)) return;
+    fe_mul(r.z, z, h);
 }
 
 // Affine form of a (one inversion).
