@@ -151,9 +151,9 @@ struct Fe32Root {
     u32 is_square;
 };
 SV_HD_NOINLINE Fe32Root fe32_sqrt(Fe32 a) {
-    Fe32 x223, x2, x22, r, t;
-    fe_chain_223(x223, x2, x22, a);
-    fe_chain_sqrt_tail(r, x223, x2, x22);
+    Fe32 x246, x2, r, t;
+    fe_chain_246(x246, x2, a);
+    fe_chain_sqrt_tail(r, x246, x2);
     fe32_sqr(t, r);
     return Fe32Root{r, u32(fe32_equal(t, a))};
 }

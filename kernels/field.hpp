@@ -190,10 +190,12 @@ SV_HD void fe_sqr_n(Fe& r, const Fe& a, int n) {
 // both field representations F (Fe here, Fe32 in kernel v2): they call
 // fe_sqr / fe_mul / fe_sqr_n, which overload resolution finds for F.
 //
-// Shared start: x223 = a^(2^223 - 1), x2 = a^3 and x22 = a^(2^22 - 1).
+// Shared start: x246 = a^(2^246 - 2^22 - 1), the exponent bits
+// [223 ones] 0 [22 ones] that p - 2 and (p + 1)/4 both begin with, and
+// x2 = a^3, which both tails use again.
 template <class F>
-SV_HD void fe_chain_223(F& x223, F& x2, F& x22, const F& a) {
-    F x3, x6, x9, x11, x44, x88, x176, x220, t;
+SV_HD void fe_chain_246(F& x246, F& x2, const F& a) {
+    F x3, x6, x9, x11, x22, x44, x88, x176, x220, x223, t;
     fe_sqr(t, a);
     fe_mul(x2, t, a);
     fe_sqr(t, x2);
@@ -216,15 +218,15 @@ SV_HD void fe_chain_223(F& x223, F& x2, F& x22, const F& a) {
     fe_mul(x220, t, x44);
     fe_sqr_n(t, x220, 3);
     fe_mul(x223, t, x3);
+    fe_sqr_n(t, x223, 23);
+    fe_mul(x246, t, x22);
 }
 
-// r = a^(p-2) from the chain's start. p - 2 = [223 ones] 0 [22 ones] 0000 1 0 11 0 1
+// r = a^(p-2) from the chain's start. p - 2 = [x246's 246 bits] 0000 1 0 11 0 1
 template <class F>
-SV_HD void fe_chain_inv_tail(F& r, const F& x223, const F& x2, const F& x22, const F& a) {
+SV_HD void fe_chain_inv_tail(F& r, const F& x246, const F& x2, const F& a) {
     F t;
-    fe_sqr_n(t, x223, 23);
-    fe_mul(t, t, x22);
-    fe_sqr_n(t, t, 5);
+    fe_sqr_n(t, x246, 5);
     fe_mul(t, t, a);
     fe_sqr_n(t, t, 3);
     fe_mul(t, t, x2);
@@ -232,32 +234,30 @@ SV_HD void fe_chain_inv_tail(F& r, const F& x223, const F& x2, const F& x22, con
     fe_mul(r, t, a);
 }
 
-// r = a^((p+1)/4) from the chain's start. (p+1)/4 = [223 ones] 0 [22 ones] 0000 11 00
+// r = a^((p+1)/4) from the chain's start. (p+1)/4 = [x246's 246 bits] 0000 11 00
 template <class F>
-SV_HD void fe_chain_sqrt_tail(F& r, const F& x223, const F& x2, const F& x22) {
+SV_HD void fe_chain_sqrt_tail(F& r, const F& x246, const F& x2) {
     F t;
-    fe_sqr_n(t, x223, 23);
-    fe_mul(t, t, x22);
-    fe_sqr_n(t, t, 6);
+    fe_sqr_n(t, x246, 6);
     fe_mul(t, t, x2);
     fe_sqr_n(r, t, 2);
 }
 
 // The exact path's chain start (a real call when a device compiles it).
-SV_HD_NOINLINE void fe_pow_chain_223(Fe& x223, Fe& x2, Fe& x22, const Fe& a) { fe_chain_223(x223, x2, x22, a); }
+SV_HD_NOINLINE void fe_pow_chain_246(Fe& x246, Fe& x2, const Fe& a) { fe_chain_246(x246, x2, a); }
 
 // r = a^(p-2) = 1/a (0 maps to 0).
 SV_HD void fe_inv(Fe& r, const Fe& a) {
-    Fe x223, x2, x22;
-    fe_pow_chain_223(x223, x2, x22, a);
-    fe_chain_inv_tail(r, x223, x2, x22, a);
+    Fe x246, x2;
+    fe_pow_chain_246(x246, x2, a);
+    fe_chain_inv_tail(r, x246, x2, a);
 }
 
 // r = a^((p+1)/4); returns true when r^2 == a (a is a square).
 SV_HD bool fe_sqrt(Fe& r, const Fe& a) {
-    Fe x223, x2, x22, t;
-    fe_pow_chain_223(x223, x2, x22, a);
-    fe_chain_sqrt_tail(r, x223, x2, x22);
+    Fe x246, x2, t;
+    fe_pow_chain_246(x246, x2, a);
+    fe_chain_sqrt_tail(r, x246, x2);
     fe_sqr(t, r);
     return fe_equal(t, a);
 }
