@@ -8,10 +8,12 @@
 // (0 <= v < p) after every operation, so equality is limb equality and parity
 // is bit 0. Reduction uses 2^256 = 0x1000003D1 (mod p): the high half of a
 // product is multiplied by that 33-bit constant and folded onto the low half
-// twice, then one conditional subtraction of p.
+// twice, then one conditional subtraction of p. What it does exactly as the
+// scalars do (zero and equality tests, the conditional subtraction, addition,
+// parse, output) is u256.hpp's, given 2^256 - p.
 #pragma once
 
-#include "kernels/sv_hd.hpp"
+#include "kernels/u256.hpp"
 
 namespace sigverify::kernels {
 
@@ -21,8 +23,9 @@ struct Fe {
 
 // 2^256 - p
 constexpr u64 kFeC = 0x1000003D1ull;
-constexpr u64 kP0 = 0xFFFFFFFEFFFFFC2Full;
-constexpr u64 kPHigh = 0xFFFFFFFFFFFFFFFFull;  // limbs 1..3 of p
+
+// 2^256 - p, as u256.hpp's arithmetic mod p takes it.
+SV_HD U256 fe_complement() { return U256{{kFeC, 0, 0, 0}}; }
 
 // beta: a cube root of unity mod p matching sc_lambda().
 SV_HD Fe fe_beta() {
@@ -41,47 +44,18 @@ SV_HD Fe fe_zero() { return Fe{{0, 0, 0, 0}}; }
 SV_HD Fe fe_one() { return Fe{{1, 0, 0, 0}}; }
 SV_HD Fe fe_from_u64(u64 x) { return Fe{{x, 0, 0, 0}}; }
 
-SV_HD bool fe_is_zero(const Fe& a) { return (a.v[0] | a.v[1] | a.v[2] | a.v[3]) == 0; }
-SV_HD bool fe_equal(const Fe& a, const Fe& b) {
-    return ((a.v[0] ^ b.v[0]) | (a.v[1] ^ b.v[1]) | (a.v[2] ^ b.v[2]) | (a.v[3] ^ b.v[3])) == 0;
-}
+SV_HD bool fe_is_zero(const Fe& a) { return u256_is_zero(a.v); }
+SV_HD bool fe_equal(const Fe& a, const Fe& b) { return u256_equal(a.v, b.v); }
 SV_HD bool fe_is_odd(const Fe& a) { return (a.v[0] & 1) != 0; }
 
-// True when the 256-bit value in limbs is >= p.
-SV_HD bool limbs_ge_p(const u64 v[4]) {
-    return (v[3] == kPHigh) & (v[2] == kPHigh) & (v[1] == kPHigh) & (v[0] >= kP0);
-}
-
 // r = v mod p for any 256-bit v (v < 2^256 < 2p, one subtraction).
-SV_HD void fe_reduce_once(Fe& r, const u64 v[4]) {
-    // v >= p  <=>  v + C >= 2^256
-    u64 t[4];
-    u64 c = addc(v[0], kFeC, 0, t[0]);
-    c = addc(v[1], 0, c, t[1]);
-    c = addc(v[2], 0, c, t[2]);
-    c = addc(v[3], 0, c, t[3]);
-    const u64 mask = 0 - c;  // all ones when v >= p
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) r.v[i] = (t[i] & mask) | (v[i] & ~mask);
-}
+SV_HD void fe_reduce_once(Fe& r, const u64 v[4]) { u256_reduce_once(r.v, v, 0, fe_complement()); }
 
 // Reads 32 big-endian bytes. Returns false (and r = value mod p) when the
 // value is >= p.
-SV_HD bool fe_set_b32(Fe& r, const u8* b) {
-    u64 v[4];
-    read_u256(v, b, ByteOrder::big);
-    const bool overflow = limbs_ge_p(v);
-    fe_reduce_once(r, v);
-    return !overflow;
-}
+SV_HD bool fe_set_b32(Fe& r, const u8* b) { return !u256_set_bytes_mod(r.v, b, ByteOrder::big, fe_complement()); }
 
-SV_HD void fe_get_b32(u8* b, const Fe& a) {
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        SV_UNROLL
-        for (int j = 0; j < 8; ++j) b[(3 - i) * 8 + j] = u8(a.v[i] >> (56 - 8 * j));
-    }
-}
+SV_HD void fe_get_b32(u8* b, const Fe& a) { write_u256_be(b, a.v); }
 
 // r = (w + top 2^256) mod p for top < 2^34: top * C < 2^68 is added once; a
 // carry out means the value wrapped, and the rest is then tiny, so adding C
@@ -134,22 +108,7 @@ SV_HD void fe_sqr(Fe& r, const Fe& a) {
     fe_reduce512(r, t);
 }
 
-SV_HD void fe_add(Fe& r, const Fe& a, const Fe& b) {
-    u64 s[4];
-    u64 c = addc(a.v[0], b.v[0], 0, s[0]);
-    c = addc(a.v[1], b.v[1], c, s[1]);
-    c = addc(a.v[2], b.v[2], c, s[2]);
-    c = addc(a.v[3], b.v[3], c, s[3]);
-    // s + 2^256*c >= p  <=>  c or s + C overflows
-    u64 t[4];
-    u64 d = addc(s[0], kFeC, 0, t[0]);
-    d = addc(s[1], 0, d, t[1]);
-    d = addc(s[2], 0, d, t[2]);
-    d = addc(s[3], 0, d, t[3]);
-    const u64 mask = 0 - (c | d);
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) r.v[i] = (t[i] & mask) | (s[i] & ~mask);
-}
+SV_HD void fe_add(Fe& r, const Fe& a, const Fe& b) { u256_add_mod(r.v, a.v, b.v, fe_complement()); }
 
 SV_HD void fe_sub(Fe& r, const Fe& a, const Fe& b) {
     u64 d[4];

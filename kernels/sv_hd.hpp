@@ -115,24 +115,6 @@ SV_HD u64 subb(u64 a, u64 b, u64 bin, u64& d) {
     return b1 | b2;
 }
 
-// How a 32-byte value is stored in a record: big-endian (keys, the hash,
-// BIP-340's values, compact ECDSA) or little-endian (the opaque ECDSA
-// encoding).
-enum class ByteOrder { big, little };
-
-// The one reader of a record's 32-byte values: v[0] the least significant
-// 64-bit limb. The field and scalar parsers both read through it.
-SV_HD void read_u256(u64 v[4], const u8* b, ByteOrder order) {
-    const bool little = order == ByteOrder::little;
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        u64 w = 0;
-        SV_UNROLL
-        for (int j = 0; j < 8; ++j) w |= u64(little ? b[i * 8 + j] : b[(3 - i) * 8 + 7 - j]) << (8 * j);
-        v[i] = w;
-    }
-}
-
 // Three-word accumulator (c0 low) used by the column-wise products. Two
 // definitions with identical results: AccCarry builds the carries from
 // 64-bit additions (the device's form), AccWide uses unsigned __int128 (the
