@@ -132,13 +132,6 @@ SV_HD void sc_mul(Sc& r, const Sc& a, const Sc& b) {
     sc_reduce512(r, t);
 }
 
-SV_HD void sc_sqr(Sc& r, const Sc& a) {
-    SV_COUNT_OP(sc_sqr);
-    u64 t[8];
-    sqr_wide(t, a.v);
-    sc_reduce512(r, t);
-}
-
 // ---------------------------------------------------------------------------
 // GLV split
 // ---------------------------------------------------------------------------

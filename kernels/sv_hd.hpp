@@ -45,7 +45,7 @@
 #if defined(SV_COUNT_FIELD_OPS) && !defined(__CUDA_ARCH__)
 namespace sigverify::kernels {
 struct OpCounts {
-    unsigned long long fe_mul = 0, fe_sqr = 0, sc_mul = 0, sc_sqr = 0;
+    unsigned long long fe_mul = 0, fe_sqr = 0, sc_mul = 0;
 };
 inline thread_local OpCounts g_op_counts;
 }  // namespace sigverify::kernels
