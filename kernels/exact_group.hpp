@@ -11,6 +11,7 @@
 #pragma once
 
 #include "kernels/field.hpp"
+#include "kernels/point_add.hpp"
 
 namespace sigverify::kernels {
 
@@ -148,8 +149,8 @@ SV_HD_NOINLINE void gej_double(Gej& r, const Gej& a) {
 // What both additions share once the two points are on one Z: u1, s1 are
 // a's X and Y there, u2, s2 b's. h = u2 - u1 and rr = s2 - s1; h = 0 means
 // equal points (r = 2a) or opposite ones (r = infinity): r is then complete
-// and the result false. Otherwise it writes X3 = rr^2 - h^3 - 2 u1 h^2 and
-// Y3 = rr (u1 h^2 - X3) - s1 h^3, and the caller sets Z3 = (the common Z) h.
+// and the result false. Otherwise it writes X3 and Y3 (point_add_xy, the
+// GPU ladder's formula too), and the caller sets Z3 = (the common Z) h.
 // u1 and s1 are copies: r may be a, and u1, s1 a's own coordinates; it never
 // writes r.z, so a.z (or b.z) is still there for the caller's Z3.
 SV_HD bool gej_add_on_common_z(Gej& r, const Gej& a, Fe u1, Fe s1, const Fe& u2, const Fe& s2, Fe& h) {
@@ -164,21 +165,10 @@ SV_HD bool gej_add_on_common_z(Gej& r, const Gej& a, Fe u1, Fe s1, const Fe& u2,
         }
         return false;
     }
-    Fe hh, hhh, v, t;
-    fe_sqr(hh, h);
-    fe_mul(hhh, h, hh);
-    fe_mul(v, u1, hh);
-    Fe x3;
-    fe_sqr(x3, rr);
-    fe_sub(x3, x3, hhh);
-    fe_sub(x3, x3, v);
-    fe_sub(x3, x3, v);
-    fe_sub(t, v, x3);
-    fe_mul(t, rr, t);
-    Fe s1h;
-    fe_mul(s1h, s1, hhh);
-    fe_sub(r.y, t, s1h);
+    Fe x3, y3;
+    point_add_xy(x3, y3, h, rr, u1, s1);
     r.x = x3;
+    r.y = y3;
     r.infinity = false;
     return true;
 }
