@@ -37,22 +37,17 @@ SV_HD Ge ge_generator() {
 
 SV_HD Ge ge_from_storage(const GeStorage& s) {
     Ge g;
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        g.x.v[i] = s.x[i];
-        g.y.v[i] = s.y[i];
-    }
+    u256_copy(g.x.v, s.x);
+    u256_copy(g.y.v, s.y);
     g.infinity = false;
     return g;
 }
 
+// g must be finite (a table entry has no flag).
 SV_HD GeStorage ge_to_storage(const Ge& g) {
     GeStorage s;
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        s.x[i] = g.x.v[i];
-        s.y[i] = g.y.v[i];
-    }
+    u256_copy(s.x, g.x.v);
+    u256_copy(s.y, g.y.v);
     return s;
 }
 

@@ -18,6 +18,11 @@ struct U256 {
     u64 v[4];
 };
 
+SV_HD void u256_copy(u64 dst[4], const u64 src[4]) {
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) dst[i] = src[i];
+}
+
 SV_HD bool u256_is_zero(const u64 v[4]) { return (v[0] | v[1] | v[2] | v[3]) == 0; }
 
 SV_HD bool u256_equal(const u64 a[4], const u64 b[4]) {
