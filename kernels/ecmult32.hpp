@@ -27,6 +27,7 @@
 #pragma once
 
 #include "kernels/fe32.hpp"
+#include "kernels/point_add.hpp"
 #include "kernels/scalar32.hpp"
 
 namespace sigverify::kernels {
@@ -69,7 +70,7 @@ SV_HD void pt32_double(Pt32& r, const Pt32& a) {
 // r = a + b, b affine (8M + 3S). h = Z(r) / Z(a). degenerate |= all ones when
 // X(a) and X(b) agree (a = b or a = -b), where the formula does not hold.
 SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenerate, Fe32& h) {
-    Fe32 z1z1, u2, s2, rr, hh, hhh, v, x3, y3, t;
+    Fe32 z1z1, u2, s2, rr, x3, y3;
     fe32_sqr(z1z1, a.z);
     fe32_mul(u2, b.x, z1z1);
     fe32_mul(s2, a.z, z1z1);
@@ -77,17 +78,7 @@ SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenera
     fe32_sub(h, u2, a.x);
     fe32_sub(rr, s2, a.y);
     degenerate |= fe32_zero_mask(h);
-    fe32_sqr(hh, h);
-    fe32_mul(hhh, h, hh);
-    fe32_mul(v, a.x, hh);
-    fe32_sqr(x3, rr);
-    fe32_sub(x3, x3, hhh);
-    fe32_sub(x3, x3, v);
-    fe32_sub(x3, x3, v);
-    fe32_sub(t, v, x3);
-    fe32_mul(y3, rr, t);
-    fe32_mul(t, a.y, hhh);
-    fe32_sub(y3, y3, t);
+    point_add_xy(x3, y3, h, rr, a.x, a.y);
     fe32_mul(r.z, a.z, h);
     r.x = x3;
     r.y = y3;

@@ -5,7 +5,7 @@
 //
 //  * na is split with the GLV endomorphism into na = k1 + k2 * lambda with
 //    |k1|, |k2| < 2^128; lambda * (x, y) = (beta * x, y), so the k2 stream
-//    uses the P table with x multiplied by beta.
+//    uses a second table: the P table's x multiplied by beta, once.
 //  * ng is split in binary halves ng = g1 + g2 * 2^128 and uses two
 //    precomputed affine tables: odd multiples of G and of 2^128 * G
 //    (window kWindowG, built once: a static table on the host, global memory
@@ -166,6 +166,30 @@ SV_HD bool build_p_table(Fe* xs, Fe* ys, Fe& zg, const Ge& p) {
     return true;
 }
 
+// r += the entry of wNAF digit dg (odd, or 0: nothing) of one P stream: the
+// table (xs, ys) at |dg| / 2, y negated when the digit's sign differs from
+// the stream's (neg: the stream's scalar was negated to fit 128 bits).
+SV_HD void add_p_digit(Gej& r, int dg, const Fe* xs, const Fe* ys, bool neg) {
+    if (dg == 0) return;
+    const int idx = (dg > 0 ? dg : -dg) >> 1;
+    Ge e;
+    e.x = xs[idx];
+    e.y = ys[idx];
+    e.infinity = false;
+    if ((dg < 0) != neg) fe_neg(e.y, e.y);
+    gej_add_ge(r, r, e);
+}
+
+// r += the entry of wNAF digit dg (0: nothing) of one G table, brought onto
+// the accumulator's scaled curve: (x zg^2, y zg^3).
+SV_HD void add_g_digit(Gej& r, int dg, const GeStorage* table, const Fe& zg2, const Fe& zg3) {
+    if (dg == 0) return;
+    Ge e = table_g_entry(table, dg);
+    fe_mul(e.x, e.x, zg2);
+    fe_mul(e.y, e.y, zg3);
+    gej_add_ge(r, r, e);
+}
+
 // r = na * p + ng * G. p must be a finite point on the curve.
 //
 // The accumulator runs on the isomorphic curve where the P table is affine:
@@ -201,44 +225,17 @@ SV_HD void ecmult(Gej& r, const Ge& p, const Sc& na, const Sc& ng, const GTableV
     l = wnaf128(wg2, ng.v[2], ng.v[3], kWindowG);
     if (l > len) len = l;
 
+    // The k2 stream's table: lambda (x, y) = (beta x, y).
     const Fe beta = fe_beta();
+    Fe pbx[kTablePSize];
+    for (int i = 0; i < kTablePSize; ++i) fe_mul(pbx[i], px[i], beta);
     r = gej_infinity();
     for (int i = len - 1; i >= 0; --i) {
         gej_double(r, r);
-        int dg = w1[i];
-        if (dg != 0) {
-            const int idx = (dg > 0 ? dg : -dg) >> 1;
-            Ge e;
-            e.x = px[idx];
-            e.y = py[idx];
-            e.infinity = false;
-            if ((dg < 0) != neg1) fe_neg(e.y, e.y);
-            gej_add_ge(r, r, e);
-        }
-        dg = w2[i];
-        if (dg != 0) {
-            const int idx = (dg > 0 ? dg : -dg) >> 1;
-            Ge e;
-            fe_mul(e.x, px[idx], beta);
-            e.y = py[idx];
-            e.infinity = false;
-            if ((dg < 0) != neg2) fe_neg(e.y, e.y);
-            gej_add_ge(r, r, e);
-        }
-        dg = wg1[i];
-        if (dg != 0) {
-            Ge e = table_g_entry(tab.g, dg);
-            fe_mul(e.x, e.x, zg2);
-            fe_mul(e.y, e.y, zg3);
-            gej_add_ge(r, r, e);
-        }
-        dg = wg2[i];
-        if (dg != 0) {
-            Ge e = table_g_entry(tab.g128, dg);
-            fe_mul(e.x, e.x, zg2);
-            fe_mul(e.y, e.y, zg3);
-            gej_add_ge(r, r, e);
-        }
+        add_p_digit(r, w1[i], px, py, neg1);
+        add_p_digit(r, w2[i], pbx, py, neg2);
+        add_g_digit(r, wg1[i], tab.g, zg2, zg3);
+        add_g_digit(r, wg2[i], tab.g128, zg2, zg3);
     }
     if (!r.infinity) fe_mul(r.z, r.z, zg);
 }

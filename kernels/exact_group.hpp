@@ -11,6 +11,7 @@
 #pragma once
 
 #include "kernels/field.hpp"
+#include "kernels/point_add.hpp"
 
 namespace sigverify::kernels {
 
@@ -36,22 +37,17 @@ SV_HD Ge ge_generator() {
 
 SV_HD Ge ge_from_storage(const GeStorage& s) {
     Ge g;
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        g.x.v[i] = s.x[i];
-        g.y.v[i] = s.y[i];
-    }
+    u256_copy(g.x.v, s.x);
+    u256_copy(g.y.v, s.y);
     g.infinity = false;
     return g;
 }
 
+// g must be finite (a table entry has no flag).
 SV_HD GeStorage ge_to_storage(const Ge& g) {
     GeStorage s;
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        s.x[i] = g.x.v[i];
-        s.y[i] = g.y.v[i];
-    }
+    u256_copy(s.x, g.x.v);
+    u256_copy(s.y, g.y.v);
     return s;
 }
 
@@ -145,6 +141,33 @@ SV_HD_NOINLINE void gej_double(Gej& r, const Gej& a) {
     r.infinity = false;
 }
 
+// What both additions share once the two points are on one Z: u1, s1 are
+// a's X and Y there, u2, s2 b's. h = u2 - u1 and rr = s2 - s1; h = 0 means
+// equal points (r = 2a) or opposite ones (r = infinity): r is then complete
+// and the result false. Otherwise it writes X3 and Y3 (point_add_xy, the
+// GPU ladder's formula too), and the caller sets Z3 = (the common Z) h.
+// u1 and s1 are copies: r may be a, and u1, s1 a's own coordinates; it never
+// writes r.z, so a.z (or b.z) is still there for the caller's Z3.
+SV_HD bool gej_add_on_common_z(Gej& r, const Gej& a, Fe u1, Fe s1, const Fe& u2, const Fe& s2, Fe& h) {
+    Fe rr;
+    fe_sub(h, u2, u1);
+    fe_sub(rr, s2, s1);
+    if (fe_is_zero(h)) {
+        if (fe_is_zero(rr)) {
+            gej_double(r, a);
+        } else {
+            r = gej_infinity();
+        }
+        return false;
+    }
+    Fe x3, y3;
+    point_add_xy(x3, y3, h, rr, u1, s1);
+    r.x = x3;
+    r.y = y3;
+    r.infinity = false;
+    return true;
+}
+
 // r = a + b with b affine.  (8M + 3S)
 // zr (optional) receives Z(r) / Z(a) in the generic case, and zero when a
 // special case (infinity, equal or opposite points) was taken.
@@ -158,39 +181,15 @@ SV_HD_NOINLINE void gej_add_ge(Gej& r, const Gej& a, const Ge& b, Fe* zr = nullp
         r = gej_from_ge(b);
         return;
     }
-    Fe z1z1, u2, s2, h, rr;
+    // b onto a's Z: (x Z^2, y Z^3); a is (X, Y) there already
+    Fe z1z1, u2, s2, h;
     fe_sqr(z1z1, a.z);
     fe_mul(u2, b.x, z1z1);
     fe_mul(s2, b.y, a.z);
     fe_mul(s2, s2, z1z1);
-    fe_sub(h, u2, a.x);
-    fe_sub(rr, s2, a.y);
-    if (fe_is_zero(h)) {
-        if (fe_is_zero(rr)) {
-            gej_double(r, a);
-        } else {
-            r = gej_infinity();
-        }
-        return;
-    }
-    Fe hh, hhh, v, t;
-    fe_sqr(hh, h);
-    fe_mul(hhh, h, hh);
-    fe_mul(v, a.x, hh);
-    Fe x3;
-    fe_sqr(x3, rr);
-    fe_sub(x3, x3, hhh);
-    fe_sub(x3, x3, v);
-    fe_sub(x3, x3, v);
-    fe_sub(t, v, x3);
-    fe_mul(t, rr, t);
-    Fe y1h;
-    fe_mul(y1h, a.y, hhh);
-    fe_sub(r.y, t, y1h);
+    if (!gej_add_on_common_z(r, a, a.x, a.y, u2, s2, h)) return;
     fe_mul(r.z, a.z, h);
     if (zr) *zr = h;
-    r.x = x3;
-    r.infinity = false;
 }
 
 // r = a + b, both Jacobian.  (12M + 4S)
@@ -203,7 +202,8 @@ SV_HD_NOINLINE void gej_add(Gej& r, const Gej& a, const Gej& b) {
         r = a;
         return;
     }
-    Fe z1z1, z2z2, u1, u2, s1, s2, h, rr;
+    // both onto the Z Z(a) Z(b)
+    Fe z1z1, z2z2, u1, u2, s1, s2, h, z;
     fe_sqr(z1z1, a.z);
     fe_sqr(z2z2, b.z);
     fe_mul(u1, a.x, z2z2);
@@ -212,35 +212,9 @@ SV_HD_NOINLINE void gej_add(Gej& r, const Gej& a, const Gej& b) {
     fe_mul(s1, s1, z2z2);
     fe_mul(s2, b.y, a.z);
     fe_mul(s2, s2, z1z1);
-    fe_sub(h, u2, u1);
-    fe_sub(rr, s2, s1);
-    if (fe_is_zero(h)) {
-        if (fe_is_zero(rr)) {
-            gej_double(r, a);
-        } else {
-            r = gej_infinity();
-        }
-        return;
-    }
-    Fe hh, hhh, v, t;
-    fe_sqr(hh, h);
-    fe_mul(hhh, h, hh);
-    fe_mul(v, u1, hh);
-    Fe x3;
-    fe_sqr(x3, rr);
-    fe_sub(x3, x3, hhh);
-    fe_sub(x3, x3, v);
-    fe_sub(x3, x3, v);
-    fe_sub(t, v, x3);
-    fe_mul(t, rr, t);
-    Fe s1h;
-    fe_mul(s1h, s1, hhh);
-    fe_sub(r.y, t, s1h);
-    Fe z;
     fe_mul(z, a.z, b.z);
+    if (!gej_add_on_common_z(r, a, u1, s1, u2, s2, h)) return;
     fe_mul(r.z, z, h);
-    r.x = x3;
-    r.infinity = false;
 }
 
 // Affine form of a (one inversion).

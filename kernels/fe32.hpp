@@ -129,8 +129,9 @@ SV_HD void fe32_sqr_n(Fe32& r, const Fe32& a, int n) {
     for (int i = 0; i < n; ++i) fe32_sqr(r, r);
 }
 
-// The names the generic addition chains of field.hpp call.
+// The names the generic addition chains of field.hpp and point_add.hpp call.
 SV_HD void fe_mul(Fe32& r, const Fe32& a, const Fe32& b) { fe32_mul(r, a, b); }
+SV_HD void fe_sub(Fe32& r, const Fe32& a, const Fe32& b) { fe32_sub(r, a, b); }
 SV_HD void fe_sqr(Fe32& r, const Fe32& a) { fe32_sqr(r, a); }
 SV_HD void fe_sqr_n(Fe32& r, const Fe32& a, int n) { fe32_sqr_n(r, a, n); }
 
@@ -151,9 +152,9 @@ struct Fe32Root {
     u32 is_square;
 };
 SV_HD_NOINLINE Fe32Root fe32_sqrt(Fe32 a) {
-    Fe32 x223, x2, x22, r, t;
-    fe_chain_223(x223, x2, x22, a);
-    fe_chain_sqrt_tail(r, x223, x2, x22);
+    Fe32 x246, x2, r, t;
+    fe_chain_246(x246, x2, a);
+    fe_chain_sqrt_tail(r, x246, x2);
     fe32_sqr(t, r);
     return Fe32Root{r, u32(fe32_equal(t, a))};
 }

@@ -16,225 +16,171 @@
 
 namespace sigverify::kernels {
 
-// r = a * b (mod p), weakly reduced. 199 instructions.
-SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
-#if defined(__CUDA_ARCH__)
-    asm("{\n\t"
-        ".reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, t14, q13, t15, q14, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;\n\t"
-        "mul.lo.u32 t0, %8, %16;\n\t"
-        "mul.hi.u32 t1, %8, %16;\n\t"
-        "mul.lo.u32 t2, %10, %16;\n\t"
-        "mul.hi.u32 t3, %10, %16;\n\t"
-        "mul.lo.u32 t4, %12, %16;\n\t"
-        "mul.hi.u32 t5, %12, %16;\n\t"
-        "mul.lo.u32 t6, %14, %16;\n\t"
-        "mul.hi.u32 t7, %14, %16;\n\t"
-        "mul.lo.u32 q0, %9, %16;\n\t"
-        "mul.hi.u32 q1, %9, %16;\n\t"
-        "mul.lo.u32 q2, %11, %16;\n\t"
-        "mul.hi.u32 q3, %11, %16;\n\t"
-        "mul.lo.u32 q4, %13, %16;\n\t"
-        "mul.hi.u32 q5, %13, %16;\n\t"
-        "mul.lo.u32 q6, %15, %16;\n\t"
-        "mul.hi.u32 q7, %15, %16;\n\t"
-        "mad.lo.cc.u32 t2, %9, %17, t2;\n\t"
-        "madc.hi.cc.u32 t3, %9, %17, t3;\n\t"
-        "madc.lo.cc.u32 t4, %11, %17, t4;\n\t"
-        "madc.hi.cc.u32 t5, %11, %17, t5;\n\t"
-        "madc.lo.cc.u32 t6, %13, %17, t6;\n\t"
-        "madc.hi.cc.u32 t7, %13, %17, t7;\n\t"
-        "madc.lo.cc.u32 t8, %15, %17, 0;\n\t"
-        "madc.hi.u32 t9, %15, %17, 0;\n\t"
-        "mad.lo.cc.u32 q0, %8, %17, q0;\n\t"
-        "madc.hi.cc.u32 q1, %8, %17, q1;\n\t"
-        "madc.lo.cc.u32 q2, %10, %17, q2;\n\t"
-        "madc.hi.cc.u32 q3, %10, %17, q3;\n\t"
-        "madc.lo.cc.u32 q4, %12, %17, q4;\n\t"
-        "madc.hi.cc.u32 q5, %12, %17, q5;\n\t"
-        "madc.lo.cc.u32 q6, %14, %17, q6;\n\t"
-        "madc.hi.cc.u32 q7, %14, %17, q7;\n\t"
-        "addc.u32 q8, 0, 0;\n\t"
-        "mad.lo.cc.u32 t2, %8, %18, t2;\n\t"
-        "madc.hi.cc.u32 t3, %8, %18, t3;\n\t"
-        "madc.lo.cc.u32 t4, %10, %18, t4;\n\t"
-        "madc.hi.cc.u32 t5, %10, %18, t5;\n\t"
-        "madc.lo.cc.u32 t6, %12, %18, t6;\n\t"
-        "madc.hi.cc.u32 t7, %12, %18, t7;\n\t"
-        "madc.lo.cc.u32 t8, %14, %18, t8;\n\t"
-        "madc.hi.cc.u32 t9, %14, %18, t9;\n\t"
-        "addc.u32 t10, 0, 0;\n\t"
-        "mad.lo.cc.u32 q2, %9, %18, q2;\n\t"
-        "madc.hi.cc.u32 q3, %9, %18, q3;\n\t"
-        "madc.lo.cc.u32 q4, %11, %18, q4;\n\t"
-        "madc.hi.cc.u32 q5, %11, %18, q5;\n\t"
-        "madc.lo.cc.u32 q6, %13, %18, q6;\n\t"
-        "madc.hi.cc.u32 q7, %13, %18, q7;\n\t"
-        "madc.lo.cc.u32 q8, %15, %18, q8;\n\t"
-        "madc.hi.u32 q9, %15, %18, 0;\n\t"
-        "mad.lo.cc.u32 t4, %9, %19, t4;\n\t"
-        "madc.hi.cc.u32 t5, %9, %19, t5;\n\t"
-        "madc.lo.cc.u32 t6, %11, %19, t6;\n\t"
-        "madc.hi.cc.u32 t7, %11, %19, t7;\n\t"
-        "madc.lo.cc.u32 t8, %13, %19, t8;\n\t"
-        "madc.hi.cc.u32 t9, %13, %19, t9;\n\t"
-        "madc.lo.cc.u32 t10, %15, %19, t10;\n\t"
-        "madc.hi.u32 t11, %15, %19, 0;\n\t"
-        "mad.lo.cc.u32 q2, %8, %19, q2;\n\t"
-        "madc.hi.cc.u32 q3, %8, %19, q3;\n\t"
-        "madc.lo.cc.u32 q4, %10, %19, q4;\n\t"
-        "madc.hi.cc.u32 q5, %10, %19, q5;\n\t"
-        "madc.lo.cc.u32 q6, %12, %19, q6;\n\t"
-        "madc.hi.cc.u32 q7, %12, %19, q7;\n\t"
-        "madc.lo.cc.u32 q8, %14, %19, q8;\n\t"
-        "madc.hi.cc.u32 q9, %14, %19, q9;\n\t"
-        "addc.u32 q10, 0, 0;\n\t"
-        "mad.lo.cc.u32 t4, %8, %20, t4;\n\t"
-        "madc.hi.cc.u32 t5, %8, %20, t5;\n\t"
-        "madc.lo.cc.u32 t6, %10, %20, t6;\n\t"
-        "madc.hi.cc.u32 t7, %10, %20, t7;\n\t"
-        "madc.lo.cc.u32 t8, %12, %20, t8;\n\t"
-        "madc.hi.cc.u32 t9, %12, %20, t9;\n\t"
-        "madc.lo.cc.u32 t10, %14, %20, t10;\n\t"
-        "madc.hi.cc.u32 t11, %14, %20, t11;\n\t"
-        "addc.u32 t12, 0, 0;\n\t"
-        "mad.lo.cc.u32 q4, %9, %20, q4;\n\t"
-        "madc.hi.cc.u32 q5, %9, %20, q5;\n\t"
-        "madc.lo.cc.u32 q6, %11, %20, q6;\n\t"
-        "madc.hi.cc.u32 q7, %11, %20, q7;\n\t"
-        "madc.lo.cc.u32 q8, %13, %20, q8;\n\t"
-        "madc.hi.cc.u32 q9, %13, %20, q9;\n\t"
-        "madc.lo.cc.u32 q10, %15, %20, q10;\n\t"
-        "madc.hi.u32 q11, %15, %20, 0;\n\t"
-        "mad.lo.cc.u32 t6, %9, %21, t6;\n\t"
-        "madc.hi.cc.u32 t7, %9, %21, t7;\n\t"
-        "madc.lo.cc.u32 t8, %11, %21, t8;\n\t"
-        "madc.hi.cc.u32 t9, %11, %21, t9;\n\t"
-        "madc.lo.cc.u32 t10, %13, %21, t10;\n\t"
-        "madc.hi.cc.u32 t11, %13, %21, t11;\n\t"
-        "madc.lo.cc.u32 t12, %15, %21, t12;\n\t"
-        "madc.hi.u32 t13, %15, %21, 0;\n\t"
-        "mad.lo.cc.u32 q4, %8, %21, q4;\n\t"
-        "madc.hi.cc.u32 q5, %8, %21, q5;\n\t"
-        "madc.lo.cc.u32 q6, %10, %21, q6;\n\t"
-        "madc.hi.cc.u32 q7, %10, %21, q7;\n\t"
-        "madc.lo.cc.u32 q8, %12, %21, q8;\n\t"
-        "madc.hi.cc.u32 q9, %12, %21, q9;\n\t"
-        "madc.lo.cc.u32 q10, %14, %21, q10;\n\t"
-        "madc.hi.cc.u32 q11, %14, %21, q11;\n\t"
-        "addc.u32 q12, 0, 0;\n\t"
-        "mad.lo.cc.u32 t6, %8, %22, t6;\n\t"
-        "madc.hi.cc.u32 t7, %8, %22, t7;\n\t"
-        "madc.lo.cc.u32 t8, %10, %22, t8;\n\t"
-        "madc.hi.cc.u32 t9, %10, %22, t9;\n\t"
-        "madc.lo.cc.u32 t10, %12, %22, t10;\n\t"
-        "madc.hi.cc.u32 t11, %12, %22, t11;\n\t"
-        "madc.lo.cc.u32 t12, %14, %22, t12;\n\t"
-        "madc.hi.cc.u32 t13, %14, %22, t13;\n\t"
-        "addc.u32 t14, 0, 0;\n\t"
-        "mad.lo.cc.u32 q6, %9, %22, q6;\n\t"
-        "madc.hi.cc.u32 q7, %9, %22, q7;\n\t"
-        "madc.lo.cc.u32 q8, %11, %22, q8;\n\t"
-        "madc.hi.cc.u32 q9, %11, %22, q9;\n\t"
-        "madc.lo.cc.u32 q10, %13, %22, q10;\n\t"
-        "madc.hi.cc.u32 q11, %13, %22, q11;\n\t"
-        "madc.lo.cc.u32 q12, %15, %22, q12;\n\t"
-        "madc.hi.u32 q13, %15, %22, 0;\n\t"
-        "mad.lo.cc.u32 t8, %9, %23, t8;\n\t"
-        "madc.hi.cc.u32 t9, %9, %23, t9;\n\t"
-        "madc.lo.cc.u32 t10, %11, %23, t10;\n\t"
-        "madc.hi.cc.u32 t11, %11, %23, t11;\n\t"
-        "madc.lo.cc.u32 t12, %13, %23, t12;\n\t"
-        "madc.hi.cc.u32 t13, %13, %23, t13;\n\t"
-        "madc.lo.cc.u32 t14, %15, %23, t14;\n\t"
-        "madc.hi.u32 t15, %15, %23, 0;\n\t"
-        "mad.lo.cc.u32 q6, %8, %23, q6;\n\t"
-        "madc.hi.cc.u32 q7, %8, %23, q7;\n\t"
-        "madc.lo.cc.u32 q8, %10, %23, q8;\n\t"
-        "madc.hi.cc.u32 q9, %10, %23, q9;\n\t"
-        "madc.lo.cc.u32 q10, %12, %23, q10;\n\t"
-        "madc.hi.cc.u32 q11, %12, %23, q11;\n\t"
-        "madc.lo.cc.u32 q12, %14, %23, q12;\n\t"
-        "madc.hi.cc.u32 q13, %14, %23, q13;\n\t"
-        "addc.u32 q14, 0, 0;\n\t"
-        "add.cc.u32 t1, t1, q0;\n\t"
-        "addc.cc.u32 t2, t2, q1;\n\t"
-        "addc.cc.u32 t3, t3, q2;\n\t"
-        "addc.cc.u32 t4, t4, q3;\n\t"
-        "addc.cc.u32 t5, t5, q4;\n\t"
-        "addc.cc.u32 t6, t6, q5;\n\t"
-        "addc.cc.u32 t7, t7, q6;\n\t"
-        "addc.cc.u32 t8, t8, q7;\n\t"
-        "addc.cc.u32 t9, t9, q8;\n\t"
-        "addc.cc.u32 t10, t10, q9;\n\t"
-        "addc.cc.u32 t11, t11, q10;\n\t"
-        "addc.cc.u32 t12, t12, q11;\n\t"
-        "addc.cc.u32 t13, t13, q12;\n\t"
-        "addc.cc.u32 t14, t14, q13;\n\t"
-        "addc.u32 t15, t15, q14;\n\t"
-        "mad.lo.cc.u32 w0, t8, 977, t0;\n\t"
-        "madc.hi.cc.u32 w1, t8, 977, t1;\n\t"
-        "madc.lo.cc.u32 w2, t10, 977, t2;\n\t"
-        "madc.hi.cc.u32 w3, t10, 977, t3;\n\t"
-        "madc.lo.cc.u32 w4, t12, 977, t4;\n\t"
-        "madc.hi.cc.u32 w5, t12, 977, t5;\n\t"
-        "madc.lo.cc.u32 w6, t14, 977, t6;\n\t"
-        "madc.hi.cc.u32 w7, t14, 977, t7;\n\t"
-        "addc.u32 w8, 0, 0;\n\t"
-        "mad.lo.cc.u32 w1, t9, 977, w1;\n\t"
-        "madc.hi.cc.u32 w2, t9, 977, w2;\n\t"
-        "madc.lo.cc.u32 w3, t11, 977, w3;\n\t"
-        "madc.hi.cc.u32 w4, t11, 977, w4;\n\t"
-        "madc.lo.cc.u32 w5, t13, 977, w5;\n\t"
-        "madc.hi.cc.u32 w6, t13, 977, w6;\n\t"
-        "madc.lo.cc.u32 w7, t15, 977, w7;\n\t"
-        "madc.hi.u32 w8, t15, 977, w8;\n\t"
-        "add.cc.u32 w1, w1, t8;\n\t"
-        "addc.cc.u32 w2, w2, t9;\n\t"
-        "addc.cc.u32 w3, w3, t10;\n\t"
-        "addc.cc.u32 w4, w4, t11;\n\t"
-        "addc.cc.u32 w5, w5, t12;\n\t"
-        "addc.cc.u32 w6, w6, t13;\n\t"
-        "addc.cc.u32 w7, w7, t14;\n\t"
-        "addc.cc.u32 w8, w8, t15;\n\t"
-        "addc.u32 w9, 0, 0;\n\t"
-        "mul.lo.u32 x0, w8, 977;\n\t"
-        "mul.hi.u32 x1, w8, 977;\n\t"
-        "mad.lo.u32 x1, w9, 977, x1;\n\t"
-        "add.cc.u32 x1, x1, w8;\n\t"
-        "addc.u32 x2, w9, 0;\n\t"
-        "add.cc.u32 %0, w0, x0;\n\t"
-        "addc.cc.u32 %1, w1, x1;\n\t"
-        "addc.cc.u32 %2, w2, x2;\n\t"
-        "addc.cc.u32 %3, w3, 0;\n\t"
-        "addc.cc.u32 %4, w4, 0;\n\t"
-        "addc.cc.u32 %5, w5, 0;\n\t"
-        "addc.cc.u32 %6, w6, 0;\n\t"
-        "addc.cc.u32 %7, w7, 0;\n\t"
-        "addc.u32 x3, 0, 0;\n\t"
-        "mul.lo.u32 x0, x3, 977;\n\t"
-        "add.cc.u32 %0, %0, x0;\n\t"
-        "addc.cc.u32 %1, %1, x3;\n\t"
-        "addc.cc.u32 %2, %2, 0;\n\t"
-        "addc.cc.u32 %3, %3, 0;\n\t"
-        "addc.cc.u32 %4, %4, 0;\n\t"
-        "addc.cc.u32 %5, %5, 0;\n\t"
-        "addc.cc.u32 %6, %6, 0;\n\t"
-        "addc.u32 %7, %7, 0;\n\t"
-        "}\n\t"
-        : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
-#else
-    u32 t0, t1, t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, t14, q13, t15, q14, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;
+// t = a * b, the 512-bit product. 150 instructions.
+#define SV_PTX_MUL512 \
+    "mul.lo.u32 t0, %8, %16;\n\t" \
+    "mul.hi.u32 t1, %8, %16;\n\t" \
+    "mul.lo.u32 t2, %10, %16;\n\t" \
+    "mul.hi.u32 t3, %10, %16;\n\t" \
+    "mul.lo.u32 t4, %12, %16;\n\t" \
+    "mul.hi.u32 t5, %12, %16;\n\t" \
+    "mul.lo.u32 t6, %14, %16;\n\t" \
+    "mul.hi.u32 t7, %14, %16;\n\t" \
+    "mul.lo.u32 q0, %9, %16;\n\t" \
+    "mul.hi.u32 q1, %9, %16;\n\t" \
+    "mul.lo.u32 q2, %11, %16;\n\t" \
+    "mul.hi.u32 q3, %11, %16;\n\t" \
+    "mul.lo.u32 q4, %13, %16;\n\t" \
+    "mul.hi.u32 q5, %13, %16;\n\t" \
+    "mul.lo.u32 q6, %15, %16;\n\t" \
+    "mul.hi.u32 q7, %15, %16;\n\t" \
+    "mad.lo.cc.u32 t2, %9, %17, t2;\n\t" \
+    "madc.hi.cc.u32 t3, %9, %17, t3;\n\t" \
+    "madc.lo.cc.u32 t4, %11, %17, t4;\n\t" \
+    "madc.hi.cc.u32 t5, %11, %17, t5;\n\t" \
+    "madc.lo.cc.u32 t6, %13, %17, t6;\n\t" \
+    "madc.hi.cc.u32 t7, %13, %17, t7;\n\t" \
+    "madc.lo.cc.u32 t8, %15, %17, 0;\n\t" \
+    "madc.hi.u32 t9, %15, %17, 0;\n\t" \
+    "mad.lo.cc.u32 q0, %8, %17, q0;\n\t" \
+    "madc.hi.cc.u32 q1, %8, %17, q1;\n\t" \
+    "madc.lo.cc.u32 q2, %10, %17, q2;\n\t" \
+    "madc.hi.cc.u32 q3, %10, %17, q3;\n\t" \
+    "madc.lo.cc.u32 q4, %12, %17, q4;\n\t" \
+    "madc.hi.cc.u32 q5, %12, %17, q5;\n\t" \
+    "madc.lo.cc.u32 q6, %14, %17, q6;\n\t" \
+    "madc.hi.cc.u32 q7, %14, %17, q7;\n\t" \
+    "addc.u32 q8, 0, 0;\n\t" \
+    "mad.lo.cc.u32 t2, %8, %18, t2;\n\t" \
+    "madc.hi.cc.u32 t3, %8, %18, t3;\n\t" \
+    "madc.lo.cc.u32 t4, %10, %18, t4;\n\t" \
+    "madc.hi.cc.u32 t5, %10, %18, t5;\n\t" \
+    "madc.lo.cc.u32 t6, %12, %18, t6;\n\t" \
+    "madc.hi.cc.u32 t7, %12, %18, t7;\n\t" \
+    "madc.lo.cc.u32 t8, %14, %18, t8;\n\t" \
+    "madc.hi.cc.u32 t9, %14, %18, t9;\n\t" \
+    "addc.u32 t10, 0, 0;\n\t" \
+    "mad.lo.cc.u32 q2, %9, %18, q2;\n\t" \
+    "madc.hi.cc.u32 q3, %9, %18, q3;\n\t" \
+    "madc.lo.cc.u32 q4, %11, %18, q4;\n\t" \
+    "madc.hi.cc.u32 q5, %11, %18, q5;\n\t" \
+    "madc.lo.cc.u32 q6, %13, %18, q6;\n\t" \
+    "madc.hi.cc.u32 q7, %13, %18, q7;\n\t" \
+    "madc.lo.cc.u32 q8, %15, %18, q8;\n\t" \
+    "madc.hi.u32 q9, %15, %18, 0;\n\t" \
+    "mad.lo.cc.u32 t4, %9, %19, t4;\n\t" \
+    "madc.hi.cc.u32 t5, %9, %19, t5;\n\t" \
+    "madc.lo.cc.u32 t6, %11, %19, t6;\n\t" \
+    "madc.hi.cc.u32 t7, %11, %19, t7;\n\t" \
+    "madc.lo.cc.u32 t8, %13, %19, t8;\n\t" \
+    "madc.hi.cc.u32 t9, %13, %19, t9;\n\t" \
+    "madc.lo.cc.u32 t10, %15, %19, t10;\n\t" \
+    "madc.hi.u32 t11, %15, %19, 0;\n\t" \
+    "mad.lo.cc.u32 q2, %8, %19, q2;\n\t" \
+    "madc.hi.cc.u32 q3, %8, %19, q3;\n\t" \
+    "madc.lo.cc.u32 q4, %10, %19, q4;\n\t" \
+    "madc.hi.cc.u32 q5, %10, %19, q5;\n\t" \
+    "madc.lo.cc.u32 q6, %12, %19, q6;\n\t" \
+    "madc.hi.cc.u32 q7, %12, %19, q7;\n\t" \
+    "madc.lo.cc.u32 q8, %14, %19, q8;\n\t" \
+    "madc.hi.cc.u32 q9, %14, %19, q9;\n\t" \
+    "addc.u32 q10, 0, 0;\n\t" \
+    "mad.lo.cc.u32 t4, %8, %20, t4;\n\t" \
+    "madc.hi.cc.u32 t5, %8, %20, t5;\n\t" \
+    "madc.lo.cc.u32 t6, %10, %20, t6;\n\t" \
+    "madc.hi.cc.u32 t7, %10, %20, t7;\n\t" \
+    "madc.lo.cc.u32 t8, %12, %20, t8;\n\t" \
+    "madc.hi.cc.u32 t9, %12, %20, t9;\n\t" \
+    "madc.lo.cc.u32 t10, %14, %20, t10;\n\t" \
+    "madc.hi.cc.u32 t11, %14, %20, t11;\n\t" \
+    "addc.u32 t12, 0, 0;\n\t" \
+    "mad.lo.cc.u32 q4, %9, %20, q4;\n\t" \
+    "madc.hi.cc.u32 q5, %9, %20, q5;\n\t" \
+    "madc.lo.cc.u32 q6, %11, %20, q6;\n\t" \
+    "madc.hi.cc.u32 q7, %11, %20, q7;\n\t" \
+    "madc.lo.cc.u32 q8, %13, %20, q8;\n\t" \
+    "madc.hi.cc.u32 q9, %13, %20, q9;\n\t" \
+    "madc.lo.cc.u32 q10, %15, %20, q10;\n\t" \
+    "madc.hi.u32 q11, %15, %20, 0;\n\t" \
+    "mad.lo.cc.u32 t6, %9, %21, t6;\n\t" \
+    "madc.hi.cc.u32 t7, %9, %21, t7;\n\t" \
+    "madc.lo.cc.u32 t8, %11, %21, t8;\n\t" \
+    "madc.hi.cc.u32 t9, %11, %21, t9;\n\t" \
+    "madc.lo.cc.u32 t10, %13, %21, t10;\n\t" \
+    "madc.hi.cc.u32 t11, %13, %21, t11;\n\t" \
+    "madc.lo.cc.u32 t12, %15, %21, t12;\n\t" \
+    "madc.hi.u32 t13, %15, %21, 0;\n\t" \
+    "mad.lo.cc.u32 q4, %8, %21, q4;\n\t" \
+    "madc.hi.cc.u32 q5, %8, %21, q5;\n\t" \
+    "madc.lo.cc.u32 q6, %10, %21, q6;\n\t" \
+    "madc.hi.cc.u32 q7, %10, %21, q7;\n\t" \
+    "madc.lo.cc.u32 q8, %12, %21, q8;\n\t" \
+    "madc.hi.cc.u32 q9, %12, %21, q9;\n\t" \
+    "madc.lo.cc.u32 q10, %14, %21, q10;\n\t" \
+    "madc.hi.cc.u32 q11, %14, %21, q11;\n\t" \
+    "addc.u32 q12, 0, 0;\n\t" \
+    "mad.lo.cc.u32 t6, %8, %22, t6;\n\t" \
+    "madc.hi.cc.u32 t7, %8, %22, t7;\n\t" \
+    "madc.lo.cc.u32 t8, %10, %22, t8;\n\t" \
+    "madc.hi.cc.u32 t9, %10, %22, t9;\n\t" \
+    "madc.lo.cc.u32 t10, %12, %22, t10;\n\t" \
+    "madc.hi.cc.u32 t11, %12, %22, t11;\n\t" \
+    "madc.lo.cc.u32 t12, %14, %22, t12;\n\t" \
+    "madc.hi.cc.u32 t13, %14, %22, t13;\n\t" \
+    "addc.u32 t14, 0, 0;\n\t" \
+    "mad.lo.cc.u32 q6, %9, %22, q6;\n\t" \
+    "madc.hi.cc.u32 q7, %9, %22, q7;\n\t" \
+    "madc.lo.cc.u32 q8, %11, %22, q8;\n\t" \
+    "madc.hi.cc.u32 q9, %11, %22, q9;\n\t" \
+    "madc.lo.cc.u32 q10, %13, %22, q10;\n\t" \
+    "madc.hi.cc.u32 q11, %13, %22, q11;\n\t" \
+    "madc.lo.cc.u32 q12, %15, %22, q12;\n\t" \
+    "madc.hi.u32 q13, %15, %22, 0;\n\t" \
+    "mad.lo.cc.u32 t8, %9, %23, t8;\n\t" \
+    "madc.hi.cc.u32 t9, %9, %23, t9;\n\t" \
+    "madc.lo.cc.u32 t10, %11, %23, t10;\n\t" \
+    "madc.hi.cc.u32 t11, %11, %23, t11;\n\t" \
+    "madc.lo.cc.u32 t12, %13, %23, t12;\n\t" \
+    "madc.hi.cc.u32 t13, %13, %23, t13;\n\t" \
+    "madc.lo.cc.u32 t14, %15, %23, t14;\n\t" \
+    "madc.hi.u32 t15, %15, %23, 0;\n\t" \
+    "mad.lo.cc.u32 q6, %8, %23, q6;\n\t" \
+    "madc.hi.cc.u32 q7, %8, %23, q7;\n\t" \
+    "madc.lo.cc.u32 q8, %10, %23, q8;\n\t" \
+    "madc.hi.cc.u32 q9, %10, %23, q9;\n\t" \
+    "madc.lo.cc.u32 q10, %12, %23, q10;\n\t" \
+    "madc.hi.cc.u32 q11, %12, %23, q11;\n\t" \
+    "madc.lo.cc.u32 q12, %14, %23, q12;\n\t" \
+    "madc.hi.cc.u32 q13, %14, %23, q13;\n\t" \
+    "addc.u32 q14, 0, 0;\n\t" \
+    "add.cc.u32 t1, t1, q0;\n\t" \
+    "addc.cc.u32 t2, t2, q1;\n\t" \
+    "addc.cc.u32 t3, t3, q2;\n\t" \
+    "addc.cc.u32 t4, t4, q3;\n\t" \
+    "addc.cc.u32 t5, t5, q4;\n\t" \
+    "addc.cc.u32 t6, t6, q5;\n\t" \
+    "addc.cc.u32 t7, t7, q6;\n\t" \
+    "addc.cc.u32 t8, t8, q7;\n\t" \
+    "addc.cc.u32 t9, t9, q8;\n\t" \
+    "addc.cc.u32 t10, t10, q9;\n\t" \
+    "addc.cc.u32 t11, t11, q10;\n\t" \
+    "addc.cc.u32 t12, t12, q11;\n\t" \
+    "addc.cc.u32 t13, t13, q12;\n\t" \
+    "addc.cc.u32 t14, t14, q13;\n\t" \
+    "addc.u32 t15, t15, q14;\n\t"
+#if !defined(__CUDA_ARCH__)
+inline void mul512_limbs(u32 t[16], const u32 a[8], const u32 b[8]) {
+    u32 q0, q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13, q14;
     u32 cf = 0;
     (void)cf;
-    { const u64 w_ = u64(u32(u64(a[0]) * b[0])); t0 = u32(w_); }
-    { const u64 w_ = ((u64(a[0]) * b[0]) >> 32); t1 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[0])); t2 = u32(w_); }
-    { const u64 w_ = ((u64(a[2]) * b[0]) >> 32); t3 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[0])); t4 = u32(w_); }
-    { const u64 w_ = ((u64(a[4]) * b[0]) >> 32); t5 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[0])); t6 = u32(w_); }
-    { const u64 w_ = ((u64(a[6]) * b[0]) >> 32); t7 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[0])); t[0] = u32(w_); }
+    { const u64 w_ = ((u64(a[0]) * b[0]) >> 32); t[1] = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[0])); t[2] = u32(w_); }
+    { const u64 w_ = ((u64(a[2]) * b[0]) >> 32); t[3] = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[0])); t[4] = u32(w_); }
+    { const u64 w_ = ((u64(a[4]) * b[0]) >> 32); t[5] = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[0])); t[6] = u32(w_); }
+    { const u64 w_ = ((u64(a[6]) * b[0]) >> 32); t[7] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[0])); q0 = u32(w_); }
     { const u64 w_ = ((u64(a[1]) * b[0]) >> 32); q1 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[3]) * b[0])); q2 = u32(w_); }
@@ -243,14 +189,14 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = ((u64(a[5]) * b[0]) >> 32); q5 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[7]) * b[0])); q6 = u32(w_); }
     { const u64 w_ = ((u64(a[7]) * b[0]) >> 32); q7 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[1])) + t2; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[1]) >> 32) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[1])) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[1]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[1])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[1]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[1])) + u32(0u) + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[1]) >> 32) + u32(0u) + cf; t9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[1])) + t[2]; t[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[1]) * b[1]) >> 32) + t[3] + cf; t[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[1])) + t[4] + cf; t[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * b[1]) >> 32) + t[5] + cf; t[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[1])) + t[6] + cf; t[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * b[1]) >> 32) + t[7] + cf; t[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[1])) + u32(0u) + cf; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[1]) >> 32) + u32(0u) + cf; t[9] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[0]) * b[1])) + q0; q0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[0]) * b[1]) >> 32) + q1 + cf; q1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[2]) * b[1])) + q2 + cf; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -260,15 +206,15 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[6]) * b[1])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * b[1]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[2])) + t2; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[2]) >> 32) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[2])) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[2]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[2])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[2]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[2])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[2]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t10 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[2])) + t[2]; t[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[0]) * b[2]) >> 32) + t[3] + cf; t[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[2])) + t[4] + cf; t[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * b[2]) >> 32) + t[5] + cf; t[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[2])) + t[6] + cf; t[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * b[2]) >> 32) + t[7] + cf; t[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[2])) + t[8] + cf; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * b[2]) >> 32) + t[9] + cf; t[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t[10] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[2])) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[1]) * b[2]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[3]) * b[2])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -277,14 +223,14 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = ((u64(a[5]) * b[2]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[7]) * b[2])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[7]) * b[2]) >> 32) + u32(0u) + cf; q9 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[3])) + t4; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[3]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[3])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[3]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[3])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[3]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[3])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[3]) >> 32) + u32(0u) + cf; t11 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[3])) + t[4]; t[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[1]) * b[3]) >> 32) + t[5] + cf; t[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[3])) + t[6] + cf; t[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * b[3]) >> 32) + t[7] + cf; t[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[3])) + t[8] + cf; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * b[3]) >> 32) + t[9] + cf; t[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[3])) + t[10] + cf; t[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[3]) >> 32) + u32(0u) + cf; t[11] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[0]) * b[3])) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[0]) * b[3]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[2]) * b[3])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -294,15 +240,15 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[6]) * b[3])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * b[3]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[4])) + t4; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[4]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[4])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[4]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[4])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[4]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[4])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[4]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t12 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[4])) + t[4]; t[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[0]) * b[4]) >> 32) + t[5] + cf; t[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[4])) + t[6] + cf; t[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * b[4]) >> 32) + t[7] + cf; t[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[4])) + t[8] + cf; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * b[4]) >> 32) + t[9] + cf; t[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[4])) + t[10] + cf; t[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * b[4]) >> 32) + t[11] + cf; t[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t[12] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[4])) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[1]) * b[4]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[3]) * b[4])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -311,14 +257,14 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = ((u64(a[5]) * b[4]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[7]) * b[4])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[7]) * b[4]) >> 32) + u32(0u) + cf; q11 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[5])) + t6; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[5]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[5])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[5]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[5])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[5]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[5])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[5]) >> 32) + u32(0u) + cf; t13 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[5])) + t[6]; t[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[1]) * b[5]) >> 32) + t[7] + cf; t[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[5])) + t[8] + cf; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * b[5]) >> 32) + t[9] + cf; t[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[5])) + t[10] + cf; t[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * b[5]) >> 32) + t[11] + cf; t[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[5])) + t[12] + cf; t[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[5]) >> 32) + u32(0u) + cf; t[13] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[0]) * b[5])) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[0]) * b[5]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[2]) * b[5])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -328,15 +274,15 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[6]) * b[5])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * b[5]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q12 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[6])) + t6; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[6]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[6])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[6]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[6])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[6]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[6])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[6]) >> 32) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t14 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * b[6])) + t[6]; t[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[0]) * b[6]) >> 32) + t[7] + cf; t[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * b[6])) + t[8] + cf; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * b[6]) >> 32) + t[9] + cf; t[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * b[6])) + t[10] + cf; t[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * b[6]) >> 32) + t[11] + cf; t[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * b[6])) + t[12] + cf; t[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * b[6]) >> 32) + t[13] + cf; t[13] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t[14] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * b[6])) + q6; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[1]) * b[6]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[3]) * b[6])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -345,14 +291,14 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = ((u64(a[5]) * b[6]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[7]) * b[6])) + q12 + cf; q12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[7]) * b[6]) >> 32) + u32(0u) + cf; q13 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[7])) + t8; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[7]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[7])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[7]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[7])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[7]) >> 32) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[7])) + t14 + cf; t14 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[7]) >> 32) + u32(0u) + cf; t15 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[1]) * b[7])) + t[8]; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[1]) * b[7]) >> 32) + t[9] + cf; t[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * b[7])) + t[10] + cf; t[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * b[7]) >> 32) + t[11] + cf; t[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * b[7])) + t[12] + cf; t[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * b[7]) >> 32) + t[13] + cf; t[13] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * b[7])) + t[14] + cf; t[14] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * b[7]) >> 32) + u32(0u) + cf; t[15] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[0]) * b[7])) + q6; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[0]) * b[7]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[2]) * b[7])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -362,246 +308,143 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(u64(a[6]) * b[7])) + q12 + cf; q12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * b[7]) >> 32) + q13 + cf; q13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q14 = u32(w_); }
-    { const u64 w_ = u64(t1) + q0; t1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t2) + q1 + cf; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t3) + q2 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t4) + q3 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t5) + q4 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t6) + q5 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t7) + q6 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t8) + q7 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t9) + q8 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t10) + q9 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t11) + q10 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t12) + q11 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t13) + q12 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t14) + q13 + cf; t14 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t15) + q14 + cf; t15 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t8) * u32(977u))) + t0; w0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t8) * u32(977u)) >> 32) + t1 + cf; w1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t10) * u32(977u))) + t2 + cf; w2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t10) * u32(977u)) >> 32) + t3 + cf; w3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t12) * u32(977u))) + t4 + cf; w4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t12) * u32(977u)) >> 32) + t5 + cf; w5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t14) * u32(977u))) + t6 + cf; w6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t14) * u32(977u)) >> 32) + t7 + cf; w7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; w8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t9) * u32(977u))) + w1; w1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t9) * u32(977u)) >> 32) + w2 + cf; w2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t11) * u32(977u))) + w3 + cf; w3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t11) * u32(977u)) >> 32) + w4 + cf; w4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t13) * u32(977u))) + w5 + cf; w5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t13) * u32(977u)) >> 32) + w6 + cf; w6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t15) * u32(977u))) + w7 + cf; w7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t15) * u32(977u)) >> 32) + w8 + cf; w8 = u32(w_); }
-    { const u64 w_ = u64(w1) + t8; w1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w2) + t9 + cf; w2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w3) + t10 + cf; w3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w4) + t11 + cf; w4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w5) + t12 + cf; w5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w6) + t13 + cf; w6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w7) + t14 + cf; w7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w8) + t15 + cf; w8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; w9 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(w8) * u32(977u))); x0 = u32(w_); }
-    { const u64 w_ = ((u64(w8) * u32(977u)) >> 32); x1 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(w9) * u32(977u))) + x1; x1 = u32(w_); }
-    { const u64 w_ = u64(x1) + w8; x1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w9) + u32(0u) + cf; x2 = u32(w_); }
-    { const u64 w_ = u64(w0) + x0; r[0] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w1) + x1 + cf; r[1] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w2) + x2 + cf; r[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w3) + u32(0u) + cf; r[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w4) + u32(0u) + cf; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w5) + u32(0u) + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w6) + u32(0u) + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w7) + u32(0u) + cf; r[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; x3 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(x3) * u32(977u))); x0 = u32(w_); }
-    { const u64 w_ = u64(r[0]) + x0; r[0] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[1]) + x3 + cf; r[1] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[2]) + u32(0u) + cf; r[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[3]) + u32(0u) + cf; r[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[4]) + u32(0u) + cf; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[5]) + u32(0u) + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[6]) + u32(0u) + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[7]) + u32(0u) + cf; r[7] = u32(w_); }
-#endif
+    { const u64 w_ = u64(t[1]) + q0; t[1] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[2]) + q1 + cf; t[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[3]) + q2 + cf; t[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[4]) + q3 + cf; t[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[5]) + q4 + cf; t[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[6]) + q5 + cf; t[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[7]) + q6 + cf; t[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[8]) + q7 + cf; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[9]) + q8 + cf; t[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[10]) + q9 + cf; t[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[11]) + q10 + cf; t[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[12]) + q11 + cf; t[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[13]) + q12 + cf; t[13] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[14]) + q13 + cf; t[14] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[15]) + q14 + cf; t[15] = u32(w_); }
 }
+#endif
 
-// r = a^2 (mod p), weakly reduced. 155 instructions.
-SV_HD void fe32_sqr_limbs(u32 r[8], const u32 a[8]) {
-#if defined(__CUDA_ARCH__)
-    asm("{\n\t"
-        ".reg .u32 t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, q13, t1, t14, t15, t0, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;\n\t"
-        "mul.lo.u32 t2, %10, %8;\n\t"
-        "mul.hi.u32 t3, %10, %8;\n\t"
-        "mul.lo.u32 t4, %12, %8;\n\t"
-        "mul.hi.u32 t5, %12, %8;\n\t"
-        "mul.lo.u32 t6, %14, %8;\n\t"
-        "mul.hi.u32 t7, %14, %8;\n\t"
-        "mul.lo.u32 q0, %9, %8;\n\t"
-        "mul.hi.u32 q1, %9, %8;\n\t"
-        "mul.lo.u32 q2, %11, %8;\n\t"
-        "mul.hi.u32 q3, %11, %8;\n\t"
-        "mul.lo.u32 q4, %13, %8;\n\t"
-        "mul.hi.u32 q5, %13, %8;\n\t"
-        "mul.lo.u32 q6, %15, %8;\n\t"
-        "mul.hi.u32 q7, %15, %8;\n\t"
-        "mad.lo.cc.u32 t4, %11, %9, t4;\n\t"
-        "madc.hi.cc.u32 t5, %11, %9, t5;\n\t"
-        "madc.lo.cc.u32 t6, %13, %9, t6;\n\t"
-        "madc.hi.cc.u32 t7, %13, %9, t7;\n\t"
-        "madc.lo.cc.u32 t8, %15, %9, 0;\n\t"
-        "madc.hi.u32 t9, %15, %9, 0;\n\t"
-        "mad.lo.cc.u32 q2, %10, %9, q2;\n\t"
-        "madc.hi.cc.u32 q3, %10, %9, q3;\n\t"
-        "madc.lo.cc.u32 q4, %12, %9, q4;\n\t"
-        "madc.hi.cc.u32 q5, %12, %9, q5;\n\t"
-        "madc.lo.cc.u32 q6, %14, %9, q6;\n\t"
-        "madc.hi.cc.u32 q7, %14, %9, q7;\n\t"
-        "addc.u32 q8, 0, 0;\n\t"
-        "mad.lo.cc.u32 t6, %12, %10, t6;\n\t"
-        "madc.hi.cc.u32 t7, %12, %10, t7;\n\t"
-        "madc.lo.cc.u32 t8, %14, %10, t8;\n\t"
-        "madc.hi.cc.u32 t9, %14, %10, t9;\n\t"
-        "addc.u32 t10, 0, 0;\n\t"
-        "mad.lo.cc.u32 q4, %11, %10, q4;\n\t"
-        "madc.hi.cc.u32 q5, %11, %10, q5;\n\t"
-        "madc.lo.cc.u32 q6, %13, %10, q6;\n\t"
-        "madc.hi.cc.u32 q7, %13, %10, q7;\n\t"
-        "madc.lo.cc.u32 q8, %15, %10, q8;\n\t"
-        "madc.hi.u32 q9, %15, %10, 0;\n\t"
-        "mad.lo.cc.u32 t8, %13, %11, t8;\n\t"
-        "madc.hi.cc.u32 t9, %13, %11, t9;\n\t"
-        "madc.lo.cc.u32 t10, %15, %11, t10;\n\t"
-        "madc.hi.u32 t11, %15, %11, 0;\n\t"
-        "mad.lo.cc.u32 q6, %12, %11, q6;\n\t"
-        "madc.hi.cc.u32 q7, %12, %11, q7;\n\t"
-        "madc.lo.cc.u32 q8, %14, %11, q8;\n\t"
-        "madc.hi.cc.u32 q9, %14, %11, q9;\n\t"
-        "addc.u32 q10, 0, 0;\n\t"
-        "mad.lo.cc.u32 t10, %14, %12, t10;\n\t"
-        "madc.hi.cc.u32 t11, %14, %12, t11;\n\t"
-        "addc.u32 t12, 0, 0;\n\t"
-        "mad.lo.cc.u32 q8, %13, %12, q8;\n\t"
-        "madc.hi.cc.u32 q9, %13, %12, q9;\n\t"
-        "madc.lo.cc.u32 q10, %15, %12, q10;\n\t"
-        "madc.hi.u32 q11, %15, %12, 0;\n\t"
-        "mad.lo.cc.u32 t12, %15, %13, t12;\n\t"
-        "madc.hi.u32 t13, %15, %13, 0;\n\t"
-        "mad.lo.cc.u32 q10, %14, %13, q10;\n\t"
-        "madc.hi.cc.u32 q11, %14, %13, q11;\n\t"
-        "addc.u32 q12, 0, 0;\n\t"
-        "mad.lo.cc.u32 q12, %15, %14, q12;\n\t"
-        "madc.hi.u32 q13, %15, %14, 0;\n\t"
-        "add.cc.u32 t1, 0, q0;\n\t"
-        "addc.cc.u32 t2, t2, q1;\n\t"
-        "addc.cc.u32 t3, t3, q2;\n\t"
-        "addc.cc.u32 t4, t4, q3;\n\t"
-        "addc.cc.u32 t5, t5, q4;\n\t"
-        "addc.cc.u32 t6, t6, q5;\n\t"
-        "addc.cc.u32 t7, t7, q6;\n\t"
-        "addc.cc.u32 t8, t8, q7;\n\t"
-        "addc.cc.u32 t9, t9, q8;\n\t"
-        "addc.cc.u32 t10, t10, q9;\n\t"
-        "addc.cc.u32 t11, t11, q10;\n\t"
-        "addc.cc.u32 t12, t12, q11;\n\t"
-        "addc.cc.u32 t13, t13, q12;\n\t"
-        "addc.u32 t14, 0, q13;\n\t"
-        "shf.l.clamp.b32 t15, t14, 0, 1;\n\t"
-        "shf.l.clamp.b32 t14, t13, t14, 1;\n\t"
-        "shf.l.clamp.b32 t13, t12, t13, 1;\n\t"
-        "shf.l.clamp.b32 t12, t11, t12, 1;\n\t"
-        "shf.l.clamp.b32 t11, t10, t11, 1;\n\t"
-        "shf.l.clamp.b32 t10, t9, t10, 1;\n\t"
-        "shf.l.clamp.b32 t9, t8, t9, 1;\n\t"
-        "shf.l.clamp.b32 t8, t7, t8, 1;\n\t"
-        "shf.l.clamp.b32 t7, t6, t7, 1;\n\t"
-        "shf.l.clamp.b32 t6, t5, t6, 1;\n\t"
-        "shf.l.clamp.b32 t5, t4, t5, 1;\n\t"
-        "shf.l.clamp.b32 t4, t3, t4, 1;\n\t"
-        "shf.l.clamp.b32 t3, t2, t3, 1;\n\t"
-        "shf.l.clamp.b32 t2, t1, t2, 1;\n\t"
-        "shl.b32 t1, t1, 1;\n\t"
-        "mul.lo.u32 t0, %8, %8;\n\t"
-        "mad.hi.cc.u32 t1, %8, %8, t1;\n\t"
-        "madc.lo.cc.u32 t2, %9, %9, t2;\n\t"
-        "madc.hi.cc.u32 t3, %9, %9, t3;\n\t"
-        "madc.lo.cc.u32 t4, %10, %10, t4;\n\t"
-        "madc.hi.cc.u32 t5, %10, %10, t5;\n\t"
-        "madc.lo.cc.u32 t6, %11, %11, t6;\n\t"
-        "madc.hi.cc.u32 t7, %11, %11, t7;\n\t"
-        "madc.lo.cc.u32 t8, %12, %12, t8;\n\t"
-        "madc.hi.cc.u32 t9, %12, %12, t9;\n\t"
-        "madc.lo.cc.u32 t10, %13, %13, t10;\n\t"
-        "madc.hi.cc.u32 t11, %13, %13, t11;\n\t"
-        "madc.lo.cc.u32 t12, %14, %14, t12;\n\t"
-        "madc.hi.cc.u32 t13, %14, %14, t13;\n\t"
-        "madc.lo.cc.u32 t14, %15, %15, t14;\n\t"
-        "madc.hi.u32 t15, %15, %15, t15;\n\t"
-        "mad.lo.cc.u32 w0, t8, 977, t0;\n\t"
-        "madc.hi.cc.u32 w1, t8, 977, t1;\n\t"
-        "madc.lo.cc.u32 w2, t10, 977, t2;\n\t"
-        "madc.hi.cc.u32 w3, t10, 977, t3;\n\t"
-        "madc.lo.cc.u32 w4, t12, 977, t4;\n\t"
-        "madc.hi.cc.u32 w5, t12, 977, t5;\n\t"
-        "madc.lo.cc.u32 w6, t14, 977, t6;\n\t"
-        "madc.hi.cc.u32 w7, t14, 977, t7;\n\t"
-        "addc.u32 w8, 0, 0;\n\t"
-        "mad.lo.cc.u32 w1, t9, 977, w1;\n\t"
-        "madc.hi.cc.u32 w2, t9, 977, w2;\n\t"
-        "madc.lo.cc.u32 w3, t11, 977, w3;\n\t"
-        "madc.hi.cc.u32 w4, t11, 977, w4;\n\t"
-        "madc.lo.cc.u32 w5, t13, 977, w5;\n\t"
-        "madc.hi.cc.u32 w6, t13, 977, w6;\n\t"
-        "madc.lo.cc.u32 w7, t15, 977, w7;\n\t"
-        "madc.hi.u32 w8, t15, 977, w8;\n\t"
-        "add.cc.u32 w1, w1, t8;\n\t"
-        "addc.cc.u32 w2, w2, t9;\n\t"
-        "addc.cc.u32 w3, w3, t10;\n\t"
-        "addc.cc.u32 w4, w4, t11;\n\t"
-        "addc.cc.u32 w5, w5, t12;\n\t"
-        "addc.cc.u32 w6, w6, t13;\n\t"
-        "addc.cc.u32 w7, w7, t14;\n\t"
-        "addc.cc.u32 w8, w8, t15;\n\t"
-        "addc.u32 w9, 0, 0;\n\t"
-        "mul.lo.u32 x0, w8, 977;\n\t"
-        "mul.hi.u32 x1, w8, 977;\n\t"
-        "mad.lo.u32 x1, w9, 977, x1;\n\t"
-        "add.cc.u32 x1, x1, w8;\n\t"
-        "addc.u32 x2, w9, 0;\n\t"
-        "add.cc.u32 %0, w0, x0;\n\t"
-        "addc.cc.u32 %1, w1, x1;\n\t"
-        "addc.cc.u32 %2, w2, x2;\n\t"
-        "addc.cc.u32 %3, w3, 0;\n\t"
-        "addc.cc.u32 %4, w4, 0;\n\t"
-        "addc.cc.u32 %5, w5, 0;\n\t"
-        "addc.cc.u32 %6, w6, 0;\n\t"
-        "addc.cc.u32 %7, w7, 0;\n\t"
-        "addc.u32 x3, 0, 0;\n\t"
-        "mul.lo.u32 x0, x3, 977;\n\t"
-        "add.cc.u32 %0, %0, x0;\n\t"
-        "addc.cc.u32 %1, %1, x3;\n\t"
-        "addc.cc.u32 %2, %2, 0;\n\t"
-        "addc.cc.u32 %3, %3, 0;\n\t"
-        "addc.cc.u32 %4, %4, 0;\n\t"
-        "addc.cc.u32 %5, %5, 0;\n\t"
-        "addc.cc.u32 %6, %6, 0;\n\t"
-        "addc.u32 %7, %7, 0;\n\t"
-        "}\n\t"
-        : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]));
-#else
-    u32 t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, q13, t1, t14, t15, t0, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;
+// t = a^2, the 512-bit square. 106 instructions.
+#define SV_PTX_SQR512 \
+    "mul.lo.u32 t2, %10, %8;\n\t" \
+    "mul.hi.u32 t3, %10, %8;\n\t" \
+    "mul.lo.u32 t4, %12, %8;\n\t" \
+    "mul.hi.u32 t5, %12, %8;\n\t" \
+    "mul.lo.u32 t6, %14, %8;\n\t" \
+    "mul.hi.u32 t7, %14, %8;\n\t" \
+    "mul.lo.u32 q0, %9, %8;\n\t" \
+    "mul.hi.u32 q1, %9, %8;\n\t" \
+    "mul.lo.u32 q2, %11, %8;\n\t" \
+    "mul.hi.u32 q3, %11, %8;\n\t" \
+    "mul.lo.u32 q4, %13, %8;\n\t" \
+    "mul.hi.u32 q5, %13, %8;\n\t" \
+    "mul.lo.u32 q6, %15, %8;\n\t" \
+    "mul.hi.u32 q7, %15, %8;\n\t" \
+    "mad.lo.cc.u32 t4, %11, %9, t4;\n\t" \
+    "madc.hi.cc.u32 t5, %11, %9, t5;\n\t" \
+    "madc.lo.cc.u32 t6, %13, %9, t6;\n\t" \
+    "madc.hi.cc.u32 t7, %13, %9, t7;\n\t" \
+    "madc.lo.cc.u32 t8, %15, %9, 0;\n\t" \
+    "madc.hi.u32 t9, %15, %9, 0;\n\t" \
+    "mad.lo.cc.u32 q2, %10, %9, q2;\n\t" \
+    "madc.hi.cc.u32 q3, %10, %9, q3;\n\t" \
+    "madc.lo.cc.u32 q4, %12, %9, q4;\n\t" \
+    "madc.hi.cc.u32 q5, %12, %9, q5;\n\t" \
+    "madc.lo.cc.u32 q6, %14, %9, q6;\n\t" \
+    "madc.hi.cc.u32 q7, %14, %9, q7;\n\t" \
+    "addc.u32 q8, 0, 0;\n\t" \
+    "mad.lo.cc.u32 t6, %12, %10, t6;\n\t" \
+    "madc.hi.cc.u32 t7, %12, %10, t7;\n\t" \
+    "madc.lo.cc.u32 t8, %14, %10, t8;\n\t" \
+    "madc.hi.cc.u32 t9, %14, %10, t9;\n\t" \
+    "addc.u32 t10, 0, 0;\n\t" \
+    "mad.lo.cc.u32 q4, %11, %10, q4;\n\t" \
+    "madc.hi.cc.u32 q5, %11, %10, q5;\n\t" \
+    "madc.lo.cc.u32 q6, %13, %10, q6;\n\t" \
+    "madc.hi.cc.u32 q7, %13, %10, q7;\n\t" \
+    "madc.lo.cc.u32 q8, %15, %10, q8;\n\t" \
+    "madc.hi.u32 q9, %15, %10, 0;\n\t" \
+    "mad.lo.cc.u32 t8, %13, %11, t8;\n\t" \
+    "madc.hi.cc.u32 t9, %13, %11, t9;\n\t" \
+    "madc.lo.cc.u32 t10, %15, %11, t10;\n\t" \
+    "madc.hi.u32 t11, %15, %11, 0;\n\t" \
+    "mad.lo.cc.u32 q6, %12, %11, q6;\n\t" \
+    "madc.hi.cc.u32 q7, %12, %11, q7;\n\t" \
+    "madc.lo.cc.u32 q8, %14, %11, q8;\n\t" \
+    "madc.hi.cc.u32 q9, %14, %11, q9;\n\t" \
+    "addc.u32 q10, 0, 0;\n\t" \
+    "mad.lo.cc.u32 t10, %14, %12, t10;\n\t" \
+    "madc.hi.cc.u32 t11, %14, %12, t11;\n\t" \
+    "addc.u32 t12, 0, 0;\n\t" \
+    "mad.lo.cc.u32 q8, %13, %12, q8;\n\t" \
+    "madc.hi.cc.u32 q9, %13, %12, q9;\n\t" \
+    "madc.lo.cc.u32 q10, %15, %12, q10;\n\t" \
+    "madc.hi.u32 q11, %15, %12, 0;\n\t" \
+    "mad.lo.cc.u32 t12, %15, %13, t12;\n\t" \
+    "madc.hi.u32 t13, %15, %13, 0;\n\t" \
+    "mad.lo.cc.u32 q10, %14, %13, q10;\n\t" \
+    "madc.hi.cc.u32 q11, %14, %13, q11;\n\t" \
+    "addc.u32 q12, 0, 0;\n\t" \
+    "mad.lo.cc.u32 q12, %15, %14, q12;\n\t" \
+    "madc.hi.u32 q13, %15, %14, 0;\n\t" \
+    "add.cc.u32 t1, 0, q0;\n\t" \
+    "addc.cc.u32 t2, t2, q1;\n\t" \
+    "addc.cc.u32 t3, t3, q2;\n\t" \
+    "addc.cc.u32 t4, t4, q3;\n\t" \
+    "addc.cc.u32 t5, t5, q4;\n\t" \
+    "addc.cc.u32 t6, t6, q5;\n\t" \
+    "addc.cc.u32 t7, t7, q6;\n\t" \
+    "addc.cc.u32 t8, t8, q7;\n\t" \
+    "addc.cc.u32 t9, t9, q8;\n\t" \
+    "addc.cc.u32 t10, t10, q9;\n\t" \
+    "addc.cc.u32 t11, t11, q10;\n\t" \
+    "addc.cc.u32 t12, t12, q11;\n\t" \
+    "addc.cc.u32 t13, t13, q12;\n\t" \
+    "addc.u32 t14, 0, q13;\n\t" \
+    "shf.l.clamp.b32 t15, t14, 0, 1;\n\t" \
+    "shf.l.clamp.b32 t14, t13, t14, 1;\n\t" \
+    "shf.l.clamp.b32 t13, t12, t13, 1;\n\t" \
+    "shf.l.clamp.b32 t12, t11, t12, 1;\n\t" \
+    "shf.l.clamp.b32 t11, t10, t11, 1;\n\t" \
+    "shf.l.clamp.b32 t10, t9, t10, 1;\n\t" \
+    "shf.l.clamp.b32 t9, t8, t9, 1;\n\t" \
+    "shf.l.clamp.b32 t8, t7, t8, 1;\n\t" \
+    "shf.l.clamp.b32 t7, t6, t7, 1;\n\t" \
+    "shf.l.clamp.b32 t6, t5, t6, 1;\n\t" \
+    "shf.l.clamp.b32 t5, t4, t5, 1;\n\t" \
+    "shf.l.clamp.b32 t4, t3, t4, 1;\n\t" \
+    "shf.l.clamp.b32 t3, t2, t3, 1;\n\t" \
+    "shf.l.clamp.b32 t2, t1, t2, 1;\n\t" \
+    "shl.b32 t1, t1, 1;\n\t" \
+    "mul.lo.u32 t0, %8, %8;\n\t" \
+    "mad.hi.cc.u32 t1, %8, %8, t1;\n\t" \
+    "madc.lo.cc.u32 t2, %9, %9, t2;\n\t" \
+    "madc.hi.cc.u32 t3, %9, %9, t3;\n\t" \
+    "madc.lo.cc.u32 t4, %10, %10, t4;\n\t" \
+    "madc.hi.cc.u32 t5, %10, %10, t5;\n\t" \
+    "madc.lo.cc.u32 t6, %11, %11, t6;\n\t" \
+    "madc.hi.cc.u32 t7, %11, %11, t7;\n\t" \
+    "madc.lo.cc.u32 t8, %12, %12, t8;\n\t" \
+    "madc.hi.cc.u32 t9, %12, %12, t9;\n\t" \
+    "madc.lo.cc.u32 t10, %13, %13, t10;\n\t" \
+    "madc.hi.cc.u32 t11, %13, %13, t11;\n\t" \
+    "madc.lo.cc.u32 t12, %14, %14, t12;\n\t" \
+    "madc.hi.cc.u32 t13, %14, %14, t13;\n\t" \
+    "madc.lo.cc.u32 t14, %15, %15, t14;\n\t" \
+    "madc.hi.u32 t15, %15, %15, t15;\n\t"
+#if !defined(__CUDA_ARCH__)
+inline void sqr512_limbs(u32 t[16], const u32 a[8]) {
+    u32 q0, q1, q2, q3, q4, q5, q6, q7, q8, q9, q10, q11, q12, q13;
     u32 cf = 0;
     (void)cf;
-    { const u64 w_ = u64(u32(u64(a[2]) * a[0])); t2 = u32(w_); }
-    { const u64 w_ = ((u64(a[2]) * a[0]) >> 32); t3 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[4]) * a[0])); t4 = u32(w_); }
-    { const u64 w_ = ((u64(a[4]) * a[0]) >> 32); t5 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[6]) * a[0])); t6 = u32(w_); }
-    { const u64 w_ = ((u64(a[6]) * a[0]) >> 32); t7 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[2]) * a[0])); t[2] = u32(w_); }
+    { const u64 w_ = ((u64(a[2]) * a[0]) >> 32); t[3] = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[4]) * a[0])); t[4] = u32(w_); }
+    { const u64 w_ = ((u64(a[4]) * a[0]) >> 32); t[5] = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[6]) * a[0])); t[6] = u32(w_); }
+    { const u64 w_ = ((u64(a[6]) * a[0]) >> 32); t[7] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[1]) * a[0])); q0 = u32(w_); }
     { const u64 w_ = ((u64(a[1]) * a[0]) >> 32); q1 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[3]) * a[0])); q2 = u32(w_); }
@@ -610,12 +453,12 @@ SV_HD void fe32_sqr_limbs(u32 r[8], const u32 a[8]) {
     { const u64 w_ = ((u64(a[5]) * a[0]) >> 32); q5 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[7]) * a[0])); q6 = u32(w_); }
     { const u64 w_ = ((u64(a[7]) * a[0]) >> 32); q7 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[3]) * a[1])) + t4; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * a[1]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * a[1])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * a[1]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * a[1])) + u32(0u) + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * a[1]) >> 32) + u32(0u) + cf; t9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[3]) * a[1])) + t[4]; t[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * a[1]) >> 32) + t[5] + cf; t[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * a[1])) + t[6] + cf; t[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * a[1]) >> 32) + t[7] + cf; t[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * a[1])) + u32(0u) + cf; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * a[1]) >> 32) + u32(0u) + cf; t[9] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[2]) * a[1])) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[2]) * a[1]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[4]) * a[1])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
@@ -623,110 +466,169 @@ SV_HD void fe32_sqr_limbs(u32 r[8], const u32 a[8]) {
     { const u64 w_ = u64(u32(u64(a[6]) * a[1])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * a[1]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[4]) * a[2])) + t6; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * a[2]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * a[2])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * a[2]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t10 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[4]) * a[2])) + t[6]; t[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * a[2]) >> 32) + t[7] + cf; t[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * a[2])) + t[8] + cf; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * a[2]) >> 32) + t[9] + cf; t[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t[10] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[3]) * a[2])) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[3]) * a[2]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[5]) * a[2])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[5]) * a[2]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[7]) * a[2])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[7]) * a[2]) >> 32) + u32(0u) + cf; q9 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[5]) * a[3])) + t8; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * a[3]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * a[3])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * a[3]) >> 32) + u32(0u) + cf; t11 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[5]) * a[3])) + t[8]; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * a[3]) >> 32) + t[9] + cf; t[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * a[3])) + t[10] + cf; t[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * a[3]) >> 32) + u32(0u) + cf; t[11] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[4]) * a[3])) + q6; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[4]) * a[3]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[6]) * a[3])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * a[3]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[6]) * a[4])) + t10; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * a[4]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t12 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[6]) * a[4])) + t[10]; t[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * a[4]) >> 32) + t[11] + cf; t[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t[12] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[5]) * a[4])) + q8; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[5]) * a[4]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(u64(a[7]) * a[4])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[7]) * a[4]) >> 32) + u32(0u) + cf; q11 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[7]) * a[5])) + t12; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * a[5]) >> 32) + u32(0u) + cf; t13 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[7]) * a[5])) + t[12]; t[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * a[5]) >> 32) + u32(0u) + cf; t[13] = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[6]) * a[5])) + q10; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[6]) * a[5]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q12 = u32(w_); }
     { const u64 w_ = u64(u32(u64(a[7]) * a[6])) + q12; q12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = ((u64(a[7]) * a[6]) >> 32) + u32(0u) + cf; q13 = u32(w_); }
-    { const u64 w_ = u64(u32(0u)) + q0; t1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t2) + q1 + cf; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t3) + q2 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t4) + q3 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t5) + q4 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t6) + q5 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t7) + q6 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t8) + q7 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t9) + q8 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t10) + q9 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t11) + q10 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t12) + q11 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t13) + q12 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + q13 + cf; t14 = u32(w_); }
-    { const u64 w_ = (((u64(u32(0u)) << 32 | t14) << u32(1u)) >> 32); t15 = u32(w_); }
-    { const u64 w_ = (((u64(t14) << 32 | t13) << u32(1u)) >> 32); t14 = u32(w_); }
-    { const u64 w_ = (((u64(t13) << 32 | t12) << u32(1u)) >> 32); t13 = u32(w_); }
-    { const u64 w_ = (((u64(t12) << 32 | t11) << u32(1u)) >> 32); t12 = u32(w_); }
-    { const u64 w_ = (((u64(t11) << 32 | t10) << u32(1u)) >> 32); t11 = u32(w_); }
-    { const u64 w_ = (((u64(t10) << 32 | t9) << u32(1u)) >> 32); t10 = u32(w_); }
-    { const u64 w_ = (((u64(t9) << 32 | t8) << u32(1u)) >> 32); t9 = u32(w_); }
-    { const u64 w_ = (((u64(t8) << 32 | t7) << u32(1u)) >> 32); t8 = u32(w_); }
-    { const u64 w_ = (((u64(t7) << 32 | t6) << u32(1u)) >> 32); t7 = u32(w_); }
-    { const u64 w_ = (((u64(t6) << 32 | t5) << u32(1u)) >> 32); t6 = u32(w_); }
-    { const u64 w_ = (((u64(t5) << 32 | t4) << u32(1u)) >> 32); t5 = u32(w_); }
-    { const u64 w_ = (((u64(t4) << 32 | t3) << u32(1u)) >> 32); t4 = u32(w_); }
-    { const u64 w_ = (((u64(t3) << 32 | t2) << u32(1u)) >> 32); t3 = u32(w_); }
-    { const u64 w_ = (((u64(t2) << 32 | t1) << u32(1u)) >> 32); t2 = u32(w_); }
-    { const u64 w_ = u64(u32(t1 << u32(1u))); t1 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * a[0])); t0 = u32(w_); }
-    { const u64 w_ = ((u64(a[0]) * a[0]) >> 32) + t1; t1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[1]) * a[1])) + t2 + cf; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * a[1]) >> 32) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * a[2])) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * a[2]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * a[3])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * a[3]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * a[4])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * a[4]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * a[5])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * a[5]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * a[6])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * a[6]) >> 32) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * a[7])) + t14 + cf; t14 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * a[7]) >> 32) + t15 + cf; t15 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t8) * u32(977u))) + t0; w0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t8) * u32(977u)) >> 32) + t1 + cf; w1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t10) * u32(977u))) + t2 + cf; w2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t10) * u32(977u)) >> 32) + t3 + cf; w3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t12) * u32(977u))) + t4 + cf; w4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t12) * u32(977u)) >> 32) + t5 + cf; w5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t14) * u32(977u))) + t6 + cf; w6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t14) * u32(977u)) >> 32) + t7 + cf; w7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + q0; t[1] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[2]) + q1 + cf; t[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[3]) + q2 + cf; t[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[4]) + q3 + cf; t[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[5]) + q4 + cf; t[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[6]) + q5 + cf; t[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[7]) + q6 + cf; t[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[8]) + q7 + cf; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[9]) + q8 + cf; t[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[10]) + q9 + cf; t[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[11]) + q10 + cf; t[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[12]) + q11 + cf; t[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(t[13]) + q12 + cf; t[13] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + q13 + cf; t[14] = u32(w_); }
+    { const u64 w_ = (((u64(u32(0u)) << 32 | t[14]) << u32(1u)) >> 32); t[15] = u32(w_); }
+    { const u64 w_ = (((u64(t[14]) << 32 | t[13]) << u32(1u)) >> 32); t[14] = u32(w_); }
+    { const u64 w_ = (((u64(t[13]) << 32 | t[12]) << u32(1u)) >> 32); t[13] = u32(w_); }
+    { const u64 w_ = (((u64(t[12]) << 32 | t[11]) << u32(1u)) >> 32); t[12] = u32(w_); }
+    { const u64 w_ = (((u64(t[11]) << 32 | t[10]) << u32(1u)) >> 32); t[11] = u32(w_); }
+    { const u64 w_ = (((u64(t[10]) << 32 | t[9]) << u32(1u)) >> 32); t[10] = u32(w_); }
+    { const u64 w_ = (((u64(t[9]) << 32 | t[8]) << u32(1u)) >> 32); t[9] = u32(w_); }
+    { const u64 w_ = (((u64(t[8]) << 32 | t[7]) << u32(1u)) >> 32); t[8] = u32(w_); }
+    { const u64 w_ = (((u64(t[7]) << 32 | t[6]) << u32(1u)) >> 32); t[7] = u32(w_); }
+    { const u64 w_ = (((u64(t[6]) << 32 | t[5]) << u32(1u)) >> 32); t[6] = u32(w_); }
+    { const u64 w_ = (((u64(t[5]) << 32 | t[4]) << u32(1u)) >> 32); t[5] = u32(w_); }
+    { const u64 w_ = (((u64(t[4]) << 32 | t[3]) << u32(1u)) >> 32); t[4] = u32(w_); }
+    { const u64 w_ = (((u64(t[3]) << 32 | t[2]) << u32(1u)) >> 32); t[3] = u32(w_); }
+    { const u64 w_ = (((u64(t[2]) << 32 | t[1]) << u32(1u)) >> 32); t[2] = u32(w_); }
+    { const u64 w_ = u64(u32(t[1] << u32(1u))); t[1] = u32(w_); }
+    { const u64 w_ = u64(u32(u64(a[0]) * a[0])); t[0] = u32(w_); }
+    { const u64 w_ = ((u64(a[0]) * a[0]) >> 32) + t[1]; t[1] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[1]) * a[1])) + t[2] + cf; t[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[1]) * a[1]) >> 32) + t[3] + cf; t[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[2]) * a[2])) + t[4] + cf; t[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[2]) * a[2]) >> 32) + t[5] + cf; t[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[3]) * a[3])) + t[6] + cf; t[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[3]) * a[3]) >> 32) + t[7] + cf; t[7] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[4]) * a[4])) + t[8] + cf; t[8] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[4]) * a[4]) >> 32) + t[9] + cf; t[9] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[5]) * a[5])) + t[10] + cf; t[10] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[5]) * a[5]) >> 32) + t[11] + cf; t[11] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[6]) * a[6])) + t[12] + cf; t[12] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[6]) * a[6]) >> 32) + t[13] + cf; t[13] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(a[7]) * a[7])) + t[14] + cf; t[14] = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(a[7]) * a[7]) >> 32) + t[15] + cf; t[15] = u32(w_); }
+}
+#endif
+
+// r = t (mod p) for a 512-bit t, weakly reduced. 49 instructions.
+#define SV_PTX_FE32_REDUCE512 \
+    "mad.lo.cc.u32 w0, t8, 977, t0;\n\t" \
+    "madc.hi.cc.u32 w1, t8, 977, t1;\n\t" \
+    "madc.lo.cc.u32 w2, t10, 977, t2;\n\t" \
+    "madc.hi.cc.u32 w3, t10, 977, t3;\n\t" \
+    "madc.lo.cc.u32 w4, t12, 977, t4;\n\t" \
+    "madc.hi.cc.u32 w5, t12, 977, t5;\n\t" \
+    "madc.lo.cc.u32 w6, t14, 977, t6;\n\t" \
+    "madc.hi.cc.u32 w7, t14, 977, t7;\n\t" \
+    "addc.u32 w8, 0, 0;\n\t" \
+    "mad.lo.cc.u32 w1, t9, 977, w1;\n\t" \
+    "madc.hi.cc.u32 w2, t9, 977, w2;\n\t" \
+    "madc.lo.cc.u32 w3, t11, 977, w3;\n\t" \
+    "madc.hi.cc.u32 w4, t11, 977, w4;\n\t" \
+    "madc.lo.cc.u32 w5, t13, 977, w5;\n\t" \
+    "madc.hi.cc.u32 w6, t13, 977, w6;\n\t" \
+    "madc.lo.cc.u32 w7, t15, 977, w7;\n\t" \
+    "madc.hi.u32 w8, t15, 977, w8;\n\t" \
+    "add.cc.u32 w1, w1, t8;\n\t" \
+    "addc.cc.u32 w2, w2, t9;\n\t" \
+    "addc.cc.u32 w3, w3, t10;\n\t" \
+    "addc.cc.u32 w4, w4, t11;\n\t" \
+    "addc.cc.u32 w5, w5, t12;\n\t" \
+    "addc.cc.u32 w6, w6, t13;\n\t" \
+    "addc.cc.u32 w7, w7, t14;\n\t" \
+    "addc.cc.u32 w8, w8, t15;\n\t" \
+    "addc.u32 w9, 0, 0;\n\t" \
+    "mul.lo.u32 x0, w8, 977;\n\t" \
+    "mul.hi.u32 x1, w8, 977;\n\t" \
+    "mad.lo.u32 x1, w9, 977, x1;\n\t" \
+    "add.cc.u32 x1, x1, w8;\n\t" \
+    "addc.u32 x2, w9, 0;\n\t" \
+    "add.cc.u32 %0, w0, x0;\n\t" \
+    "addc.cc.u32 %1, w1, x1;\n\t" \
+    "addc.cc.u32 %2, w2, x2;\n\t" \
+    "addc.cc.u32 %3, w3, 0;\n\t" \
+    "addc.cc.u32 %4, w4, 0;\n\t" \
+    "addc.cc.u32 %5, w5, 0;\n\t" \
+    "addc.cc.u32 %6, w6, 0;\n\t" \
+    "addc.cc.u32 %7, w7, 0;\n\t" \
+    "addc.u32 x3, 0, 0;\n\t" \
+    "mul.lo.u32 x0, x3, 977;\n\t" \
+    "add.cc.u32 %0, %0, x0;\n\t" \
+    "addc.cc.u32 %1, %1, x3;\n\t" \
+    "addc.cc.u32 %2, %2, 0;\n\t" \
+    "addc.cc.u32 %3, %3, 0;\n\t" \
+    "addc.cc.u32 %4, %4, 0;\n\t" \
+    "addc.cc.u32 %5, %5, 0;\n\t" \
+    "addc.cc.u32 %6, %6, 0;\n\t" \
+    "addc.u32 %7, %7, 0;\n\t"
+#if !defined(__CUDA_ARCH__)
+inline void fe32_reduce512_limbs(u32 r[8], const u32 t[16]) {
+    u32 w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;
+    u32 cf = 0;
+    (void)cf;
+    { const u64 w_ = u64(u32(u64(t[8]) * u32(977u))) + t[0]; w0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[8]) * u32(977u)) >> 32) + t[1] + cf; w1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[10]) * u32(977u))) + t[2] + cf; w2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[10]) * u32(977u)) >> 32) + t[3] + cf; w3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[12]) * u32(977u))) + t[4] + cf; w4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[12]) * u32(977u)) >> 32) + t[5] + cf; w5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[14]) * u32(977u))) + t[6] + cf; w6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[14]) * u32(977u)) >> 32) + t[7] + cf; w7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; w8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t9) * u32(977u))) + w1; w1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t9) * u32(977u)) >> 32) + w2 + cf; w2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t11) * u32(977u))) + w3 + cf; w3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t11) * u32(977u)) >> 32) + w4 + cf; w4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t13) * u32(977u))) + w5 + cf; w5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t13) * u32(977u)) >> 32) + w6 + cf; w6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t15) * u32(977u))) + w7 + cf; w7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t15) * u32(977u)) >> 32) + w8 + cf; w8 = u32(w_); }
-    { const u64 w_ = u64(w1) + t8; w1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w2) + t9 + cf; w2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w3) + t10 + cf; w3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w4) + t11 + cf; w4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w5) + t12 + cf; w5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w6) + t13 + cf; w6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w7) + t14 + cf; w7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(w8) + t15 + cf; w8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[9]) * u32(977u))) + w1; w1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[9]) * u32(977u)) >> 32) + w2 + cf; w2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[11]) * u32(977u))) + w3 + cf; w3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[11]) * u32(977u)) >> 32) + w4 + cf; w4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[13]) * u32(977u))) + w5 + cf; w5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[13]) * u32(977u)) >> 32) + w6 + cf; w6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[15]) * u32(977u))) + w7 + cf; w7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[15]) * u32(977u)) >> 32) + w8 + cf; w8 = u32(w_); }
+    { const u64 w_ = u64(w1) + t[8]; w1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(w2) + t[9] + cf; w2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(w3) + t[10] + cf; w3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(w4) + t[11] + cf; w4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(w5) + t[12] + cf; w5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(w6) + t[13] + cf; w6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(w7) + t[14] + cf; w7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(w8) + t[15] + cf; w8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; w9 = u32(w_); }
     { const u64 w_ = u64(u32(u64(w8) * u32(977u))); x0 = u32(w_); }
     { const u64 w_ = ((u64(w8) * u32(977u)) >> 32); x1 = u32(w_); }
@@ -751,8 +653,450 @@ SV_HD void fe32_sqr_limbs(u32 r[8], const u32 a[8]) {
     { const u64 w_ = u64(r[5]) + u32(0u) + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(r[6]) + u32(0u) + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(r[7]) + u32(0u) + cf; r[7] = u32(w_); }
-#endif
 }
+#endif
+
+// r = t (mod n) for a 512-bit t, fully reduced (< n). 216 instructions.
+#define SV_PTX_SC32_REDUCE512 \
+    "mul.lo.u32 m0, t8, 0x2fc9bebf;\n\t" \
+    "mul.hi.u32 m1, t8, 0x2fc9bebf;\n\t" \
+    "mul.lo.u32 m2, t10, 0x2fc9bebf;\n\t" \
+    "mul.hi.u32 m3, t10, 0x2fc9bebf;\n\t" \
+    "mul.lo.u32 m4, t12, 0x2fc9bebf;\n\t" \
+    "mul.hi.u32 m5, t12, 0x2fc9bebf;\n\t" \
+    "mul.lo.u32 m6, t14, 0x2fc9bebf;\n\t" \
+    "mul.hi.u32 m7, t14, 0x2fc9bebf;\n\t" \
+    "mad.lo.cc.u32 m1, t9, 0x2fc9bebf, m1;\n\t" \
+    "madc.hi.cc.u32 m2, t9, 0x2fc9bebf, m2;\n\t" \
+    "madc.lo.cc.u32 m3, t11, 0x2fc9bebf, m3;\n\t" \
+    "madc.hi.cc.u32 m4, t11, 0x2fc9bebf, m4;\n\t" \
+    "madc.lo.cc.u32 m5, t13, 0x2fc9bebf, m5;\n\t" \
+    "madc.hi.cc.u32 m6, t13, 0x2fc9bebf, m6;\n\t" \
+    "madc.lo.cc.u32 m7, t15, 0x2fc9bebf, m7;\n\t" \
+    "madc.hi.u32 m8, t15, 0x2fc9bebf, 0;\n\t" \
+    "mad.lo.cc.u32 m1, t8, 0x402da173, m1;\n\t" \
+    "madc.hi.cc.u32 m2, t8, 0x402da173, m2;\n\t" \
+    "madc.lo.cc.u32 m3, t10, 0x402da173, m3;\n\t" \
+    "madc.hi.cc.u32 m4, t10, 0x402da173, m4;\n\t" \
+    "madc.lo.cc.u32 m5, t12, 0x402da173, m5;\n\t" \
+    "madc.hi.cc.u32 m6, t12, 0x402da173, m6;\n\t" \
+    "madc.lo.cc.u32 m7, t14, 0x402da173, m7;\n\t" \
+    "madc.hi.cc.u32 m8, t14, 0x402da173, m8;\n\t" \
+    "addc.u32 m9, 0, 0;\n\t" \
+    "mad.lo.cc.u32 m2, t9, 0x402da173, m2;\n\t" \
+    "madc.hi.cc.u32 m3, t9, 0x402da173, m3;\n\t" \
+    "madc.lo.cc.u32 m4, t11, 0x402da173, m4;\n\t" \
+    "madc.hi.cc.u32 m5, t11, 0x402da173, m5;\n\t" \
+    "madc.lo.cc.u32 m6, t13, 0x402da173, m6;\n\t" \
+    "madc.hi.cc.u32 m7, t13, 0x402da173, m7;\n\t" \
+    "madc.lo.cc.u32 m8, t15, 0x402da173, m8;\n\t" \
+    "madc.hi.u32 m9, t15, 0x402da173, m9;\n\t" \
+    "mad.lo.cc.u32 m2, t8, 0x50b75fc4, m2;\n\t" \
+    "madc.hi.cc.u32 m3, t8, 0x50b75fc4, m3;\n\t" \
+    "madc.lo.cc.u32 m4, t10, 0x50b75fc4, m4;\n\t" \
+    "madc.hi.cc.u32 m5, t10, 0x50b75fc4, m5;\n\t" \
+    "madc.lo.cc.u32 m6, t12, 0x50b75fc4, m6;\n\t" \
+    "madc.hi.cc.u32 m7, t12, 0x50b75fc4, m7;\n\t" \
+    "madc.lo.cc.u32 m8, t14, 0x50b75fc4, m8;\n\t" \
+    "madc.hi.cc.u32 m9, t14, 0x50b75fc4, m9;\n\t" \
+    "addc.u32 m10, 0, 0;\n\t" \
+    "mad.lo.cc.u32 m3, t9, 0x50b75fc4, m3;\n\t" \
+    "madc.hi.cc.u32 m4, t9, 0x50b75fc4, m4;\n\t" \
+    "madc.lo.cc.u32 m5, t11, 0x50b75fc4, m5;\n\t" \
+    "madc.hi.cc.u32 m6, t11, 0x50b75fc4, m6;\n\t" \
+    "madc.lo.cc.u32 m7, t13, 0x50b75fc4, m7;\n\t" \
+    "madc.hi.cc.u32 m8, t13, 0x50b75fc4, m8;\n\t" \
+    "madc.lo.cc.u32 m9, t15, 0x50b75fc4, m9;\n\t" \
+    "madc.hi.u32 m10, t15, 0x50b75fc4, m10;\n\t" \
+    "mad.lo.cc.u32 m3, t8, 0x45512319, m3;\n\t" \
+    "madc.hi.cc.u32 m4, t8, 0x45512319, m4;\n\t" \
+    "madc.lo.cc.u32 m5, t10, 0x45512319, m5;\n\t" \
+    "madc.hi.cc.u32 m6, t10, 0x45512319, m6;\n\t" \
+    "madc.lo.cc.u32 m7, t12, 0x45512319, m7;\n\t" \
+    "madc.hi.cc.u32 m8, t12, 0x45512319, m8;\n\t" \
+    "madc.lo.cc.u32 m9, t14, 0x45512319, m9;\n\t" \
+    "madc.hi.cc.u32 m10, t14, 0x45512319, m10;\n\t" \
+    "addc.u32 m11, 0, 0;\n\t" \
+    "mad.lo.cc.u32 m4, t9, 0x45512319, m4;\n\t" \
+    "madc.hi.cc.u32 m5, t9, 0x45512319, m5;\n\t" \
+    "madc.lo.cc.u32 m6, t11, 0x45512319, m6;\n\t" \
+    "madc.hi.cc.u32 m7, t11, 0x45512319, m7;\n\t" \
+    "madc.lo.cc.u32 m8, t13, 0x45512319, m8;\n\t" \
+    "madc.hi.cc.u32 m9, t13, 0x45512319, m9;\n\t" \
+    "madc.lo.cc.u32 m10, t15, 0x45512319, m10;\n\t" \
+    "madc.hi.u32 m11, t15, 0x45512319, m11;\n\t" \
+    "add.cc.u32 m0, m0, t0;\n\t" \
+    "addc.cc.u32 m1, m1, t1;\n\t" \
+    "addc.cc.u32 m2, m2, t2;\n\t" \
+    "addc.cc.u32 m3, m3, t3;\n\t" \
+    "addc.cc.u32 m4, m4, t4;\n\t" \
+    "addc.cc.u32 m5, m5, t5;\n\t" \
+    "addc.cc.u32 m6, m6, t6;\n\t" \
+    "addc.cc.u32 m7, m7, t7;\n\t" \
+    "addc.cc.u32 m8, m8, 0;\n\t" \
+    "addc.cc.u32 m9, m9, 0;\n\t" \
+    "addc.cc.u32 m10, m10, 0;\n\t" \
+    "addc.cc.u32 m11, m11, 0;\n\t" \
+    "addc.u32 m12, 0, 0;\n\t" \
+    "add.cc.u32 m4, m4, t8;\n\t" \
+    "addc.cc.u32 m5, m5, t9;\n\t" \
+    "addc.cc.u32 m6, m6, t10;\n\t" \
+    "addc.cc.u32 m7, m7, t11;\n\t" \
+    "addc.cc.u32 m8, m8, t12;\n\t" \
+    "addc.cc.u32 m9, m9, t13;\n\t" \
+    "addc.cc.u32 m10, m10, t14;\n\t" \
+    "addc.cc.u32 m11, m11, t15;\n\t" \
+    "addc.u32 m12, m12, 0;\n\t" \
+    "mul.lo.u32 q0, m8, 0x2fc9bebf;\n\t" \
+    "mul.hi.u32 q1, m8, 0x2fc9bebf;\n\t" \
+    "mul.lo.u32 q2, m10, 0x2fc9bebf;\n\t" \
+    "mul.hi.u32 q3, m10, 0x2fc9bebf;\n\t" \
+    "mul.lo.u32 q4, m12, 0x2fc9bebf;\n\t" \
+    "mul.hi.u32 q5, m12, 0x2fc9bebf;\n\t" \
+    "mad.lo.cc.u32 q1, m9, 0x2fc9bebf, q1;\n\t" \
+    "madc.hi.cc.u32 q2, m9, 0x2fc9bebf, q2;\n\t" \
+    "madc.lo.cc.u32 q3, m11, 0x2fc9bebf, q3;\n\t" \
+    "madc.hi.cc.u32 q4, m11, 0x2fc9bebf, q4;\n\t" \
+    "addc.u32 q5, q5, 0;\n\t" \
+    "mad.lo.cc.u32 q2, m9, 0x402da173, q2;\n\t" \
+    "madc.hi.cc.u32 q3, m9, 0x402da173, q3;\n\t" \
+    "madc.lo.cc.u32 q4, m11, 0x402da173, q4;\n\t" \
+    "madc.hi.cc.u32 q5, m11, 0x402da173, q5;\n\t" \
+    "addc.u32 q6, 0, 0;\n\t" \
+    "mad.lo.cc.u32 q1, m8, 0x402da173, q1;\n\t" \
+    "madc.hi.cc.u32 q2, m8, 0x402da173, q2;\n\t" \
+    "madc.lo.cc.u32 q3, m10, 0x402da173, q3;\n\t" \
+    "madc.hi.cc.u32 q4, m10, 0x402da173, q4;\n\t" \
+    "madc.lo.cc.u32 q5, m12, 0x402da173, q5;\n\t" \
+    "madc.hi.u32 q6, m12, 0x402da173, q6;\n\t" \
+    "mad.lo.cc.u32 q3, m9, 0x50b75fc4, q3;\n\t" \
+    "madc.hi.cc.u32 q4, m9, 0x50b75fc4, q4;\n\t" \
+    "madc.lo.cc.u32 q5, m11, 0x50b75fc4, q5;\n\t" \
+    "madc.hi.cc.u32 q6, m11, 0x50b75fc4, q6;\n\t" \
+    "addc.u32 q7, 0, 0;\n\t" \
+    "mad.lo.cc.u32 q2, m8, 0x50b75fc4, q2;\n\t" \
+    "madc.hi.cc.u32 q3, m8, 0x50b75fc4, q3;\n\t" \
+    "madc.lo.cc.u32 q4, m10, 0x50b75fc4, q4;\n\t" \
+    "madc.hi.cc.u32 q5, m10, 0x50b75fc4, q5;\n\t" \
+    "madc.lo.cc.u32 q6, m12, 0x50b75fc4, q6;\n\t" \
+    "madc.hi.u32 q7, m12, 0x50b75fc4, q7;\n\t" \
+    "mad.lo.cc.u32 q4, m9, 0x45512319, q4;\n\t" \
+    "madc.hi.cc.u32 q5, m9, 0x45512319, q5;\n\t" \
+    "madc.lo.cc.u32 q6, m11, 0x45512319, q6;\n\t" \
+    "madc.hi.cc.u32 q7, m11, 0x45512319, q7;\n\t" \
+    "addc.u32 q8, 0, 0;\n\t" \
+    "mad.lo.cc.u32 q3, m8, 0x45512319, q3;\n\t" \
+    "madc.hi.cc.u32 q4, m8, 0x45512319, q4;\n\t" \
+    "madc.lo.cc.u32 q5, m10, 0x45512319, q5;\n\t" \
+    "madc.hi.cc.u32 q6, m10, 0x45512319, q6;\n\t" \
+    "madc.lo.cc.u32 q7, m12, 0x45512319, q7;\n\t" \
+    "madc.hi.u32 q8, m12, 0x45512319, q8;\n\t" \
+    "add.cc.u32 q0, q0, m0;\n\t" \
+    "addc.cc.u32 q1, q1, m1;\n\t" \
+    "addc.cc.u32 q2, q2, m2;\n\t" \
+    "addc.cc.u32 q3, q3, m3;\n\t" \
+    "addc.cc.u32 q4, q4, m4;\n\t" \
+    "addc.cc.u32 q5, q5, m5;\n\t" \
+    "addc.cc.u32 q6, q6, m6;\n\t" \
+    "addc.cc.u32 q7, q7, m7;\n\t" \
+    "addc.u32 q8, q8, 0;\n\t" \
+    "add.cc.u32 q4, q4, m8;\n\t" \
+    "addc.cc.u32 q5, q5, m9;\n\t" \
+    "addc.cc.u32 q6, q6, m10;\n\t" \
+    "addc.cc.u32 q7, q7, m11;\n\t" \
+    "addc.u32 q8, q8, m12;\n\t" \
+    "mul.lo.u32 s0, q8, 0x2fc9bebf;\n\t" \
+    "mul.hi.u32 s1, q8, 0x2fc9bebf;\n\t" \
+    "mad.lo.cc.u32 s1, q8, 0x402da173, s1;\n\t" \
+    "madc.hi.u32 s2, q8, 0x402da173, 0;\n\t" \
+    "mad.lo.cc.u32 s2, q8, 0x50b75fc4, s2;\n\t" \
+    "madc.hi.u32 s3, q8, 0x50b75fc4, 0;\n\t" \
+    "mad.lo.cc.u32 s3, q8, 0x45512319, s3;\n\t" \
+    "madc.hi.u32 s4, q8, 0x45512319, 0;\n\t" \
+    "add.cc.u32 s0, s0, q0;\n\t" \
+    "addc.cc.u32 s1, s1, q1;\n\t" \
+    "addc.cc.u32 s2, s2, q2;\n\t" \
+    "addc.cc.u32 s3, s3, q3;\n\t" \
+    "addc.cc.u32 s4, s4, q4;\n\t" \
+    "addc.cc.u32 s5, q5, 0;\n\t" \
+    "addc.cc.u32 s6, q6, 0;\n\t" \
+    "addc.cc.u32 s7, q7, 0;\n\t" \
+    "addc.u32 s8, 0, 0;\n\t" \
+    "add.cc.u32 s4, s4, q8;\n\t" \
+    "addc.cc.u32 s5, s5, 0;\n\t" \
+    "addc.cc.u32 s6, s6, 0;\n\t" \
+    "addc.cc.u32 s7, s7, 0;\n\t" \
+    "addc.u32 s8, s8, 0;\n\t" \
+    "sub.u32 k, 0, s8;\n\t" \
+    "and.b32 c0, k, 0x2fc9bebf;\n\t" \
+    "and.b32 c1, k, 0x402da173;\n\t" \
+    "and.b32 c2, k, 0x50b75fc4;\n\t" \
+    "and.b32 c3, k, 0x45512319;\n\t" \
+    "add.cc.u32 s0, s0, c0;\n\t" \
+    "addc.cc.u32 s1, s1, c1;\n\t" \
+    "addc.cc.u32 s2, s2, c2;\n\t" \
+    "addc.cc.u32 s3, s3, c3;\n\t" \
+    "addc.cc.u32 s4, s4, s8;\n\t" \
+    "addc.cc.u32 s5, s5, 0;\n\t" \
+    "addc.cc.u32 s6, s6, 0;\n\t" \
+    "addc.u32 s7, s7, 0;\n\t" \
+    "add.cc.u32 u0, s0, 0x2fc9bebf;\n\t" \
+    "addc.cc.u32 u1, s1, 0x402da173;\n\t" \
+    "addc.cc.u32 u2, s2, 0x50b75fc4;\n\t" \
+    "addc.cc.u32 u3, s3, 0x45512319;\n\t" \
+    "addc.cc.u32 u4, s4, 1;\n\t" \
+    "addc.cc.u32 u5, s5, 0;\n\t" \
+    "addc.cc.u32 u6, s6, 0;\n\t" \
+    "addc.cc.u32 u7, s7, 0;\n\t" \
+    "addc.u32 k, 0, 0;\n\t" \
+    "sub.u32 k, 0, k;\n\t" \
+    "xor.b32 u0, u0, s0;\n\t" \
+    "and.b32 u0, u0, k;\n\t" \
+    "xor.b32 %0, u0, s0;\n\t" \
+    "xor.b32 u1, u1, s1;\n\t" \
+    "and.b32 u1, u1, k;\n\t" \
+    "xor.b32 %1, u1, s1;\n\t" \
+    "xor.b32 u2, u2, s2;\n\t" \
+    "and.b32 u2, u2, k;\n\t" \
+    "xor.b32 %2, u2, s2;\n\t" \
+    "xor.b32 u3, u3, s3;\n\t" \
+    "and.b32 u3, u3, k;\n\t" \
+    "xor.b32 %3, u3, s3;\n\t" \
+    "xor.b32 u4, u4, s4;\n\t" \
+    "and.b32 u4, u4, k;\n\t" \
+    "xor.b32 %4, u4, s4;\n\t" \
+    "xor.b32 u5, u5, s5;\n\t" \
+    "and.b32 u5, u5, k;\n\t" \
+    "xor.b32 %5, u5, s5;\n\t" \
+    "xor.b32 u6, u6, s6;\n\t" \
+    "and.b32 u6, u6, k;\n\t" \
+    "xor.b32 %6, u6, s6;\n\t" \
+    "xor.b32 u7, u7, s7;\n\t" \
+    "and.b32 u7, u7, k;\n\t" \
+    "xor.b32 %7, u7, s7;\n\t"
+#if !defined(__CUDA_ARCH__)
+inline void sc32_reduce512_limbs(u32 r[8], const u32 t[16]) {
+    u32 m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, q0, q1, q2, q3, q4, q5, q6, q7, q8, s0, s1, s2, s3, s4, s5, s6, s7, s8, k, c0, c1, c2, c3, u0, u1, u2, u3, u4, u5, u6, u7;
+    u32 cf = 0;
+    (void)cf;
+    { const u64 w_ = u64(u32(u64(t[8]) * u32(0x2fc9bebfu))); m0 = u32(w_); }
+    { const u64 w_ = ((u64(t[8]) * u32(0x2fc9bebfu)) >> 32); m1 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(t[10]) * u32(0x2fc9bebfu))); m2 = u32(w_); }
+    { const u64 w_ = ((u64(t[10]) * u32(0x2fc9bebfu)) >> 32); m3 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(t[12]) * u32(0x2fc9bebfu))); m4 = u32(w_); }
+    { const u64 w_ = ((u64(t[12]) * u32(0x2fc9bebfu)) >> 32); m5 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(t[14]) * u32(0x2fc9bebfu))); m6 = u32(w_); }
+    { const u64 w_ = ((u64(t[14]) * u32(0x2fc9bebfu)) >> 32); m7 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(t[9]) * u32(0x2fc9bebfu))) + m1; m1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[9]) * u32(0x2fc9bebfu)) >> 32) + m2 + cf; m2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[11]) * u32(0x2fc9bebfu))) + m3 + cf; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[11]) * u32(0x2fc9bebfu)) >> 32) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[13]) * u32(0x2fc9bebfu))) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[13]) * u32(0x2fc9bebfu)) >> 32) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[15]) * u32(0x2fc9bebfu))) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[15]) * u32(0x2fc9bebfu)) >> 32) + u32(0u) + cf; m8 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(t[8]) * u32(0x402da173u))) + m1; m1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[8]) * u32(0x402da173u)) >> 32) + m2 + cf; m2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[10]) * u32(0x402da173u))) + m3 + cf; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[10]) * u32(0x402da173u)) >> 32) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[12]) * u32(0x402da173u))) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[12]) * u32(0x402da173u)) >> 32) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[14]) * u32(0x402da173u))) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[14]) * u32(0x402da173u)) >> 32) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; m9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(t[9]) * u32(0x402da173u))) + m2; m2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[9]) * u32(0x402da173u)) >> 32) + m3 + cf; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[11]) * u32(0x402da173u))) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[11]) * u32(0x402da173u)) >> 32) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[13]) * u32(0x402da173u))) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[13]) * u32(0x402da173u)) >> 32) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[15]) * u32(0x402da173u))) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[15]) * u32(0x402da173u)) >> 32) + m9 + cf; m9 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(t[8]) * u32(0x50b75fc4u))) + m2; m2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[8]) * u32(0x50b75fc4u)) >> 32) + m3 + cf; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[10]) * u32(0x50b75fc4u))) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[10]) * u32(0x50b75fc4u)) >> 32) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[12]) * u32(0x50b75fc4u))) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[12]) * u32(0x50b75fc4u)) >> 32) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[14]) * u32(0x50b75fc4u))) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[14]) * u32(0x50b75fc4u)) >> 32) + m9 + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; m10 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(t[9]) * u32(0x50b75fc4u))) + m3; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[9]) * u32(0x50b75fc4u)) >> 32) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[11]) * u32(0x50b75fc4u))) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[11]) * u32(0x50b75fc4u)) >> 32) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[13]) * u32(0x50b75fc4u))) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[13]) * u32(0x50b75fc4u)) >> 32) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[15]) * u32(0x50b75fc4u))) + m9 + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[15]) * u32(0x50b75fc4u)) >> 32) + m10 + cf; m10 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(t[8]) * u32(0x45512319u))) + m3; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[8]) * u32(0x45512319u)) >> 32) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[10]) * u32(0x45512319u))) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[10]) * u32(0x45512319u)) >> 32) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[12]) * u32(0x45512319u))) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[12]) * u32(0x45512319u)) >> 32) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[14]) * u32(0x45512319u))) + m9 + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[14]) * u32(0x45512319u)) >> 32) + m10 + cf; m10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; m11 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(t[9]) * u32(0x45512319u))) + m4; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[9]) * u32(0x45512319u)) >> 32) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[11]) * u32(0x45512319u))) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[11]) * u32(0x45512319u)) >> 32) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[13]) * u32(0x45512319u))) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[13]) * u32(0x45512319u)) >> 32) + m9 + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(t[15]) * u32(0x45512319u))) + m10 + cf; m10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(t[15]) * u32(0x45512319u)) >> 32) + m11 + cf; m11 = u32(w_); }
+    { const u64 w_ = u64(m0) + t[0]; m0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m1) + t[1] + cf; m1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m2) + t[2] + cf; m2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m3) + t[3] + cf; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m4) + t[4] + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m5) + t[5] + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m6) + t[6] + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m7) + t[7] + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m8) + u32(0u) + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m9) + u32(0u) + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m10) + u32(0u) + cf; m10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m11) + u32(0u) + cf; m11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; m12 = u32(w_); }
+    { const u64 w_ = u64(m4) + t[8]; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m5) + t[9] + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m6) + t[10] + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m7) + t[11] + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m8) + t[12] + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m9) + t[13] + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m10) + t[14] + cf; m10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m11) + t[15] + cf; m11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(m12) + u32(0u) + cf; m12 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(m8) * u32(0x2fc9bebfu))); q0 = u32(w_); }
+    { const u64 w_ = ((u64(m8) * u32(0x2fc9bebfu)) >> 32); q1 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(m10) * u32(0x2fc9bebfu))); q2 = u32(w_); }
+    { const u64 w_ = ((u64(m10) * u32(0x2fc9bebfu)) >> 32); q3 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(m12) * u32(0x2fc9bebfu))); q4 = u32(w_); }
+    { const u64 w_ = ((u64(m12) * u32(0x2fc9bebfu)) >> 32); q5 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(m9) * u32(0x2fc9bebfu))) + q1; q1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m9) * u32(0x2fc9bebfu)) >> 32) + q2 + cf; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(m11) * u32(0x2fc9bebfu))) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m11) * u32(0x2fc9bebfu)) >> 32) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q5) + u32(0u) + cf; q5 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(m9) * u32(0x402da173u))) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m9) * u32(0x402da173u)) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(m11) * u32(0x402da173u))) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m11) * u32(0x402da173u)) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q6 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(m8) * u32(0x402da173u))) + q1; q1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m8) * u32(0x402da173u)) >> 32) + q2 + cf; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(m10) * u32(0x402da173u))) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m10) * u32(0x402da173u)) >> 32) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(m12) * u32(0x402da173u))) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m12) * u32(0x402da173u)) >> 32) + q6 + cf; q6 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(m9) * u32(0x50b75fc4u))) + q3; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m9) * u32(0x50b75fc4u)) >> 32) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(m11) * u32(0x50b75fc4u))) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m11) * u32(0x50b75fc4u)) >> 32) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q7 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(m8) * u32(0x50b75fc4u))) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m8) * u32(0x50b75fc4u)) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(m10) * u32(0x50b75fc4u))) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m10) * u32(0x50b75fc4u)) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(m12) * u32(0x50b75fc4u))) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m12) * u32(0x50b75fc4u)) >> 32) + q7 + cf; q7 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(m9) * u32(0x45512319u))) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m9) * u32(0x45512319u)) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(m11) * u32(0x45512319u))) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m11) * u32(0x45512319u)) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q8 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(m8) * u32(0x45512319u))) + q3; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m8) * u32(0x45512319u)) >> 32) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(m10) * u32(0x45512319u))) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m10) * u32(0x45512319u)) >> 32) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(u64(m12) * u32(0x45512319u))) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(m12) * u32(0x45512319u)) >> 32) + q8 + cf; q8 = u32(w_); }
+    { const u64 w_ = u64(q0) + m0; q0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q1) + m1 + cf; q1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q2) + m2 + cf; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q3) + m3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q4) + m4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q5) + m5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q6) + m6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q7) + m7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q8) + u32(0u) + cf; q8 = u32(w_); }
+    { const u64 w_ = u64(q4) + m8; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q5) + m9 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q6) + m10 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q7) + m11 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q8) + m12 + cf; q8 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(q8) * u32(0x2fc9bebfu))); s0 = u32(w_); }
+    { const u64 w_ = ((u64(q8) * u32(0x2fc9bebfu)) >> 32); s1 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(q8) * u32(0x402da173u))) + s1; s1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(q8) * u32(0x402da173u)) >> 32) + u32(0u) + cf; s2 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(q8) * u32(0x50b75fc4u))) + s2; s2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(q8) * u32(0x50b75fc4u)) >> 32) + u32(0u) + cf; s3 = u32(w_); }
+    { const u64 w_ = u64(u32(u64(q8) * u32(0x45512319u))) + s3; s3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = ((u64(q8) * u32(0x45512319u)) >> 32) + u32(0u) + cf; s4 = u32(w_); }
+    { const u64 w_ = u64(s0) + q0; s0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s1) + q1 + cf; s1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s2) + q2 + cf; s2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s3) + q3 + cf; s3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s4) + q4 + cf; s4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q5) + u32(0u) + cf; s5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q6) + u32(0u) + cf; s6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(q7) + u32(0u) + cf; s7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; s8 = u32(w_); }
+    { const u64 w_ = u64(s4) + q8; s4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s5) + u32(0u) + cf; s5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s6) + u32(0u) + cf; s6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s7) + u32(0u) + cf; s7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s8) + u32(0u) + cf; s8 = u32(w_); }
+    { const u64 w_ = u64(u32(0u)) - s8; k = u32(w_); }
+    { const u64 w_ = u64(k & u32(0x2fc9bebfu)); c0 = u32(w_); }
+    { const u64 w_ = u64(k & u32(0x402da173u)); c1 = u32(w_); }
+    { const u64 w_ = u64(k & u32(0x50b75fc4u)); c2 = u32(w_); }
+    { const u64 w_ = u64(k & u32(0x45512319u)); c3 = u32(w_); }
+    { const u64 w_ = u64(s0) + c0; s0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s1) + c1 + cf; s1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s2) + c2 + cf; s2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s3) + c3 + cf; s3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s4) + s8 + cf; s4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s5) + u32(0u) + cf; s5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s6) + u32(0u) + cf; s6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s7) + u32(0u) + cf; s7 = u32(w_); }
+    { const u64 w_ = u64(s0) + u32(0x2fc9bebfu); u0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s1) + u32(0x402da173u) + cf; u1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s2) + u32(0x50b75fc4u) + cf; u2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s3) + u32(0x45512319u) + cf; u3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s4) + u32(1u) + cf; u4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s5) + u32(0u) + cf; u5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s6) + u32(0u) + cf; u6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(s7) + u32(0u) + cf; u7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
+    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; k = u32(w_); }
+    { const u64 w_ = u64(u32(0u)) - k; k = u32(w_); }
+    { const u64 w_ = u64(u0 ^ s0); u0 = u32(w_); }
+    { const u64 w_ = u64(u0 & k); u0 = u32(w_); }
+    { const u64 w_ = u64(u0 ^ s0); r[0] = u32(w_); }
+    { const u64 w_ = u64(u1 ^ s1); u1 = u32(w_); }
+    { const u64 w_ = u64(u1 & k); u1 = u32(w_); }
+    { const u64 w_ = u64(u1 ^ s1); r[1] = u32(w_); }
+    { const u64 w_ = u64(u2 ^ s2); u2 = u32(w_); }
+    { const u64 w_ = u64(u2 & k); u2 = u32(w_); }
+    { const u64 w_ = u64(u2 ^ s2); r[2] = u32(w_); }
+    { const u64 w_ = u64(u3 ^ s3); u3 = u32(w_); }
+    { const u64 w_ = u64(u3 & k); u3 = u32(w_); }
+    { const u64 w_ = u64(u3 ^ s3); r[3] = u32(w_); }
+    { const u64 w_ = u64(u4 ^ s4); u4 = u32(w_); }
+    { const u64 w_ = u64(u4 & k); u4 = u32(w_); }
+    { const u64 w_ = u64(u4 ^ s4); r[4] = u32(w_); }
+    { const u64 w_ = u64(u5 ^ s5); u5 = u32(w_); }
+    { const u64 w_ = u64(u5 & k); u5 = u32(w_); }
+    { const u64 w_ = u64(u5 ^ s5); r[5] = u32(w_); }
+    { const u64 w_ = u64(u6 ^ s6); u6 = u32(w_); }
+    { const u64 w_ = u64(u6 & k); u6 = u32(w_); }
+    { const u64 w_ = u64(u6 ^ s6); r[6] = u32(w_); }
+    { const u64 w_ = u64(u7 ^ s7); u7 = u32(w_); }
+    { const u64 w_ = u64(u7 & k); u7 = u32(w_); }
+    { const u64 w_ = u64(u7 ^ s7); r[7] = u32(w_); }
+}
+#endif
 
 // r = a + b (mod p), weakly reduced. 28 instructions.
 SV_HD void fe32_add_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
@@ -957,750 +1301,57 @@ SV_HD void fe32_half_limbs(u32 r[8], const u32 a[8]) {
 #endif
 }
 
-// r = a * b (mod n), fully reduced (< n) for any 256-bit inputs. 366 instructions.
-SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
+// r = a * b (mod p), weakly reduced:
+// mul512_limbs then fe32_reduce512_limbs, 199 instructions.
+SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
 #if defined(__CUDA_ARCH__)
     asm("{\n\t"
-        ".reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, t14, q13, t15, q14, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, s0, s1, s2, s3, s4, s5, s6, s7, s8, k, c0, c1, c2, c3, u0, u1, u2, u3, u4, u5, u6, u7;\n\t"
-        "mul.lo.u32 t0, %8, %16;\n\t"
-        "mul.hi.u32 t1, %8, %16;\n\t"
-        "mul.lo.u32 t2, %10, %16;\n\t"
-        "mul.hi.u32 t3, %10, %16;\n\t"
-        "mul.lo.u32 t4, %12, %16;\n\t"
-        "mul.hi.u32 t5, %12, %16;\n\t"
-        "mul.lo.u32 t6, %14, %16;\n\t"
-        "mul.hi.u32 t7, %14, %16;\n\t"
-        "mul.lo.u32 q0, %9, %16;\n\t"
-        "mul.hi.u32 q1, %9, %16;\n\t"
-        "mul.lo.u32 q2, %11, %16;\n\t"
-        "mul.hi.u32 q3, %11, %16;\n\t"
-        "mul.lo.u32 q4, %13, %16;\n\t"
-        "mul.hi.u32 q5, %13, %16;\n\t"
-        "mul.lo.u32 q6, %15, %16;\n\t"
-        "mul.hi.u32 q7, %15, %16;\n\t"
-        "mad.lo.cc.u32 t2, %9, %17, t2;\n\t"
-        "madc.hi.cc.u32 t3, %9, %17, t3;\n\t"
-        "madc.lo.cc.u32 t4, %11, %17, t4;\n\t"
-        "madc.hi.cc.u32 t5, %11, %17, t5;\n\t"
-        "madc.lo.cc.u32 t6, %13, %17, t6;\n\t"
-        "madc.hi.cc.u32 t7, %13, %17, t7;\n\t"
-        "madc.lo.cc.u32 t8, %15, %17, 0;\n\t"
-        "madc.hi.u32 t9, %15, %17, 0;\n\t"
-        "mad.lo.cc.u32 q0, %8, %17, q0;\n\t"
-        "madc.hi.cc.u32 q1, %8, %17, q1;\n\t"
-        "madc.lo.cc.u32 q2, %10, %17, q2;\n\t"
-        "madc.hi.cc.u32 q3, %10, %17, q3;\n\t"
-        "madc.lo.cc.u32 q4, %12, %17, q4;\n\t"
-        "madc.hi.cc.u32 q5, %12, %17, q5;\n\t"
-        "madc.lo.cc.u32 q6, %14, %17, q6;\n\t"
-        "madc.hi.cc.u32 q7, %14, %17, q7;\n\t"
-        "addc.u32 q8, 0, 0;\n\t"
-        "mad.lo.cc.u32 t2, %8, %18, t2;\n\t"
-        "madc.hi.cc.u32 t3, %8, %18, t3;\n\t"
-        "madc.lo.cc.u32 t4, %10, %18, t4;\n\t"
-        "madc.hi.cc.u32 t5, %10, %18, t5;\n\t"
-        "madc.lo.cc.u32 t6, %12, %18, t6;\n\t"
-        "madc.hi.cc.u32 t7, %12, %18, t7;\n\t"
-        "madc.lo.cc.u32 t8, %14, %18, t8;\n\t"
-        "madc.hi.cc.u32 t9, %14, %18, t9;\n\t"
-        "addc.u32 t10, 0, 0;\n\t"
-        "mad.lo.cc.u32 q2, %9, %18, q2;\n\t"
-        "madc.hi.cc.u32 q3, %9, %18, q3;\n\t"
-        "madc.lo.cc.u32 q4, %11, %18, q4;\n\t"
-        "madc.hi.cc.u32 q5, %11, %18, q5;\n\t"
-        "madc.lo.cc.u32 q6, %13, %18, q6;\n\t"
-        "madc.hi.cc.u32 q7, %13, %18, q7;\n\t"
-        "madc.lo.cc.u32 q8, %15, %18, q8;\n\t"
-        "madc.hi.u32 q9, %15, %18, 0;\n\t"
-        "mad.lo.cc.u32 t4, %9, %19, t4;\n\t"
-        "madc.hi.cc.u32 t5, %9, %19, t5;\n\t"
-        "madc.lo.cc.u32 t6, %11, %19, t6;\n\t"
-        "madc.hi.cc.u32 t7, %11, %19, t7;\n\t"
-        "madc.lo.cc.u32 t8, %13, %19, t8;\n\t"
-        "madc.hi.cc.u32 t9, %13, %19, t9;\n\t"
-        "madc.lo.cc.u32 t10, %15, %19, t10;\n\t"
-        "madc.hi.u32 t11, %15, %19, 0;\n\t"
-        "mad.lo.cc.u32 q2, %8, %19, q2;\n\t"
-        "madc.hi.cc.u32 q3, %8, %19, q3;\n\t"
-        "madc.lo.cc.u32 q4, %10, %19, q4;\n\t"
-        "madc.hi.cc.u32 q5, %10, %19, q5;\n\t"
-        "madc.lo.cc.u32 q6, %12, %19, q6;\n\t"
-        "madc.hi.cc.u32 q7, %12, %19, q7;\n\t"
-        "madc.lo.cc.u32 q8, %14, %19, q8;\n\t"
-        "madc.hi.cc.u32 q9, %14, %19, q9;\n\t"
-        "addc.u32 q10, 0, 0;\n\t"
-        "mad.lo.cc.u32 t4, %8, %20, t4;\n\t"
-        "madc.hi.cc.u32 t5, %8, %20, t5;\n\t"
-        "madc.lo.cc.u32 t6, %10, %20, t6;\n\t"
-        "madc.hi.cc.u32 t7, %10, %20, t7;\n\t"
-        "madc.lo.cc.u32 t8, %12, %20, t8;\n\t"
-        "madc.hi.cc.u32 t9, %12, %20, t9;\n\t"
-        "madc.lo.cc.u32 t10, %14, %20, t10;\n\t"
-        "madc.hi.cc.u32 t11, %14, %20, t11;\n\t"
-        "addc.u32 t12, 0, 0;\n\t"
-        "mad.lo.cc.u32 q4, %9, %20, q4;\n\t"
-        "madc.hi.cc.u32 q5, %9, %20, q5;\n\t"
-        "madc.lo.cc.u32 q6, %11, %20, q6;\n\t"
-        "madc.hi.cc.u32 q7, %11, %20, q7;\n\t"
-        "madc.lo.cc.u32 q8, %13, %20, q8;\n\t"
-        "madc.hi.cc.u32 q9, %13, %20, q9;\n\t"
-        "madc.lo.cc.u32 q10, %15, %20, q10;\n\t"
-        "madc.hi.u32 q11, %15, %20, 0;\n\t"
-        "mad.lo.cc.u32 t6, %9, %21, t6;\n\t"
-        "madc.hi.cc.u32 t7, %9, %21, t7;\n\t"
-        "madc.lo.cc.u32 t8, %11, %21, t8;\n\t"
-        "madc.hi.cc.u32 t9, %11, %21, t9;\n\t"
-        "madc.lo.cc.u32 t10, %13, %21, t10;\n\t"
-        "madc.hi.cc.u32 t11, %13, %21, t11;\n\t"
-        "madc.lo.cc.u32 t12, %15, %21, t12;\n\t"
-        "madc.hi.u32 t13, %15, %21, 0;\n\t"
-        "mad.lo.cc.u32 q4, %8, %21, q4;\n\t"
-        "madc.hi.cc.u32 q5, %8, %21, q5;\n\t"
-        "madc.lo.cc.u32 q6, %10, %21, q6;\n\t"
-        "madc.hi.cc.u32 q7, %10, %21, q7;\n\t"
-        "madc.lo.cc.u32 q8, %12, %21, q8;\n\t"
-        "madc.hi.cc.u32 q9, %12, %21, q9;\n\t"
-        "madc.lo.cc.u32 q10, %14, %21, q10;\n\t"
-        "madc.hi.cc.u32 q11, %14, %21, q11;\n\t"
-        "addc.u32 q12, 0, 0;\n\t"
-        "mad.lo.cc.u32 t6, %8, %22, t6;\n\t"
-        "madc.hi.cc.u32 t7, %8, %22, t7;\n\t"
-        "madc.lo.cc.u32 t8, %10, %22, t8;\n\t"
-        "madc.hi.cc.u32 t9, %10, %22, t9;\n\t"
-        "madc.lo.cc.u32 t10, %12, %22, t10;\n\t"
-        "madc.hi.cc.u32 t11, %12, %22, t11;\n\t"
-        "madc.lo.cc.u32 t12, %14, %22, t12;\n\t"
-        "madc.hi.cc.u32 t13, %14, %22, t13;\n\t"
-        "addc.u32 t14, 0, 0;\n\t"
-        "mad.lo.cc.u32 q6, %9, %22, q6;\n\t"
-        "madc.hi.cc.u32 q7, %9, %22, q7;\n\t"
-        "madc.lo.cc.u32 q8, %11, %22, q8;\n\t"
-        "madc.hi.cc.u32 q9, %11, %22, q9;\n\t"
-        "madc.lo.cc.u32 q10, %13, %22, q10;\n\t"
-        "madc.hi.cc.u32 q11, %13, %22, q11;\n\t"
-        "madc.lo.cc.u32 q12, %15, %22, q12;\n\t"
-        "madc.hi.u32 q13, %15, %22, 0;\n\t"
-        "mad.lo.cc.u32 t8, %9, %23, t8;\n\t"
-        "madc.hi.cc.u32 t9, %9, %23, t9;\n\t"
-        "madc.lo.cc.u32 t10, %11, %23, t10;\n\t"
-        "madc.hi.cc.u32 t11, %11, %23, t11;\n\t"
-        "madc.lo.cc.u32 t12, %13, %23, t12;\n\t"
-        "madc.hi.cc.u32 t13, %13, %23, t13;\n\t"
-        "madc.lo.cc.u32 t14, %15, %23, t14;\n\t"
-        "madc.hi.u32 t15, %15, %23, 0;\n\t"
-        "mad.lo.cc.u32 q6, %8, %23, q6;\n\t"
-        "madc.hi.cc.u32 q7, %8, %23, q7;\n\t"
-        "madc.lo.cc.u32 q8, %10, %23, q8;\n\t"
-        "madc.hi.cc.u32 q9, %10, %23, q9;\n\t"
-        "madc.lo.cc.u32 q10, %12, %23, q10;\n\t"
-        "madc.hi.cc.u32 q11, %12, %23, q11;\n\t"
-        "madc.lo.cc.u32 q12, %14, %23, q12;\n\t"
-        "madc.hi.cc.u32 q13, %14, %23, q13;\n\t"
-        "addc.u32 q14, 0, 0;\n\t"
-        "add.cc.u32 t1, t1, q0;\n\t"
-        "addc.cc.u32 t2, t2, q1;\n\t"
-        "addc.cc.u32 t3, t3, q2;\n\t"
-        "addc.cc.u32 t4, t4, q3;\n\t"
-        "addc.cc.u32 t5, t5, q4;\n\t"
-        "addc.cc.u32 t6, t6, q5;\n\t"
-        "addc.cc.u32 t7, t7, q6;\n\t"
-        "addc.cc.u32 t8, t8, q7;\n\t"
-        "addc.cc.u32 t9, t9, q8;\n\t"
-        "addc.cc.u32 t10, t10, q9;\n\t"
-        "addc.cc.u32 t11, t11, q10;\n\t"
-        "addc.cc.u32 t12, t12, q11;\n\t"
-        "addc.cc.u32 t13, t13, q12;\n\t"
-        "addc.cc.u32 t14, t14, q13;\n\t"
-        "addc.u32 t15, t15, q14;\n\t"
-        "mul.lo.u32 m0, t8, 0x2fc9bebf;\n\t"
-        "mul.hi.u32 m1, t8, 0x2fc9bebf;\n\t"
-        "mul.lo.u32 m2, t10, 0x2fc9bebf;\n\t"
-        "mul.hi.u32 m3, t10, 0x2fc9bebf;\n\t"
-        "mul.lo.u32 m4, t12, 0x2fc9bebf;\n\t"
-        "mul.hi.u32 m5, t12, 0x2fc9bebf;\n\t"
-        "mul.lo.u32 m6, t14, 0x2fc9bebf;\n\t"
-        "mul.hi.u32 m7, t14, 0x2fc9bebf;\n\t"
-        "mad.lo.cc.u32 m1, t9, 0x2fc9bebf, m1;\n\t"
-        "madc.hi.cc.u32 m2, t9, 0x2fc9bebf, m2;\n\t"
-        "madc.lo.cc.u32 m3, t11, 0x2fc9bebf, m3;\n\t"
-        "madc.hi.cc.u32 m4, t11, 0x2fc9bebf, m4;\n\t"
-        "madc.lo.cc.u32 m5, t13, 0x2fc9bebf, m5;\n\t"
-        "madc.hi.cc.u32 m6, t13, 0x2fc9bebf, m6;\n\t"
-        "madc.lo.cc.u32 m7, t15, 0x2fc9bebf, m7;\n\t"
-        "madc.hi.u32 m8, t15, 0x2fc9bebf, 0;\n\t"
-        "mad.lo.cc.u32 m1, t8, 0x402da173, m1;\n\t"
-        "madc.hi.cc.u32 m2, t8, 0x402da173, m2;\n\t"
-        "madc.lo.cc.u32 m3, t10, 0x402da173, m3;\n\t"
-        "madc.hi.cc.u32 m4, t10, 0x402da173, m4;\n\t"
-        "madc.lo.cc.u32 m5, t12, 0x402da173, m5;\n\t"
-        "madc.hi.cc.u32 m6, t12, 0x402da173, m6;\n\t"
-        "madc.lo.cc.u32 m7, t14, 0x402da173, m7;\n\t"
-        "madc.hi.cc.u32 m8, t14, 0x402da173, m8;\n\t"
-        "addc.u32 m9, 0, 0;\n\t"
-        "mad.lo.cc.u32 m2, t9, 0x402da173, m2;\n\t"
-        "madc.hi.cc.u32 m3, t9, 0x402da173, m3;\n\t"
-        "madc.lo.cc.u32 m4, t11, 0x402da173, m4;\n\t"
-        "madc.hi.cc.u32 m5, t11, 0x402da173, m5;\n\t"
-        "madc.lo.cc.u32 m6, t13, 0x402da173, m6;\n\t"
-        "madc.hi.cc.u32 m7, t13, 0x402da173, m7;\n\t"
-        "madc.lo.cc.u32 m8, t15, 0x402da173, m8;\n\t"
-        "madc.hi.u32 m9, t15, 0x402da173, m9;\n\t"
-        "mad.lo.cc.u32 m2, t8, 0x50b75fc4, m2;\n\t"
-        "madc.hi.cc.u32 m3, t8, 0x50b75fc4, m3;\n\t"
-        "madc.lo.cc.u32 m4, t10, 0x50b75fc4, m4;\n\t"
-        "madc.hi.cc.u32 m5, t10, 0x50b75fc4, m5;\n\t"
-        "madc.lo.cc.u32 m6, t12, 0x50b75fc4, m6;\n\t"
-        "madc.hi.cc.u32 m7, t12, 0x50b75fc4, m7;\n\t"
-        "madc.lo.cc.u32 m8, t14, 0x50b75fc4, m8;\n\t"
-        "madc.hi.cc.u32 m9, t14, 0x50b75fc4, m9;\n\t"
-        "addc.u32 m10, 0, 0;\n\t"
-        "mad.lo.cc.u32 m3, t9, 0x50b75fc4, m3;\n\t"
-        "madc.hi.cc.u32 m4, t9, 0x50b75fc4, m4;\n\t"
-        "madc.lo.cc.u32 m5, t11, 0x50b75fc4, m5;\n\t"
-        "madc.hi.cc.u32 m6, t11, 0x50b75fc4, m6;\n\t"
-        "madc.lo.cc.u32 m7, t13, 0x50b75fc4, m7;\n\t"
-        "madc.hi.cc.u32 m8, t13, 0x50b75fc4, m8;\n\t"
-        "madc.lo.cc.u32 m9, t15, 0x50b75fc4, m9;\n\t"
-        "madc.hi.u32 m10, t15, 0x50b75fc4, m10;\n\t"
-        "mad.lo.cc.u32 m3, t8, 0x45512319, m3;\n\t"
-        "madc.hi.cc.u32 m4, t8, 0x45512319, m4;\n\t"
-        "madc.lo.cc.u32 m5, t10, 0x45512319, m5;\n\t"
-        "madc.hi.cc.u32 m6, t10, 0x45512319, m6;\n\t"
-        "madc.lo.cc.u32 m7, t12, 0x45512319, m7;\n\t"
-        "madc.hi.cc.u32 m8, t12, 0x45512319, m8;\n\t"
-        "madc.lo.cc.u32 m9, t14, 0x45512319, m9;\n\t"
-        "madc.hi.cc.u32 m10, t14, 0x45512319, m10;\n\t"
-        "addc.u32 m11, 0, 0;\n\t"
-        "mad.lo.cc.u32 m4, t9, 0x45512319, m4;\n\t"
-        "madc.hi.cc.u32 m5, t9, 0x45512319, m5;\n\t"
-        "madc.lo.cc.u32 m6, t11, 0x45512319, m6;\n\t"
-        "madc.hi.cc.u32 m7, t11, 0x45512319, m7;\n\t"
-        "madc.lo.cc.u32 m8, t13, 0x45512319, m8;\n\t"
-        "madc.hi.cc.u32 m9, t13, 0x45512319, m9;\n\t"
-        "madc.lo.cc.u32 m10, t15, 0x45512319, m10;\n\t"
-        "madc.hi.u32 m11, t15, 0x45512319, m11;\n\t"
-        "add.cc.u32 m0, m0, t0;\n\t"
-        "addc.cc.u32 m1, m1, t1;\n\t"
-        "addc.cc.u32 m2, m2, t2;\n\t"
-        "addc.cc.u32 m3, m3, t3;\n\t"
-        "addc.cc.u32 m4, m4, t4;\n\t"
-        "addc.cc.u32 m5, m5, t5;\n\t"
-        "addc.cc.u32 m6, m6, t6;\n\t"
-        "addc.cc.u32 m7, m7, t7;\n\t"
-        "addc.cc.u32 m8, m8, 0;\n\t"
-        "addc.cc.u32 m9, m9, 0;\n\t"
-        "addc.cc.u32 m10, m10, 0;\n\t"
-        "addc.cc.u32 m11, m11, 0;\n\t"
-        "addc.u32 m12, 0, 0;\n\t"
-        "add.cc.u32 m4, m4, t8;\n\t"
-        "addc.cc.u32 m5, m5, t9;\n\t"
-        "addc.cc.u32 m6, m6, t10;\n\t"
-        "addc.cc.u32 m7, m7, t11;\n\t"
-        "addc.cc.u32 m8, m8, t12;\n\t"
-        "addc.cc.u32 m9, m9, t13;\n\t"
-        "addc.cc.u32 m10, m10, t14;\n\t"
-        "addc.cc.u32 m11, m11, t15;\n\t"
-        "addc.u32 m12, m12, 0;\n\t"
-        "mul.lo.u32 q0, m8, 0x2fc9bebf;\n\t"
-        "mul.hi.u32 q1, m8, 0x2fc9bebf;\n\t"
-        "mul.lo.u32 q2, m10, 0x2fc9bebf;\n\t"
-        "mul.hi.u32 q3, m10, 0x2fc9bebf;\n\t"
-        "mul.lo.u32 q4, m12, 0x2fc9bebf;\n\t"
-        "mul.hi.u32 q5, m12, 0x2fc9bebf;\n\t"
-        "mad.lo.cc.u32 q1, m9, 0x2fc9bebf, q1;\n\t"
-        "madc.hi.cc.u32 q2, m9, 0x2fc9bebf, q2;\n\t"
-        "madc.lo.cc.u32 q3, m11, 0x2fc9bebf, q3;\n\t"
-        "madc.hi.cc.u32 q4, m11, 0x2fc9bebf, q4;\n\t"
-        "addc.u32 q5, q5, 0;\n\t"
-        "mad.lo.cc.u32 q2, m9, 0x402da173, q2;\n\t"
-        "madc.hi.cc.u32 q3, m9, 0x402da173, q3;\n\t"
-        "madc.lo.cc.u32 q4, m11, 0x402da173, q4;\n\t"
-        "madc.hi.cc.u32 q5, m11, 0x402da173, q5;\n\t"
-        "addc.u32 q6, 0, 0;\n\t"
-        "mad.lo.cc.u32 q1, m8, 0x402da173, q1;\n\t"
-        "madc.hi.cc.u32 q2, m8, 0x402da173, q2;\n\t"
-        "madc.lo.cc.u32 q3, m10, 0x402da173, q3;\n\t"
-        "madc.hi.cc.u32 q4, m10, 0x402da173, q4;\n\t"
-        "madc.lo.cc.u32 q5, m12, 0x402da173, q5;\n\t"
-        "madc.hi.u32 q6, m12, 0x402da173, q6;\n\t"
-        "mad.lo.cc.u32 q3, m9, 0x50b75fc4, q3;\n\t"
-        "madc.hi.cc.u32 q4, m9, 0x50b75fc4, q4;\n\t"
-        "madc.lo.cc.u32 q5, m11, 0x50b75fc4, q5;\n\t"
-        "madc.hi.cc.u32 q6, m11, 0x50b75fc4, q6;\n\t"
-        "addc.u32 q7, 0, 0;\n\t"
-        "mad.lo.cc.u32 q2, m8, 0x50b75fc4, q2;\n\t"
-        "madc.hi.cc.u32 q3, m8, 0x50b75fc4, q3;\n\t"
-        "madc.lo.cc.u32 q4, m10, 0x50b75fc4, q4;\n\t"
-        "madc.hi.cc.u32 q5, m10, 0x50b75fc4, q5;\n\t"
-        "madc.lo.cc.u32 q6, m12, 0x50b75fc4, q6;\n\t"
-        "madc.hi.u32 q7, m12, 0x50b75fc4, q7;\n\t"
-        "mad.lo.cc.u32 q4, m9, 0x45512319, q4;\n\t"
-        "madc.hi.cc.u32 q5, m9, 0x45512319, q5;\n\t"
-        "madc.lo.cc.u32 q6, m11, 0x45512319, q6;\n\t"
-        "madc.hi.cc.u32 q7, m11, 0x45512319, q7;\n\t"
-        "addc.u32 q8, 0, 0;\n\t"
-        "mad.lo.cc.u32 q3, m8, 0x45512319, q3;\n\t"
-        "madc.hi.cc.u32 q4, m8, 0x45512319, q4;\n\t"
-        "madc.lo.cc.u32 q5, m10, 0x45512319, q5;\n\t"
-        "madc.hi.cc.u32 q6, m10, 0x45512319, q6;\n\t"
-        "madc.lo.cc.u32 q7, m12, 0x45512319, q7;\n\t"
-        "madc.hi.u32 q8, m12, 0x45512319, q8;\n\t"
-        "add.cc.u32 q0, q0, m0;\n\t"
-        "addc.cc.u32 q1, q1, m1;\n\t"
-        "addc.cc.u32 q2, q2, m2;\n\t"
-        "addc.cc.u32 q3, q3, m3;\n\t"
-        "addc.cc.u32 q4, q4, m4;\n\t"
-        "addc.cc.u32 q5, q5, m5;\n\t"
-        "addc.cc.u32 q6, q6, m6;\n\t"
-        "addc.cc.u32 q7, q7, m7;\n\t"
-        "addc.u32 q8, q8, 0;\n\t"
-        "add.cc.u32 q4, q4, m8;\n\t"
-        "addc.cc.u32 q5, q5, m9;\n\t"
-        "addc.cc.u32 q6, q6, m10;\n\t"
-        "addc.cc.u32 q7, q7, m11;\n\t"
-        "addc.u32 q8, q8, m12;\n\t"
-        "mul.lo.u32 s0, q8, 0x2fc9bebf;\n\t"
-        "mul.hi.u32 s1, q8, 0x2fc9bebf;\n\t"
-        "mad.lo.cc.u32 s1, q8, 0x402da173, s1;\n\t"
-        "madc.hi.u32 s2, q8, 0x402da173, 0;\n\t"
-        "mad.lo.cc.u32 s2, q8, 0x50b75fc4, s2;\n\t"
-        "madc.hi.u32 s3, q8, 0x50b75fc4, 0;\n\t"
-        "mad.lo.cc.u32 s3, q8, 0x45512319, s3;\n\t"
-        "madc.hi.u32 s4, q8, 0x45512319, 0;\n\t"
-        "add.cc.u32 s0, s0, q0;\n\t"
-        "addc.cc.u32 s1, s1, q1;\n\t"
-        "addc.cc.u32 s2, s2, q2;\n\t"
-        "addc.cc.u32 s3, s3, q3;\n\t"
-        "addc.cc.u32 s4, s4, q4;\n\t"
-        "addc.cc.u32 s5, q5, 0;\n\t"
-        "addc.cc.u32 s6, q6, 0;\n\t"
-        "addc.cc.u32 s7, q7, 0;\n\t"
-        "addc.u32 s8, 0, 0;\n\t"
-        "add.cc.u32 s4, s4, q8;\n\t"
-        "addc.cc.u32 s5, s5, 0;\n\t"
-        "addc.cc.u32 s6, s6, 0;\n\t"
-        "addc.cc.u32 s7, s7, 0;\n\t"
-        "addc.u32 s8, s8, 0;\n\t"
-        "sub.u32 k, 0, s8;\n\t"
-        "and.b32 c0, k, 0x2fc9bebf;\n\t"
-        "and.b32 c1, k, 0x402da173;\n\t"
-        "and.b32 c2, k, 0x50b75fc4;\n\t"
-        "and.b32 c3, k, 0x45512319;\n\t"
-        "add.cc.u32 s0, s0, c0;\n\t"
-        "addc.cc.u32 s1, s1, c1;\n\t"
-        "addc.cc.u32 s2, s2, c2;\n\t"
-        "addc.cc.u32 s3, s3, c3;\n\t"
-        "addc.cc.u32 s4, s4, s8;\n\t"
-        "addc.cc.u32 s5, s5, 0;\n\t"
-        "addc.cc.u32 s6, s6, 0;\n\t"
-        "addc.u32 s7, s7, 0;\n\t"
-        "add.cc.u32 u0, s0, 0x2fc9bebf;\n\t"
-        "addc.cc.u32 u1, s1, 0x402da173;\n\t"
-        "addc.cc.u32 u2, s2, 0x50b75fc4;\n\t"
-        "addc.cc.u32 u3, s3, 0x45512319;\n\t"
-        "addc.cc.u32 u4, s4, 1;\n\t"
-        "addc.cc.u32 u5, s5, 0;\n\t"
-        "addc.cc.u32 u6, s6, 0;\n\t"
-        "addc.cc.u32 u7, s7, 0;\n\t"
-        "addc.u32 k, 0, 0;\n\t"
-        "sub.u32 k, 0, k;\n\t"
-        "xor.b32 u0, u0, s0;\n\t"
-        "and.b32 u0, u0, k;\n\t"
-        "xor.b32 %0, u0, s0;\n\t"
-        "xor.b32 u1, u1, s1;\n\t"
-        "and.b32 u1, u1, k;\n\t"
-        "xor.b32 %1, u1, s1;\n\t"
-        "xor.b32 u2, u2, s2;\n\t"
-        "and.b32 u2, u2, k;\n\t"
-        "xor.b32 %2, u2, s2;\n\t"
-        "xor.b32 u3, u3, s3;\n\t"
-        "and.b32 u3, u3, k;\n\t"
-        "xor.b32 %3, u3, s3;\n\t"
-        "xor.b32 u4, u4, s4;\n\t"
-        "and.b32 u4, u4, k;\n\t"
-        "xor.b32 %4, u4, s4;\n\t"
-        "xor.b32 u5, u5, s5;\n\t"
-        "and.b32 u5, u5, k;\n\t"
-        "xor.b32 %5, u5, s5;\n\t"
-        "xor.b32 u6, u6, s6;\n\t"
-        "and.b32 u6, u6, k;\n\t"
-        "xor.b32 %6, u6, s6;\n\t"
-        "xor.b32 u7, u7, s7;\n\t"
-        "and.b32 u7, u7, k;\n\t"
-        "xor.b32 %7, u7, s7;\n\t"
+        ".reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, t14, q13, t15, q14, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;\n\t"
+        SV_PTX_MUL512
+        SV_PTX_FE32_REDUCE512
         "}\n\t"
         : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
 #else
-    u32 t0, t1, t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, t14, q13, t15, q14, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, s0, s1, s2, s3, s4, s5, s6, s7, s8, k, c0, c1, c2, c3, u0, u1, u2, u3, u4, u5, u6, u7;
-    u32 cf = 0;
-    (void)cf;
-    { const u64 w_ = u64(u32(u64(a[0]) * b[0])); t0 = u32(w_); }
-    { const u64 w_ = ((u64(a[0]) * b[0]) >> 32); t1 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[0])); t2 = u32(w_); }
-    { const u64 w_ = ((u64(a[2]) * b[0]) >> 32); t3 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[0])); t4 = u32(w_); }
-    { const u64 w_ = ((u64(a[4]) * b[0]) >> 32); t5 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[0])); t6 = u32(w_); }
-    { const u64 w_ = ((u64(a[6]) * b[0]) >> 32); t7 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[0])); q0 = u32(w_); }
-    { const u64 w_ = ((u64(a[1]) * b[0]) >> 32); q1 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[0])); q2 = u32(w_); }
-    { const u64 w_ = ((u64(a[3]) * b[0]) >> 32); q3 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[0])); q4 = u32(w_); }
-    { const u64 w_ = ((u64(a[5]) * b[0]) >> 32); q5 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[0])); q6 = u32(w_); }
-    { const u64 w_ = ((u64(a[7]) * b[0]) >> 32); q7 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[1])) + t2; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[1]) >> 32) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[1])) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[1]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[1])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[1]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[1])) + u32(0u) + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[1]) >> 32) + u32(0u) + cf; t9 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[1])) + q0; q0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[1]) >> 32) + q1 + cf; q1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[1])) + q2 + cf; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[1]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[1])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[1]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[1])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[1]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[2])) + t2; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[2]) >> 32) + t3 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[2])) + t4 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[2]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[2])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[2]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[2])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[2]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[2])) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[2]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[2])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[2]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[2])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[2]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[2])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[2]) >> 32) + u32(0u) + cf; q9 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[3])) + t4; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[3]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[3])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[3]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[3])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[3]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[3])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[3]) >> 32) + u32(0u) + cf; t11 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[3])) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[3]) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[3])) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[3]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[3])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[3]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[3])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[3]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[4])) + t4; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[4]) >> 32) + t5 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[4])) + t6 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[4]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[4])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[4]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[4])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[4]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t12 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[4])) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[4]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[4])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[4]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[4])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[4]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[4])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[4]) >> 32) + u32(0u) + cf; q11 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[5])) + t6; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[5]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[5])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[5]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[5])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[5]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[5])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[5]) >> 32) + u32(0u) + cf; t13 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[5])) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[5]) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[5])) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[5]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[5])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[5]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[5])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[5]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q12 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[6])) + t6; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[6]) >> 32) + t7 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[6])) + t8 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[6]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[6])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[6]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[6])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[6]) >> 32) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; t14 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[6])) + q6; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[6]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[6])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[6]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[6])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[6]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[6])) + q12 + cf; q12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[6]) >> 32) + u32(0u) + cf; q13 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[1]) * b[7])) + t8; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[1]) * b[7]) >> 32) + t9 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[3]) * b[7])) + t10 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[3]) * b[7]) >> 32) + t11 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[5]) * b[7])) + t12 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[5]) * b[7]) >> 32) + t13 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[7]) * b[7])) + t14 + cf; t14 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[7]) * b[7]) >> 32) + u32(0u) + cf; t15 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(a[0]) * b[7])) + q6; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[0]) * b[7]) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[2]) * b[7])) + q8 + cf; q8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[2]) * b[7]) >> 32) + q9 + cf; q9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[4]) * b[7])) + q10 + cf; q10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[4]) * b[7]) >> 32) + q11 + cf; q11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(a[6]) * b[7])) + q12 + cf; q12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(a[6]) * b[7]) >> 32) + q13 + cf; q13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q14 = u32(w_); }
-    { const u64 w_ = u64(t1) + q0; t1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t2) + q1 + cf; t2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t3) + q2 + cf; t3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t4) + q3 + cf; t4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t5) + q4 + cf; t5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t6) + q5 + cf; t6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t7) + q6 + cf; t7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t8) + q7 + cf; t8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t9) + q8 + cf; t9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t10) + q9 + cf; t10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t11) + q10 + cf; t11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t12) + q11 + cf; t12 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t13) + q12 + cf; t13 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t14) + q13 + cf; t14 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(t15) + q14 + cf; t15 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t8) * u32(0x2fc9bebfu))); m0 = u32(w_); }
-    { const u64 w_ = ((u64(t8) * u32(0x2fc9bebfu)) >> 32); m1 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t10) * u32(0x2fc9bebfu))); m2 = u32(w_); }
-    { const u64 w_ = ((u64(t10) * u32(0x2fc9bebfu)) >> 32); m3 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t12) * u32(0x2fc9bebfu))); m4 = u32(w_); }
-    { const u64 w_ = ((u64(t12) * u32(0x2fc9bebfu)) >> 32); m5 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t14) * u32(0x2fc9bebfu))); m6 = u32(w_); }
-    { const u64 w_ = ((u64(t14) * u32(0x2fc9bebfu)) >> 32); m7 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t9) * u32(0x2fc9bebfu))) + m1; m1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t9) * u32(0x2fc9bebfu)) >> 32) + m2 + cf; m2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t11) * u32(0x2fc9bebfu))) + m3 + cf; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t11) * u32(0x2fc9bebfu)) >> 32) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t13) * u32(0x2fc9bebfu))) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t13) * u32(0x2fc9bebfu)) >> 32) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t15) * u32(0x2fc9bebfu))) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t15) * u32(0x2fc9bebfu)) >> 32) + u32(0u) + cf; m8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t8) * u32(0x402da173u))) + m1; m1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t8) * u32(0x402da173u)) >> 32) + m2 + cf; m2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t10) * u32(0x402da173u))) + m3 + cf; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t10) * u32(0x402da173u)) >> 32) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t12) * u32(0x402da173u))) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t12) * u32(0x402da173u)) >> 32) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t14) * u32(0x402da173u))) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t14) * u32(0x402da173u)) >> 32) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; m9 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t9) * u32(0x402da173u))) + m2; m2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t9) * u32(0x402da173u)) >> 32) + m3 + cf; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t11) * u32(0x402da173u))) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t11) * u32(0x402da173u)) >> 32) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t13) * u32(0x402da173u))) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t13) * u32(0x402da173u)) >> 32) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t15) * u32(0x402da173u))) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t15) * u32(0x402da173u)) >> 32) + m9 + cf; m9 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t8) * u32(0x50b75fc4u))) + m2; m2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t8) * u32(0x50b75fc4u)) >> 32) + m3 + cf; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t10) * u32(0x50b75fc4u))) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t10) * u32(0x50b75fc4u)) >> 32) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t12) * u32(0x50b75fc4u))) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t12) * u32(0x50b75fc4u)) >> 32) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t14) * u32(0x50b75fc4u))) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t14) * u32(0x50b75fc4u)) >> 32) + m9 + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; m10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t9) * u32(0x50b75fc4u))) + m3; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t9) * u32(0x50b75fc4u)) >> 32) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t11) * u32(0x50b75fc4u))) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t11) * u32(0x50b75fc4u)) >> 32) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t13) * u32(0x50b75fc4u))) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t13) * u32(0x50b75fc4u)) >> 32) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t15) * u32(0x50b75fc4u))) + m9 + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t15) * u32(0x50b75fc4u)) >> 32) + m10 + cf; m10 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t8) * u32(0x45512319u))) + m3; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t8) * u32(0x45512319u)) >> 32) + m4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t10) * u32(0x45512319u))) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t10) * u32(0x45512319u)) >> 32) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t12) * u32(0x45512319u))) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t12) * u32(0x45512319u)) >> 32) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t14) * u32(0x45512319u))) + m9 + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t14) * u32(0x45512319u)) >> 32) + m10 + cf; m10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; m11 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(t9) * u32(0x45512319u))) + m4; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t9) * u32(0x45512319u)) >> 32) + m5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t11) * u32(0x45512319u))) + m6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t11) * u32(0x45512319u)) >> 32) + m7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t13) * u32(0x45512319u))) + m8 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t13) * u32(0x45512319u)) >> 32) + m9 + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(t15) * u32(0x45512319u))) + m10 + cf; m10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(t15) * u32(0x45512319u)) >> 32) + m11 + cf; m11 = u32(w_); }
-    { const u64 w_ = u64(m0) + t0; m0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m1) + t1 + cf; m1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m2) + t2 + cf; m2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m3) + t3 + cf; m3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m4) + t4 + cf; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m5) + t5 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m6) + t6 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m7) + t7 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m8) + u32(0u) + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m9) + u32(0u) + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m10) + u32(0u) + cf; m10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m11) + u32(0u) + cf; m11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; m12 = u32(w_); }
-    { const u64 w_ = u64(m4) + t8; m4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m5) + t9 + cf; m5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m6) + t10 + cf; m6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m7) + t11 + cf; m7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m8) + t12 + cf; m8 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m9) + t13 + cf; m9 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m10) + t14 + cf; m10 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m11) + t15 + cf; m11 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(m12) + u32(0u) + cf; m12 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(m8) * u32(0x2fc9bebfu))); q0 = u32(w_); }
-    { const u64 w_ = ((u64(m8) * u32(0x2fc9bebfu)) >> 32); q1 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(m10) * u32(0x2fc9bebfu))); q2 = u32(w_); }
-    { const u64 w_ = ((u64(m10) * u32(0x2fc9bebfu)) >> 32); q3 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(m12) * u32(0x2fc9bebfu))); q4 = u32(w_); }
-    { const u64 w_ = ((u64(m12) * u32(0x2fc9bebfu)) >> 32); q5 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(m9) * u32(0x2fc9bebfu))) + q1; q1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m9) * u32(0x2fc9bebfu)) >> 32) + q2 + cf; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(m11) * u32(0x2fc9bebfu))) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m11) * u32(0x2fc9bebfu)) >> 32) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q5) + u32(0u) + cf; q5 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(m9) * u32(0x402da173u))) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m9) * u32(0x402da173u)) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(m11) * u32(0x402da173u))) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m11) * u32(0x402da173u)) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q6 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(m8) * u32(0x402da173u))) + q1; q1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m8) * u32(0x402da173u)) >> 32) + q2 + cf; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(m10) * u32(0x402da173u))) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m10) * u32(0x402da173u)) >> 32) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(m12) * u32(0x402da173u))) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m12) * u32(0x402da173u)) >> 32) + q6 + cf; q6 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(m9) * u32(0x50b75fc4u))) + q3; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m9) * u32(0x50b75fc4u)) >> 32) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(m11) * u32(0x50b75fc4u))) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m11) * u32(0x50b75fc4u)) >> 32) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q7 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(m8) * u32(0x50b75fc4u))) + q2; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m8) * u32(0x50b75fc4u)) >> 32) + q3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(m10) * u32(0x50b75fc4u))) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m10) * u32(0x50b75fc4u)) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(m12) * u32(0x50b75fc4u))) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m12) * u32(0x50b75fc4u)) >> 32) + q7 + cf; q7 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(m9) * u32(0x45512319u))) + q4; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m9) * u32(0x45512319u)) >> 32) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(m11) * u32(0x45512319u))) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m11) * u32(0x45512319u)) >> 32) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; q8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(m8) * u32(0x45512319u))) + q3; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m8) * u32(0x45512319u)) >> 32) + q4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(m10) * u32(0x45512319u))) + q5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m10) * u32(0x45512319u)) >> 32) + q6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(u64(m12) * u32(0x45512319u))) + q7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(m12) * u32(0x45512319u)) >> 32) + q8 + cf; q8 = u32(w_); }
-    { const u64 w_ = u64(q0) + m0; q0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q1) + m1 + cf; q1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q2) + m2 + cf; q2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q3) + m3 + cf; q3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q4) + m4 + cf; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q5) + m5 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q6) + m6 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q7) + m7 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q8) + u32(0u) + cf; q8 = u32(w_); }
-    { const u64 w_ = u64(q4) + m8; q4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q5) + m9 + cf; q5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q6) + m10 + cf; q6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q7) + m11 + cf; q7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q8) + m12 + cf; q8 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(q8) * u32(0x2fc9bebfu))); s0 = u32(w_); }
-    { const u64 w_ = ((u64(q8) * u32(0x2fc9bebfu)) >> 32); s1 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(q8) * u32(0x402da173u))) + s1; s1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(q8) * u32(0x402da173u)) >> 32) + u32(0u) + cf; s2 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(q8) * u32(0x50b75fc4u))) + s2; s2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(q8) * u32(0x50b75fc4u)) >> 32) + u32(0u) + cf; s3 = u32(w_); }
-    { const u64 w_ = u64(u32(u64(q8) * u32(0x45512319u))) + s3; s3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = ((u64(q8) * u32(0x45512319u)) >> 32) + u32(0u) + cf; s4 = u32(w_); }
-    { const u64 w_ = u64(s0) + q0; s0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s1) + q1 + cf; s1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s2) + q2 + cf; s2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s3) + q3 + cf; s3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s4) + q4 + cf; s4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q5) + u32(0u) + cf; s5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q6) + u32(0u) + cf; s6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(q7) + u32(0u) + cf; s7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; s8 = u32(w_); }
-    { const u64 w_ = u64(s4) + q8; s4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s5) + u32(0u) + cf; s5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s6) + u32(0u) + cf; s6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s7) + u32(0u) + cf; s7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s8) + u32(0u) + cf; s8 = u32(w_); }
-    { const u64 w_ = u64(u32(0u)) - s8; k = u32(w_); }
-    { const u64 w_ = u64(k & u32(0x2fc9bebfu)); c0 = u32(w_); }
-    { const u64 w_ = u64(k & u32(0x402da173u)); c1 = u32(w_); }
-    { const u64 w_ = u64(k & u32(0x50b75fc4u)); c2 = u32(w_); }
-    { const u64 w_ = u64(k & u32(0x45512319u)); c3 = u32(w_); }
-    { const u64 w_ = u64(s0) + c0; s0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s1) + c1 + cf; s1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s2) + c2 + cf; s2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s3) + c3 + cf; s3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s4) + s8 + cf; s4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s5) + u32(0u) + cf; s5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s6) + u32(0u) + cf; s6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s7) + u32(0u) + cf; s7 = u32(w_); }
-    { const u64 w_ = u64(s0) + u32(0x2fc9bebfu); u0 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s1) + u32(0x402da173u) + cf; u1 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s2) + u32(0x50b75fc4u) + cf; u2 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s3) + u32(0x45512319u) + cf; u3 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s4) + u32(1u) + cf; u4 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s5) + u32(0u) + cf; u5 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s6) + u32(0u) + cf; u6 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(s7) + u32(0u) + cf; u7 = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; k = u32(w_); }
-    { const u64 w_ = u64(u32(0u)) - k; k = u32(w_); }
-    { const u64 w_ = u64(u0 ^ s0); u0 = u32(w_); }
-    { const u64 w_ = u64(u0 & k); u0 = u32(w_); }
-    { const u64 w_ = u64(u0 ^ s0); r[0] = u32(w_); }
-    { const u64 w_ = u64(u1 ^ s1); u1 = u32(w_); }
-    { const u64 w_ = u64(u1 & k); u1 = u32(w_); }
-    { const u64 w_ = u64(u1 ^ s1); r[1] = u32(w_); }
-    { const u64 w_ = u64(u2 ^ s2); u2 = u32(w_); }
-    { const u64 w_ = u64(u2 & k); u2 = u32(w_); }
-    { const u64 w_ = u64(u2 ^ s2); r[2] = u32(w_); }
-    { const u64 w_ = u64(u3 ^ s3); u3 = u32(w_); }
-    { const u64 w_ = u64(u3 & k); u3 = u32(w_); }
-    { const u64 w_ = u64(u3 ^ s3); r[3] = u32(w_); }
-    { const u64 w_ = u64(u4 ^ s4); u4 = u32(w_); }
-    { const u64 w_ = u64(u4 & k); u4 = u32(w_); }
-    { const u64 w_ = u64(u4 ^ s4); r[4] = u32(w_); }
-    { const u64 w_ = u64(u5 ^ s5); u5 = u32(w_); }
-    { const u64 w_ = u64(u5 & k); u5 = u32(w_); }
-    { const u64 w_ = u64(u5 ^ s5); r[5] = u32(w_); }
-    { const u64 w_ = u64(u6 ^ s6); u6 = u32(w_); }
-    { const u64 w_ = u64(u6 & k); u6 = u32(w_); }
-    { const u64 w_ = u64(u6 ^ s6); r[6] = u32(w_); }
-    { const u64 w_ = u64(u7 ^ s7); u7 = u32(w_); }
-    { const u64 w_ = u64(u7 & k); u7 = u32(w_); }
-    { const u64 w_ = u64(u7 ^ s7); r[7] = u32(w_); }
+    u32 t[16];
+    mul512_limbs(t, a, b);
+    fe32_reduce512_limbs(r, t);
+#endif
+}
+
+// r = a^2 (mod p), weakly reduced:
+// sqr512_limbs then fe32_reduce512_limbs, 155 instructions.
+SV_HD void fe32_sqr_limbs(u32 r[8], const u32 a[8]) {
+#if defined(__CUDA_ARCH__)
+    asm("{\n\t"
+        ".reg .u32 t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, q13, t1, t14, t15, t0, w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;\n\t"
+        SV_PTX_SQR512
+        SV_PTX_FE32_REDUCE512
+        "}\n\t"
+        : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]));
+#else
+    u32 t[16];
+    sqr512_limbs(t, a);
+    fe32_reduce512_limbs(r, t);
+#endif
+}
+
+// r = a * b (mod n), fully reduced (< n) for any 256-bit inputs:
+// mul512_limbs then sc32_reduce512_limbs, 366 instructions.
+SV_HD void sc32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
+#if defined(__CUDA_ARCH__)
+    asm("{\n\t"
+        ".reg .u32 t0, t1, t2, t3, t4, t5, t6, t7, q0, q1, q2, q3, q4, q5, q6, q7, t8, t9, q8, t10, q9, t11, q10, t12, q11, t13, q12, t14, q13, t15, q14, m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, s0, s1, s2, s3, s4, s5, s6, s7, s8, k, c0, c1, c2, c3, u0, u1, u2, u3, u4, u5, u6, u7;\n\t"
+        SV_PTX_MUL512
+        SV_PTX_SC32_REDUCE512
+        "}\n\t"
+        : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
+#else
+    u32 t[16];
+    mul512_limbs(t, a, b);
+    sc32_reduce512_limbs(r, t);
 #endif
 }
 

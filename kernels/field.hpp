@@ -8,10 +8,12 @@
 // (0 <= v < p) after every operation, so equality is limb equality and parity
 // is bit 0. Reduction uses 2^256 = 0x1000003D1 (mod p): the high half of a
 // product is multiplied by that 33-bit constant and folded onto the low half
-// twice, then one conditional subtraction of p.
+// twice, then one conditional subtraction of p. What it does exactly as the
+// scalars do (zero and equality tests, the conditional subtraction, addition,
+// parse, output) is u256.hpp's, given 2^256 - p.
 #pragma once
 
-#include "kernels/sv_hd.hpp"
+#include "kernels/u256.hpp"
 
 namespace sigverify::kernels {
 
@@ -21,8 +23,9 @@ struct Fe {
 
 // 2^256 - p
 constexpr u64 kFeC = 0x1000003D1ull;
-constexpr u64 kP0 = 0xFFFFFFFEFFFFFC2Full;
-constexpr u64 kPHigh = 0xFFFFFFFFFFFFFFFFull;  // limbs 1..3 of p
+
+// 2^256 - p, as u256.hpp's arithmetic mod p takes it.
+SV_HD U256 fe_complement() { return U256{{kFeC, 0, 0, 0}}; }
 
 // beta: a cube root of unity mod p matching sc_lambda().
 SV_HD Fe fe_beta() {
@@ -41,47 +44,18 @@ SV_HD Fe fe_zero() { return Fe{{0, 0, 0, 0}}; }
 SV_HD Fe fe_one() { return Fe{{1, 0, 0, 0}}; }
 SV_HD Fe fe_from_u64(u64 x) { return Fe{{x, 0, 0, 0}}; }
 
-SV_HD bool fe_is_zero(const Fe& a) { return (a.v[0] | a.v[1] | a.v[2] | a.v[3]) == 0; }
-SV_HD bool fe_equal(const Fe& a, const Fe& b) {
-    return ((a.v[0] ^ b.v[0]) | (a.v[1] ^ b.v[1]) | (a.v[2] ^ b.v[2]) | (a.v[3] ^ b.v[3])) == 0;
-}
+SV_HD bool fe_is_zero(const Fe& a) { return u256_is_zero(a.v); }
+SV_HD bool fe_equal(const Fe& a, const Fe& b) { return u256_equal(a.v, b.v); }
 SV_HD bool fe_is_odd(const Fe& a) { return (a.v[0] & 1) != 0; }
 
-// True when the 256-bit value in limbs is >= p.
-SV_HD bool limbs_ge_p(const u64 v[4]) {
-    return (v[3] == kPHigh) & (v[2] == kPHigh) & (v[1] == kPHigh) & (v[0] >= kP0);
-}
-
 // r = v mod p for any 256-bit v (v < 2^256 < 2p, one subtraction).
-SV_HD void fe_reduce_once(Fe& r, const u64 v[4]) {
-    // v >= p  <=>  v + C >= 2^256
-    u64 t[4];
-    u64 c = addc(v[0], kFeC, 0, t[0]);
-    c = addc(v[1], 0, c, t[1]);
-    c = addc(v[2], 0, c, t[2]);
-    c = addc(v[3], 0, c, t[3]);
-    const u64 mask = 0 - c;  // all ones when v >= p
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) r.v[i] = (t[i] & mask) | (v[i] & ~mask);
-}
+SV_HD void fe_reduce_once(Fe& r, const u64 v[4]) { u256_reduce_once(r.v, v, 0, fe_complement()); }
 
 // Reads 32 big-endian bytes. Returns false (and r = value mod p) when the
 // value is >= p.
-SV_HD bool fe_set_b32(Fe& r, const u8* b) {
-    u64 v[4];
-    read_u256(v, b, ByteOrder::big);
-    const bool overflow = limbs_ge_p(v);
-    fe_reduce_once(r, v);
-    return !overflow;
-}
+SV_HD bool fe_set_b32(Fe& r, const u8* b) { return !u256_set_bytes_mod(r.v, b, ByteOrder::big, fe_complement()); }
 
-SV_HD void fe_get_b32(u8* b, const Fe& a) {
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        SV_UNROLL
-        for (int j = 0; j < 8; ++j) b[(3 - i) * 8 + j] = u8(a.v[i] >> (56 - 8 * j));
-    }
-}
+SV_HD void fe_get_b32(u8* b, const Fe& a) { write_u256_be(b, a.v); }
 
 // r = (w + top 2^256) mod p for top < 2^34: top * C < 2^68 is added once; a
 // carry out means the value wrapped, and the rest is then tiny, so adding C
@@ -134,22 +108,7 @@ SV_HD void fe_sqr(Fe& r, const Fe& a) {
     fe_reduce512(r, t);
 }
 
-SV_HD void fe_add(Fe& r, const Fe& a, const Fe& b) {
-    u64 s[4];
-    u64 c = addc(a.v[0], b.v[0], 0, s[0]);
-    c = addc(a.v[1], b.v[1], c, s[1]);
-    c = addc(a.v[2], b.v[2], c, s[2]);
-    c = addc(a.v[3], b.v[3], c, s[3]);
-    // s + 2^256*c >= p  <=>  c or s + C overflows
-    u64 t[4];
-    u64 d = addc(s[0], kFeC, 0, t[0]);
-    d = addc(s[1], 0, d, t[1]);
-    d = addc(s[2], 0, d, t[2]);
-    d = addc(s[3], 0, d, t[3]);
-    const u64 mask = 0 - (c | d);
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) r.v[i] = (t[i] & mask) | (s[i] & ~mask);
-}
+SV_HD void fe_add(Fe& r, const Fe& a, const Fe& b) { u256_add_mod(r.v, a.v, b.v, fe_complement()); }
 
 SV_HD void fe_sub(Fe& r, const Fe& a, const Fe& b) {
     u64 d[4];
@@ -190,10 +149,12 @@ SV_HD void fe_sqr_n(Fe& r, const Fe& a, int n) {
 // both field representations F (Fe here, Fe32 in kernel v2): they call
 // fe_sqr / fe_mul / fe_sqr_n, which overload resolution finds for F.
 //
-// Shared start: x223 = a^(2^223 - 1), x2 = a^3 and x22 = a^(2^22 - 1).
+// Shared start: x246 = a^(2^246 - 2^22 - 1), the exponent bits
+// [223 ones] 0 [22 ones] that p - 2 and (p + 1)/4 both begin with, and
+// x2 = a^3, which both tails use again.
 template <class F>
-SV_HD void fe_chain_223(F& x223, F& x2, F& x22, const F& a) {
-    F x3, x6, x9, x11, x44, x88, x176, x220, t;
+SV_HD void fe_chain_246(F& x246, F& x2, const F& a) {
+    F x3, x6, x9, x11, x22, x44, x88, x176, x220, x223, t;
     fe_sqr(t, a);
     fe_mul(x2, t, a);
     fe_sqr(t, x2);
@@ -216,15 +177,15 @@ SV_HD void fe_chain_223(F& x223, F& x2, F& x22, const F& a) {
     fe_mul(x220, t, x44);
     fe_sqr_n(t, x220, 3);
     fe_mul(x223, t, x3);
+    fe_sqr_n(t, x223, 23);
+    fe_mul(x246, t, x22);
 }
 
-// r = a^(p-2) from the chain's start. p - 2 = [223 ones] 0 [22 ones] 0000 1 0 11 0 1
+// r = a^(p-2) from the chain's start. p - 2 = [x246's 246 bits] 0000 1 0 11 0 1
 template <class F>
-SV_HD void fe_chain_inv_tail(F& r, const F& x223, const F& x2, const F& x22, const F& a) {
+SV_HD void fe_chain_inv_tail(F& r, const F& x246, const F& x2, const F& a) {
     F t;
-    fe_sqr_n(t, x223, 23);
-    fe_mul(t, t, x22);
-    fe_sqr_n(t, t, 5);
+    fe_sqr_n(t, x246, 5);
     fe_mul(t, t, a);
     fe_sqr_n(t, t, 3);
     fe_mul(t, t, x2);
@@ -232,32 +193,30 @@ SV_HD void fe_chain_inv_tail(F& r, const F& x223, const F& x2, const F& x22, con
     fe_mul(r, t, a);
 }
 
-// r = a^((p+1)/4) from the chain's start. (p+1)/4 = [223 ones] 0 [22 ones] 0000 11 00
+// r = a^((p+1)/4) from the chain's start. (p+1)/4 = [x246's 246 bits] 0000 11 00
 template <class F>
-SV_HD void fe_chain_sqrt_tail(F& r, const F& x223, const F& x2, const F& x22) {
+SV_HD void fe_chain_sqrt_tail(F& r, const F& x246, const F& x2) {
     F t;
-    fe_sqr_n(t, x223, 23);
-    fe_mul(t, t, x22);
-    fe_sqr_n(t, t, 6);
+    fe_sqr_n(t, x246, 6);
     fe_mul(t, t, x2);
     fe_sqr_n(r, t, 2);
 }
 
 // The exact path's chain start (a real call when a device compiles it).
-SV_HD_NOINLINE void fe_pow_chain_223(Fe& x223, Fe& x2, Fe& x22, const Fe& a) { fe_chain_223(x223, x2, x22, a); }
+SV_HD_NOINLINE void fe_pow_chain_246(Fe& x246, Fe& x2, const Fe& a) { fe_chain_246(x246, x2, a); }
 
 // r = a^(p-2) = 1/a (0 maps to 0).
 SV_HD void fe_inv(Fe& r, const Fe& a) {
-    Fe x223, x2, x22;
-    fe_pow_chain_223(x223, x2, x22, a);
-    fe_chain_inv_tail(r, x223, x2, x22, a);
+    Fe x246, x2;
+    fe_pow_chain_246(x246, x2, a);
+    fe_chain_inv_tail(r, x246, x2, a);
 }
 
 // r = a^((p+1)/4); returns true when r^2 == a (a is a square).
 SV_HD bool fe_sqrt(Fe& r, const Fe& a) {
-    Fe x223, x2, x22, t;
-    fe_pow_chain_223(x223, x2, x22, a);
-    fe_chain_sqrt_tail(r, x223, x2, x22);
+    Fe x246, x2, t;
+    fe_pow_chain_246(x246, x2, a);
+    fe_chain_sqrt_tail(r, x246, x2);
     fe_sqr(t, r);
     return fe_equal(t, a);
 }

@@ -6,10 +6,12 @@
 // constant) until the value fits 256 bits, then one conditional subtraction.
 // Also holds the one scalar parser and the GLV split k = k1 + k2 * lambda
 // (mod n). Shared by the GPU ladder and the exact path; the inversion is the
-// divsteps one of scalar32.hpp.
+// divsteps one of scalar32.hpp. What it does exactly as the field does (zero
+// and equality tests, the conditional subtraction, addition, parse, output)
+// is u256.hpp's, given 2^256 - n.
 #pragma once
 
-#include "kernels/sv_hd.hpp"
+#include "kernels/u256.hpp"
 
 namespace sigverify::kernels {
 
@@ -34,10 +36,11 @@ constexpr u64 kNH3 = 0x7FFFFFFFFFFFFFFFull;
 
 SV_HD Sc sc_zero() { return Sc{{0, 0, 0, 0}}; }
 SV_HD Sc sc_one() { return Sc{{1, 0, 0, 0}}; }
-SV_HD bool sc_is_zero(const Sc& a) { return (a.v[0] | a.v[1] | a.v[2] | a.v[3]) == 0; }
-SV_HD bool sc_equal(const Sc& a, const Sc& b) {
-    return ((a.v[0] ^ b.v[0]) | (a.v[1] ^ b.v[1]) | (a.v[2] ^ b.v[2]) | (a.v[3] ^ b.v[3])) == 0;
-}
+SV_HD bool sc_is_zero(const Sc& a) { return u256_is_zero(a.v); }
+SV_HD bool sc_equal(const Sc& a, const Sc& b) { return u256_equal(a.v, b.v); }
+
+// 2^256 - n, as u256.hpp's arithmetic mod n takes it.
+SV_HD U256 sc_complement() { return U256{{kNC0, kNC1, kNC2, 0}}; }
 
 // Compares two 256-bit limb arrays: a > b.
 SV_HD bool limbs_gt(const u64 a[4], const u64 b[4]) {
@@ -47,57 +50,21 @@ SV_HD bool limbs_gt(const u64 a[4], const u64 b[4]) {
     return false;
 }
 
-SV_HD bool limbs_ge_n(const u64 v[4]) {
-    // v >= n  <=>  v + (2^256 - n) overflows
-    u64 t;
-    u64 c = addc(v[0], kNC0, 0, t);
-    c = addc(v[1], kNC1, c, t);
-    c = addc(v[2], kNC2, c, t);
-    c = addc(v[3], 0, c, t);
-    return c != 0;
-}
-
 // r = v mod n for a 256-bit v, plus a carry bit c (value = v + c * 2^256),
 // provided the value is < 2n.
-SV_HD void sc_reduce_once(Sc& r, const u64 v[4], u64 carry) {
-    u64 t[4];
-    u64 c = addc(v[0], kNC0, 0, t[0]);
-    c = addc(v[1], kNC1, c, t[1]);
-    c = addc(v[2], kNC2, c, t[2]);
-    c = addc(v[3], 0, c, t[3]);
-    const u64 mask = 0 - (c | carry);
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) r.v[i] = (t[i] & mask) | (v[i] & ~mask);
-}
+SV_HD void sc_reduce_once(Sc& r, const u64 v[4], u64 carry) { u256_reduce_once(r.v, v, carry, sc_complement()); }
 
 // The one scalar parser of the kernels (GPU ladder, host twin, exact path).
 // Returns true when the value was >= n; r is then the value reduced mod n
 // (as libsecp256k1's secp256k1_scalar_set_b32): the verifiers reject r, s >= n
 // on the flag and reduce the hash silently.
 SV_HD bool sc_set_bytes(Sc& r, const u8* b, ByteOrder order) {
-    u64 v[4];
-    read_u256(v, b, order);
-    const bool overflow = limbs_ge_n(v);
-    sc_reduce_once(r, v, 0);
-    return overflow;
+    return u256_set_bytes_mod(r.v, b, order, sc_complement());
 }
 
-SV_HD void sc_get_b32(u8* b, const Sc& a) {
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        SV_UNROLL
-        for (int j = 0; j < 8; ++j) b[(3 - i) * 8 + j] = u8(a.v[i] >> (56 - 8 * j));
-    }
-}
+SV_HD void sc_get_b32(u8* b, const Sc& a) { write_u256_be(b, a.v); }
 
-SV_HD void sc_add(Sc& r, const Sc& a, const Sc& b) {
-    u64 s[4];
-    u64 c = addc(a.v[0], b.v[0], 0, s[0]);
-    c = addc(a.v[1], b.v[1], c, s[1]);
-    c = addc(a.v[2], b.v[2], c, s[2]);
-    c = addc(a.v[3], b.v[3], c, s[3]);
-    sc_reduce_once(r, s, c);
-}
+SV_HD void sc_add(Sc& r, const Sc& a, const Sc& b) { u256_add_mod(r.v, a.v, b.v, sc_complement()); }
 
 SV_HD void sc_neg(Sc& r, const Sc& a) {
     // n - a, and 0 stays 0
@@ -162,13 +129,6 @@ SV_HD void sc_mul(Sc& r, const Sc& a, const Sc& b) {
     SV_COUNT_OP(sc_mul);
     u64 t[8];
     mul_wide(t, a.v, b.v);
-    sc_reduce512(r, t);
-}
-
-SV_HD void sc_sqr(Sc& r, const Sc& a) {
-    SV_COUNT_OP(sc_sqr);
-    u64 t[8];
-    sqr_wide(t, a.v);
     sc_reduce512(r, t);
 }
 

@@ -28,15 +28,17 @@ SV_HD u32 sha_k(int i) {
     return k[i];
 }
 
+// Sets the state to a known start: the IV, or a midstate. Unrolled over a
+// local constant table, so on the device the words are immediates.
+SV_HD void sha256_set_state(u32 s[8], const u32 (&start)[8]) {
+    SV_UNROLL
+    for (int i = 0; i < 8; ++i) s[i] = start[i];
+}
+
 SV_HD void sha256_init(u32 s[8]) {
-    s[0] = 0x6a09e667u;
-    s[1] = 0xbb67ae85u;
-    s[2] = 0x3c6ef372u;
-    s[3] = 0xa54ff53au;
-    s[4] = 0x510e527fu;
-    s[5] = 0x9b05688cu;
-    s[6] = 0x1f83d9abu;
-    s[7] = 0x5be0cd19u;
+    const u32 iv[8] = {0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au,
+                       0x510e527fu, 0x9b05688cu, 0x1f83d9abu, 0x5be0cd19u};
+    sha256_set_state(s, iv);
 }
 
 // One 64-byte block, as 16 big-endian words, into the state. Inline: with
@@ -133,14 +135,9 @@ SV_HD void sha256(u8 out[32], const u8* data, size_t len) {
 // State after absorbing SHA256("BIP0340/challenge") twice (one 64-byte
 // block): the start of every BIP-340 challenge hash.
 SV_HD void bip340_challenge_midstate(u32 s[8]) {
-    s[0] = 0x9cecba11u;
-    s[1] = 0x23925381u;
-    s[2] = 0x11679112u;
-    s[3] = 0xd1627e0fu;
-    s[4] = 0x97c87550u;
-    s[5] = 0x003cc765u;
-    s[6] = 0x90f61164u;
-    s[7] = 0x33e9b66au;
+    const u32 midstate[8] = {0x9cecba11u, 0x23925381u, 0x11679112u, 0xd1627e0fu,
+                             0x97c87550u, 0x003cc765u, 0x90f61164u, 0x33e9b66au};
+    sha256_set_state(s, midstate);
 }
 
 // tagged_hash("BIP0340/challenge", rx || px || msg) with 32-byte parts: two

@@ -45,7 +45,7 @@
 #if defined(SV_COUNT_FIELD_OPS) && !defined(__CUDA_ARCH__)
 namespace sigverify::kernels {
 struct OpCounts {
-    unsigned long long fe_mul = 0, fe_sqr = 0, sc_mul = 0, sc_sqr = 0;
+    unsigned long long fe_mul = 0, fe_sqr = 0, sc_mul = 0;
 };
 inline thread_local OpCounts g_op_counts;
 }  // namespace sigverify::kernels
@@ -115,24 +115,6 @@ SV_HD u64 subb(u64 a, u64 b, u64 bin, u64& d) {
     return b1 | b2;
 }
 
-// How a 32-byte value is stored in a record: big-endian (keys, the hash,
-// BIP-340's values, compact ECDSA) or little-endian (the opaque ECDSA
-// encoding).
-enum class ByteOrder { big, little };
-
-// The one reader of a record's 32-byte values: v[0] the least significant
-// 64-bit limb. The field and scalar parsers both read through it.
-SV_HD void read_u256(u64 v[4], const u8* b, ByteOrder order) {
-    const bool little = order == ByteOrder::little;
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        u64 w = 0;
-        SV_UNROLL
-        for (int j = 0; j < 8; ++j) w |= u64(little ? b[i * 8 + j] : b[(3 - i) * 8 + 7 - j]) << (8 * j);
-        v[i] = w;
-    }
-}
-
 // Three-word accumulator (c0 low) used by the column-wise products. Two
 // definitions with identical results: AccCarry builds the carries from
 // 64-bit additions (the device's form), AccWide uses unsigned __int128 (the
@@ -141,29 +123,25 @@ SV_HD void read_u256(u64 v[4], const u8* b, ByteOrder order) {
 struct AccCarry {
     u64 c0 = 0, c1 = 0, c2 = 0;
 
-    SV_HD void mac(u64 a, u64 b) {
-        u64 lo, hi;
-        mul64(a, b, lo, hi);
+    // Adds hi * 2^64 + lo: the one carry chain every other member runs.
+    SV_HD void add_wide(u64 lo, u64 hi) {
         u64 c = addc(c0, lo, 0, c0);
         c = addc(c1, hi, c, c1);
         c2 += c;
+    }
+    SV_HD void mac(u64 a, u64 b) {
+        u64 lo, hi;
+        mul64(a, b, lo, hi);
+        add_wide(lo, hi);
     }
     // Adds 2*a*b: one multiply, two additions.
     SV_HD void mac2(u64 a, u64 b) {
         u64 lo, hi;
         mul64(a, b, lo, hi);
-        u64 c = addc(c0, lo, 0, c0);
-        c = addc(c1, hi, c, c1);
-        c2 += c;
-        c = addc(c0, lo, 0, c0);
-        c = addc(c1, hi, c, c1);
-        c2 += c;
+        add_wide(lo, hi);
+        add_wide(lo, hi);
     }
-    SV_HD void add(u64 a) {
-        u64 c = addc(c0, a, 0, c0);
-        c = addc(c1, 0, c, c1);
-        c2 += c;
-    }
+    SV_HD void add(u64 a) { add_wide(a, 0); }
     // Returns the low word and shifts the accumulator down by 64 bits.
     SV_HD u64 take() {
         const u64 r = c0;
@@ -179,22 +157,18 @@ struct AccWide {
     u128_host lo = 0;  // c0 + c1 * 2^64
     u64 c2 = 0;
 
-    SV_HD void mac(u64 a, u64 b) {
-        const u128_host t = u128_host(a) * b;
+    // Adds t (< 2^128): the carry out of lo goes to c2.
+    SV_HD void add_wide(u128_host t) {
         lo += t;
         c2 += lo < t;
     }
+    SV_HD void mac(u64 a, u64 b) { add_wide(u128_host(a) * b); }
     SV_HD void mac2(u64 a, u64 b) {
         const u128_host t = u128_host(a) * b;
-        lo += t;
-        c2 += lo < t;
-        lo += t;
-        c2 += lo < t;
+        add_wide(t);
+        add_wide(t);
     }
-    SV_HD void add(u64 a) {
-        lo += a;
-        c2 += lo < a;
-    }
+    SV_HD void add(u64 a) { add_wide(a); }
     SV_HD u64 take() {
         const u64 r = u64(lo);
         lo = (lo >> 64) | (u128_host(c2) << 64);
@@ -210,37 +184,43 @@ using Acc = AccCarry;
 using Acc = AccWide;
 #endif
 
-// 256 x 256 -> 512 bit product, little-endian 64-bit limbs.
-template <class A = Acc>
-SV_HD void mul_256x256(u64 r[8], const u64 a[4], const u64 b[4]) {
+// The column loop of the products below: column k of the 512-bit result gets
+// what column(acc, k) adds (every a_i * b_j with i + j = k), then its low word
+// is taken and the rest carried into column k + 1.
+template <class A, class Column>
+SV_HD void product_columns(u64 r[8], Column column) {
     A acc;
     SV_UNROLL
     for (int k = 0; k < 7; ++k) {
-        SV_UNROLL
-        for (int i = 0; i < 4; ++i) {
-            const int j = k - i;
-            if (j >= 0 && j < 4) acc.mac(a[i], b[j]);
-        }
+        column(acc, k);
         r[k] = acc.take();
     }
     r[7] = acc.take();
 }
 
+// 256 x 256 -> 512 bit product, little-endian 64-bit limbs.
+template <class A = Acc>
+SV_HD void mul_256x256(u64 r[8], const u64 a[4], const u64 b[4]) {
+    product_columns<A>(r, [&](A& acc, int k) {
+        SV_UNROLL
+        for (int i = 0; i < 4; ++i) {
+            const int j = k - i;
+            if (j >= 0 && j < 4) acc.mac(a[i], b[j]);
+        }
+    });
+}
+
 // 256-bit square: each cross product computed once and added twice.
 template <class A = Acc>
 SV_HD void sqr_256(u64 r[8], const u64 a[4]) {
-    A acc;
-    SV_UNROLL
-    for (int k = 0; k < 7; ++k) {
+    product_columns<A>(r, [&](A& acc, int k) {
         SV_UNROLL
         for (int i = 0; i < 4; ++i) {
             const int j = k - i;
             if (j > i && j < 4) acc.mac2(a[i], a[j]);
         }
         if ((k & 1) == 0 && k / 2 < 4) acc.mac(a[k / 2], a[k / 2]);
-        r[k] = acc.take();
-    }
-    r[7] = acc.take();
+    });
 }
 
 // The 512-bit products of the 64-bit-limb field and scalar math (field.hpp,

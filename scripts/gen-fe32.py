@@ -17,22 +17,30 @@ the sequence relies on (a non-.cc add that would drop a carry fails).
 
 Primitives (inputs and outputs "weakly reduced": any value < 2^256; the
 result is congruent mod p to the exact one):
-  mul   r = a * b          product rows as mad.lo/madc.hi pairs (one
-                           IMAD.WIDE.U32 with carries each) on even-aligned
-                           register pairs in two accumulators, then two folds
-                           with 2^256 = 2^32 + 977 (mod p) and a final one
-  sqr   r = a * a          cross products once, in the product's aligned
-                           layout (two accumulators), doubled, plus the squares
+  mul   r = a * b          mul512 then fe_reduce
+  sqr   r = a * a          sqr512 then fe_reduce
   add   r = a + b          256-bit add, the carry folded back twice
   sub   r = a - b          256-bit subtract, the borrow folded back twice
   half  r = a / 2          a + (p if a is odd), shifted right by one
-  scmul r = a * b mod n    the product, three folds with 2^256 = 2^256 - n
-                           (mod n), one conditional subtraction: fully reduced
+  scmul r = a * b mod n    mul512 then sc_reduce: fully reduced
+Each instruction list is emitted once: mul, sqr and scmul are two units
+each (a 512-bit product, then a reduction), and a unit that two of them
+share is written once for both:
+  mul512     t = a * b     product rows as mad.lo/madc.hi pairs (one
+                           IMAD.WIDE.U32 with carries each) on even-aligned
+                           register pairs in two accumulators
+  sqr512     t = a * a     cross products once, in the product's aligned
+                           layout (two accumulators), doubled, plus the squares
+  fe_reduce  r = t mod p   two folds with 2^256 = 2^32 + 977 (mod p) and a
+                           final one
+  sc_reduce  r = t mod n   three folds with 2^256 = 2^256 - n (mod n), one
+                           conditional subtraction
 
-Usage: scripts/gen-fe32.py [--check-only | --verify-header]
+Usage: scripts/gen-fe32.py [--check-only | --verify-header | --check-emitted HEADER]
   (FE32_TRIALS sets the random trials per primitive, default 30000)
 """
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -281,16 +289,20 @@ def sc_reduce_rows(t, r):
     return p
 
 
-def sc_mul_program():
-    return product_rows_aligned("a", "b", "t") + sc_reduce_rows("t", "r")
+def mul512_program():
+    return product_rows_aligned("a", "b", "t")
 
 
-def mul_program():
-    return product_rows_aligned("a", "b", "t") + reduce_rows("t", "r")
+def sqr512_program():
+    return square_rows("a", "t")
 
 
-def sqr_program():
-    return square_rows("a", "t") + reduce_rows("t", "r")
+def fe_reduce_program():
+    return reduce_rows("t", "r")
+
+
+def sc_reduce_program():
+    return sc_reduce_rows("t", "r")
 
 
 def carry_fold_program(kind):
@@ -408,11 +420,19 @@ def join(regs, name, n=8):
     return sum(regs[f"{name}{i}"] << (32 * i) for i in range(n))
 
 
-def run(program, **ins):
+def run(programs, **ins):
+    """Runs the units (program, inputs, outputs) one after the other, as a
+    primitive of two executes them: each emulated on its own (the carry flag
+    does not cross from one to the next) on a register file that holds only
+    its inputs, so a unit that read a register it did not write would fail
+    (its host twin's temporaries are its own)."""
     regs = {}
     for name, v in ins.items():
         regs.update({f"{name}{i}": x for i, x in enumerate(limbs(v))})
-    return emulate(program, regs)
+    for program, ins_spec, outs_spec in programs:
+        out = emulate(program, {n: regs[n] for n in reg_names(ins_spec)})
+        regs.update({n: out[n] for n in reg_names(outs_spec)})
+    return regs
 
 
 def check(trials=int(__import__("os").environ.get("FE32_TRIALS", "30000"))):
@@ -420,8 +440,9 @@ def check(trials=int(__import__("os").environ.get("FE32_TRIALS", "30000"))):
     top = (1 << 256) - 1
     special = [0, 1, 2, top, top - 1, NN, NN - 1, NN + 1, P, P - 1, P + 1, P + 977, top - C, top - C + 1, 1 << 255, (1 << 255) - 1,
                MASK, top ^ MASK, C, C - 1, 2 * P - top, (top // 2) + 1]
-    progs = {"mul": mul_program(), "sqr": sqr_program(), "add": add_program(),
-             "sub": sub_program(), "half": half_program(), "scmul": sc_mul_program()}
+    units = {name: (fn(), ins_spec, outs_spec) for name, (fn, ins_spec, outs_spec, _) in UNITS.items()}
+    # every primitive as the header runs it: a unit, or a composite's units in order
+    progs = {short: [units[u] for u in parts] for short, (_, parts, _) in PRIMITIVES.items()}
     n = len(special)
     for t in range(trials):
         if t < n * n:
@@ -443,7 +464,7 @@ def check(trials=int(__import__("os").environ.get("FE32_TRIALS", "30000"))):
         r = join(run(progs["half"], a=a), "r")
         assert r < 1 << 256 and (2 * r - a) % P == 0, ("half", hex(a))
     check_sc_reduce_edges(rng)
-    return {k: len(v) for k, v in progs.items()}
+    return {k: sum(len(u[0]) for u in v) for k, v in progs.items()}
 
 
 def check_sc_reduce_edges(rng, trials=300):
@@ -452,7 +473,7 @@ def check_sc_reduce_edges(rng, trials=300):
     final subtraction (t = n + d)."""
     nc = (1 << 256) - NN
     top = (1 << 256) - 1
-    prog = sc_reduce_rows("t", "r")
+    prog = sc_reduce_program()
     cases = [NN, NN + 1, top, NN - 1, (NN << 256) + NN, (1 << 512) - 1]
     for _ in range(trials):
         th = top - rng.getrandbits(64)
@@ -487,22 +508,27 @@ def registers(program, inputs, outputs):
     return seen
 
 
-def device_asm(program, ins, outs, temps):
-    """One asm block: operands %0.. are the outputs then the inputs."""
-    names = outs + ins
+def ptx_lines(program, names):
+    """The program as PTX text lines, C string literals; operands %0.. are the
+    names in order (the outputs, then the inputs); other registers keep their
+    names (block-local .reg)."""
     idx = {n: i for i, n in enumerate(names)}
 
     def opnd(x):
         return f"%{idx[x]}" if x in idx else x
 
-    lines = ["{", f".reg .u32 {', '.join(temps)};"] if temps else ["{"]
-    for op, d, *src in program:
-        lines.append(f"{op} {', '.join(opnd(x) for x in [d] + src)};")
-    lines.append("}")
-    body = "\n".join(f'        "{line}\\n\\t"' for line in lines)
+    return [f'"{op} {", ".join(opnd(x) for x in [d] + src)};\\n\\t"' for op, d, *src in program]
+
+
+def device_asm(body, ins, outs, temps):
+    """One asm block; body: its lines, C string literals or macros that stand
+    for them."""
+    lines = ['"{\\n\\t"'] + ([f'".reg .u32 {", ".join(temps)};\\n\\t"'] if temps else [])
+    lines += body + ['"}\\n\\t"']
+    text = "\n".join(f"        {line}" for line in lines)
     out_c = ", ".join(f'"=&r"({cname(o)})' for o in outs)
     in_c = ", ".join(f'"r"({cname(i)})' for i in ins)
-    return f"    asm({body.strip()}\n        : {out_c}\n        : {in_c});"
+    return f"    asm({text.strip()}\n        : {out_c}\n        : {in_c});"
 
 
 def cname(reg):
@@ -558,17 +584,35 @@ def host_twin(program, ins, outs, temps):
     return "\n".join(f"    {line}" for line in lines)
 
 
-SPECS = [
-    # name, program, inputs (limb prefixes and counts), outputs, comment
-    ("fe32_mul_limbs", mul_program, [("a", 8), ("b", 8)], [("r", 8)],
-     "r = a * b (mod p), weakly reduced"),
-    ("fe32_sqr_limbs", sqr_program, [("a", 8)], [("r", 8)], "r = a^2 (mod p), weakly reduced"),
-    ("fe32_add_limbs", add_program, [("a", 8), ("b", 8)], [("r", 8)], "r = a + b (mod p), weakly reduced"),
-    ("fe32_sub_limbs", sub_program, [("a", 8), ("b", 8)], [("r", 8)], "r = a - b (mod p), weakly reduced"),
-    ("fe32_half_limbs", half_program, [("a", 8)], [("r", 8)], "r = a / 2 (mod p), weakly reduced"),
-    ("sc32_mul_limbs", sc_mul_program, [("a", 8), ("b", 8)], [("r", 8)],
-     "r = a * b (mod n), fully reduced (< n) for any 256-bit inputs"),
-]
+# The units: each one instruction list, emitted once (one asm block on the
+# device, its host twin) -- name: (program, inputs, outputs, what it computes).
+# Limb arrays are (prefix, count); t is the 512-bit product between the units.
+UNITS = {
+    "mul512_limbs": (mul512_program, [("a", 8), ("b", 8)], [("t", 16)], "t = a * b, the 512-bit product"),
+    "sqr512_limbs": (sqr512_program, [("a", 8)], [("t", 16)], "t = a^2, the 512-bit square"),
+    "fe32_reduce512_limbs": (fe_reduce_program, [("t", 16)], [("r", 8)],
+                             "r = t (mod p) for a 512-bit t, weakly reduced"),
+    "sc32_reduce512_limbs": (sc_reduce_program, [("t", 16)], [("r", 8)],
+                             "r = t (mod n) for a 512-bit t, fully reduced (< n)"),
+    "fe32_add_limbs": (add_program, [("a", 8), ("b", 8)], [("r", 8)], "r = a + b (mod p), weakly reduced"),
+    "fe32_sub_limbs": (sub_program, [("a", 8), ("b", 8)], [("r", 8)], "r = a - b (mod p), weakly reduced"),
+    "fe32_half_limbs": (half_program, [("a", 8)], [("r", 8)], "r = a / 2 (mod p), weakly reduced"),
+}
+
+# The primitives the kernel calls, as the emulator proves them: short name ->
+# (function, the units it runs in order, what it computes). A primitive of
+# one unit is that unit; one of two is a function that runs a product unit
+# into t[16] and a reduction unit from it (the product and each reduction
+# are written once, whoever uses them).
+PRIMITIVES = {
+    "mul": ("fe32_mul_limbs", ["mul512_limbs", "fe32_reduce512_limbs"], "r = a * b (mod p), weakly reduced"),
+    "sqr": ("fe32_sqr_limbs", ["sqr512_limbs", "fe32_reduce512_limbs"], "r = a^2 (mod p), weakly reduced"),
+    "add": ("fe32_add_limbs", ["fe32_add_limbs"], None),
+    "sub": ("fe32_sub_limbs", ["fe32_sub_limbs"], None),
+    "half": ("fe32_half_limbs", ["fe32_half_limbs"], None),
+    "scmul": ("sc32_mul_limbs", ["mul512_limbs", "sc32_reduce512_limbs"],
+              "r = a * b (mod n), fully reduced (< n) for any 256-bit inputs"),
+}
 
 HEADER = """// SPDX-License-Identifier: MIT
 // GENERATED by scripts/gen-fe32.py -- do not edit; edit the generator.
@@ -590,16 +634,33 @@ namespace sigverify::kernels {
 """
 
 
-def emit_function(name, prog_fn, ins_spec, outs_spec, comment):
+def params(ins_spec, outs_spec):
+    return ", ".join([f"u32 {p}[{n}]" for p, n in outs_spec] + [f"const u32 {p}[{n}]" for p, n in ins_spec])
+
+
+def reg_names(spec):
+    return [f"{p}{i}" for p, n in spec for i in range(n)]
+
+
+# The operands of every two-unit primitive's asm block: the result r, then
+# the inputs a and b (a square has no b). The shared PTX of its units is
+# written against this one numbering.
+COMPOSITE_OPERANDS = reg_names([("r", 8), ("a", 8), ("b", 8)])
+
+
+def ptx_macro(name):
+    return "SV_PTX_" + name.removesuffix("_limbs").upper()
+
+
+def emit_single(name, prog_fn, ins_spec, outs_spec, comment):
+    """A primitive of one unit: one function, its asm block and its host twin."""
     prog = prog_fn()
-    ins = [f"{p}{i}" for p, n in ins_spec for i in range(n)]
-    outs = [f"{p}{i}" for p, n in outs_spec for i in range(n)]
+    ins, outs = reg_names(ins_spec), reg_names(outs_spec)
     temps = registers(prog, set(ins), set(outs))
-    params = [f"u32 {p}[{n}]" for p, n in outs_spec] + [f"const u32 {p}[{n}]" for p, n in ins_spec]
     text = [f"// {comment}. {len(prog)} instructions.",
-            f"SV_HD void {name}({', '.join(params)}) {{",
+            f"SV_HD void {name}({params(ins_spec, outs_spec)}) {{",
             "#if defined(__CUDA_ARCH__)",
-            device_asm(prog, ins, outs, temps),
+            device_asm(ptx_lines(prog, outs + ins), ins, outs, temps),
             "#else",
             host_twin(prog, ins, outs, temps),
             "#endif",
@@ -607,17 +668,97 @@ def emit_function(name, prog_fn, ins_spec, outs_spec, comment):
     return "\n".join(text)
 
 
+def emit_shared_unit(name, prog_fn, ins_spec, outs_spec, comment):
+    """A unit that two-unit primitives share: its PTX once, as a macro that
+    their asm blocks paste in, and its host twin once, a host function that
+    their host forms call."""
+    prog = prog_fn()
+    ins, outs = reg_names(ins_spec), reg_names(outs_spec)
+    temps = registers(prog, set(ins), set(outs))
+    lines = ptx_lines(prog, COMPOSITE_OPERANDS)
+    text = [f"// {comment}. {len(prog)} instructions.",
+            f"#define {ptx_macro(name)} \\",
+            " \\\n".join(f"    {line}" for line in lines),
+            "#if !defined(__CUDA_ARCH__)",
+            f"inline void {name}({params(ins_spec, outs_spec)}) {{",
+            host_twin(prog, ins, outs, temps),
+            "}",
+            "#endif"]
+    return "\n".join(text)
+
+
+def emit_composite(name, parts, comment):
+    """A product unit into t[16], then a reduction unit from it. On the
+    device both units' PTX in ONE asm block, t in its block-local registers:
+    the code the single list gave (two asm blocks with t between them cost
+    ptxas two registers more in the kernel). On the host the units' twins
+    one after the other."""
+    (product, reduction) = parts
+    ins_spec = UNITS[product][1]
+    ins, outs = reg_names(ins_spec), reg_names([("r", 8)])
+    assert outs + ins == COMPOSITE_OPERANDS[:len(outs + ins)], "the shared PTX's operand numbering"
+    progs = [UNITS[u][0]() for u in parts]
+    temps = registers(progs[0] + progs[1], set(ins), set(outs))
+    args = ", ".join(p for p, _ in ins_spec)
+    text = [f"// {comment}:",
+            f"// {product} then {reduction}, {sum(len(q) for q in progs)} instructions.",
+            f"SV_HD void {name}({params(ins_spec, [('r', 8)])}) {{",
+            "#if defined(__CUDA_ARCH__)",
+            device_asm([ptx_macro(u) for u in parts], ins, outs, temps),
+            "#else",
+            "    u32 t[16];",
+            f"    {product}(t, {args});",
+            f"    {reduction}(r, t);",
+            "#endif",
+            "}"]
+    return "\n".join(text)
+
+
+def occurrences(seq, run):
+    """How many times run stands in seq as a contiguous piece."""
+    n = len(run)
+    return sum(1 for i in range(len(seq) - n + 1) if seq[i] == run[0] and seq[i:i + n] == run)
+
+
+def check_each_list_once(text):
+    """Every unit's instruction list stands in the header exactly once, in
+    its PTX and in its host twin: a primitive reuses a unit, it does not
+    repeat it."""
+    ptx = re.findall(r'"([a-z][a-z0-9.]* [^"]*;)\\n\\t"', text)
+    host = [line.strip() for line in text.splitlines() if line.strip().startswith("{ const u64 w_")]
+    for name, (prog_fn, ins_spec, outs_spec, _) in UNITS.items():
+        prog = prog_fn()
+        ins, outs = reg_names(ins_spec), reg_names(outs_spec)
+        unit_ptx = [line[1:-len('\\n\\t"')] for line in ptx_lines(prog, COMPOSITE_OPERANDS)]
+        twin = [line.strip() for line in host_twin(prog, ins, outs, registers(prog, set(ins), set(outs))).splitlines()
+                if line.strip().startswith("{ const u64 w_")]
+        for form, seq, run in (("PTX", ptx, unit_ptx), ("host twin", host, twin)):
+            count = occurrences(seq, run)
+            if count != 1:
+                raise AssertionError(f"{name}: its {form} stands in the header {count} times, not once")
+
+
 def main():
+    if "--check-emitted" in sys.argv:  # the once-only rule on a given header
+        check_each_list_once(Path(sys.argv[-1]).read_text())
+        print("each unit's instructions stand once")
+        return
     counts = check()
     print("emulated and exact: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + " instructions")
     if "--check-only" in sys.argv:
         return
     parts = [HEADER]
-    for spec in SPECS:
-        parts.append(emit_function(*spec))
+    shared = {u for _, units, _ in PRIMITIVES.values() if len(units) > 1 for u in units}
+    for name, spec in UNITS.items():
+        parts.append((emit_shared_unit if name in shared else emit_single)(name, *spec))
         parts.append("")
+    for name, units, comment in PRIMITIVES.values():
+        if len(units) > 1:
+            parts.append(emit_composite(name, units, comment))
+            parts.append("")
     parts.append("}  // namespace sigverify::kernels\n")
     text = "\n".join(parts)
+    check_each_list_once(text)
     out = Path(__file__).resolve().parent.parent / "kernels" / "fe32_ops.hpp"
     if "--verify-header" in sys.argv:  # ctest: the committed header is what this writes
         if out.read_text() != text:

@@ -117,7 +117,8 @@ args=("$OUT/kernel.cubin" "$OUT/ptxas.txt" "${probe[@]}" --windows "${WINDOWS:-3
 # Trip counts of the loops inside the once-per-row subroutines an ECDSA row
 # calls, read from the source (the estimate would otherwise count each loop
 # once): the divsteps batches of the scalar inversion, the squaring runs of the
-# square-root chain (field.hpp: fe_chain_223 then fe_chain_sqrt_tail). The
+# square-root chain (field.hpp: fe_chain_246 then fe_chain_sqrt_tail; named
+# fe_chain_223 in sources before it took in the shared 23 + 22 bits). The
 # field inversion (BIP-340 rows only) stays counted once. SUB_TRIPS replaces
 # the list ("NAME=t1,t2,... NAME=...", e.g. for an older source).
 if [ -z "${SUB_TRIPS+x}" ]; then
@@ -133,7 +134,7 @@ except OSError:
     pass
 field = open(f'{src}/kernels/field.hpp').read()
 runs = []
-for fn in ('fe_chain_223', 'fe_chain_sqrt_tail'):
+for fn in ('fe_chain_246', 'fe_chain_223', 'fe_chain_sqrt_tail'):
     body = re.search(r'SV_HD void ' + fn + r'\(.*?\n}\n', field, re.S)
     runs += re.findall(r'fe_sqr_n\([^;]*,\s*(\d+)\);', body.group(0)) if body else []
 if runs:

@@ -314,7 +314,7 @@ TEST_CASE("scalar arithmetic matches a BIGNUM oracle", "[kernels][unit]") {
         sc_mul(r, a, b);
         BN_mod_mul(E.b, A.b, B.b, n.b, ctx.ctx);
         REQUIRE(limbs_hex(r.v) == bn_hex(E));
-        sc_sqr(r, a);
+        sc_mul(r, a, a);
         BN_mod_mul(E.b, A.b, A.b, n.b, ctx.ctx);
         REQUIRE(limbs_hex(r.v) == bn_hex(E));
         sc_neg(r, a);
@@ -515,6 +515,29 @@ TEST_CASE("group law: tables, doubling, additions and ecmult agree", "[kernels][
         gej_neg(m3, g3b);
         gej_add(r, g3, m3);
         REQUIRE(r.infinity);
+        // the generic case with neither Z one: 2G + 3G = 5G (ecmult_simple adds
+        // points with Z = 1 only, so this is the test of Z3 = Z1 Z2 h)
+        REQUIRE(!fe_equal(d.z, fe_one()));
+        REQUIRE(!fe_equal(g3.z, fe_one()));
+        Gej five, five_ref;
+        gej_add(five, d, g3);
+        Sc k5 = sc_zero();
+        k5.v[0] = 5;
+        ecmult_simple(five_ref, g, sc_zero(), k5);
+        Ge a5, b5;
+        ge_set_gej(a5, five);
+        ge_set_gej(b5, five_ref);
+        REQUIRE(fe_equal(a5.x, b5.x));
+        REQUIRE(fe_equal(a5.y, b5.y));
+        gej_add(r, d, d);  // r may be a
+        gej_add(r, r, g3);
+        ge_set_gej(a5, r);
+        Gej seven_ref;
+        k5.v[0] = 7;
+        ecmult_simple(seven_ref, g, sc_zero(), k5);
+        ge_set_gej(b5, seven_ref);
+        REQUIRE(fe_equal(a5.x, b5.x));
+        REQUIRE(fe_equal(a5.y, b5.y));
     }
     // ecmult against double-and-add for random and edge scalars
     Rng rng;
