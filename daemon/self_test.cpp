@@ -11,12 +11,8 @@ bool backend_self_test(Backend& backend, std::string& detail) {
     constexpr std::size_t kRows = 8;
     std::size_t checked = 0;
     for (const auto table : {wire::Table::ecdsa, wire::Table::multisig, wire::Table::schnorr, wire::Table::threshold}) {
-        reference::GenOptions o;
-        o.table = table;
-        o.count = kRows;
-        o.high_s_rate = 0.5;
-        o.seed = 0x5e1f7e57;
-        o.threads = 1;
+        const reference::GenOptions o{.table = table, .count = kRows, .high_s_rate = 0.5, .seed = 0x5e1f7e57,
+                                      .threads = 1};
         std::vector<std::uint8_t> rows;
         try {
             rows = reference::generate_rows(o);

@@ -30,7 +30,7 @@ namespace sigverify::reference {
 struct GenOptions {
     wire::Table table = wire::Table::ecdsa;
     std::size_t count = 0;
-    std::optional<std::size_t> tail_size;  // default: the table's canonical size
+    std::optional<std::size_t> tail_size{};  // default: the table's canonical size
     wire::SigEncoding encoding = wire::SigEncoding::opaque;  // ECDSA tables only
     double invalid_rate = 0.0;  // fraction of rows given an invalidating mutation
     double high_s_rate = 0.0;   // fraction of ECDSA rows whose s is replaced by n - s

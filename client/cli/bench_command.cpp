@@ -193,13 +193,8 @@ struct TableData {
 };
 
 TableData make_rows(wire::Table t, std::size_t n, double invalid_rate) {
-    reference::GenOptions o;
-    o.table = t;
-    o.count = n;
-    o.invalid_rate = invalid_rate;
-    o.high_s_rate = 0.1;
-    o.seed = 42;
-    return TableData{t, reference::generate_rows(o)};
+    return TableData{t, reference::generate_rows({.table = t, .count = n, .invalid_rate = invalid_rate,
+                                                  .high_s_rate = 0.1, .seed = 42})};
 }
 
 struct Latency {
