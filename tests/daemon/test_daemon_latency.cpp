@@ -48,6 +48,25 @@ void print(const char* what, const latency::Figures& f) {
     std::fflush(stdout);
 }
 
+struct Measured {
+    latency::Figures alone, loaded;
+};
+
+// The node's batches alone, then beside the bulk clients, both printed, and
+// what every run must hold: no wrong verdict, no failed batch.
+Measured measure(latency::Load& load, std::size_t one_row_batches, std::size_t block_batches,
+                 const char* loaded_label) {
+    Measured m{load.measure_alone(one_row_batches, block_batches), {}};
+    print("alone", m.alone);
+    m.loaded = load.run_load();
+    print(loaded_label, m.loaded);
+    CHECK(m.alone.wrong_verdicts == 0);
+    CHECK(m.loaded.wrong_verdicts == 0);
+    CHECK(m.alone.failed_batches == 0);
+    CHECK(m.loaded.failed_batches == 0);
+    return m;
+}
+
 }  // namespace
 
 TEST_CASE("GPU daemon: 1-row and block batches keep their latency beside bulk clients, one of invalid rows",
@@ -56,15 +75,7 @@ TEST_CASE("GPU daemon: 1-row and block batches keep their latency beside bulk cl
     latency::LoadSpec spec;
     spec.runtime_dir = d.dir();
     latency::Load load(spec);
-    const latency::Figures alone = load.measure_alone(200, 20);
-    print("alone", alone);
-    const latency::Figures loaded = load.run_load();
-    print("beside 4 bulk clients", loaded);
-
-    CHECK(alone.wrong_verdicts == 0);
-    CHECK(loaded.wrong_verdicts == 0);
-    CHECK(alone.failed_batches == 0);
-    CHECK(loaded.failed_batches == 0);
+    const auto [alone, loaded] = measure(load, 200, 20, "beside 4 bulk clients");
     // The goals (1-row p99 <= 5 ms, a block <= 2x its time alone) are the
     // benchmark's; these bounds leave room for a CI machine's stalls (two
     // cores shared with the bulk clients' confirmations and the batch split's
@@ -102,15 +113,7 @@ TEST_CASE("GPU daemon, batch split off: a block's launch does not wait behind bu
     spec.warmup = std::chrono::milliseconds(1500);
     spec.window = std::chrono::milliseconds(3000);
     latency::Load load(spec);
-    const latency::Figures alone = load.measure_alone(50, 20);
-    print("alone", alone);
-    const latency::Figures loaded = load.run_load();
-    print("split off, beside 4 bulk clients", loaded);
-
-    CHECK(alone.wrong_verdicts == 0);
-    CHECK(loaded.wrong_verdicts == 0);
-    CHECK(alone.failed_batches == 0);
-    CHECK(loaded.failed_batches == 0);
+    const auto [alone, loaded] = measure(load, 50, 20, "split off, beside 4 bulk clients");
     // Behind a bulk launch a block waits for the launch running on its slot
     // and then shares the next one with bulk chunks (a merged launch of up to
     // 131,072 rows): 24-48 ms, 6-12x alone. On a slot of its own it waits for
