@@ -158,7 +158,7 @@ constexpr MetricDef kMetrics[] = {
      split<&SplitEstimates::gpu_latency_s>, J::split, "gpu_latency_seconds", has_split},
     {"sigverifyd_split_gpu_row_seconds", G, "Measured GPU seconds per row of a large chunk.", L::none,
      split<&SplitEstimates::gpu_row_s>, J::split, "gpu_row_seconds", has_split},
-    {"sigverifyd_split_cpu_row_seconds", G, "Measured CPU seconds per row on one worker.", L::none,
+    {"sigverifyd_split_cpu_row_seconds", G, "Measured CPU seconds per row on one core.", L::none,
      split<&SplitEstimates::cpu_row_s>, J::split, "cpu_row_seconds", has_split},
     {"sigverifyd_confirm_repaired_rows_total", C,
      "Rows of multisig groups held by several chunks, re-verified at the end of their batch.", L::none,

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
+
+#include <sched.h>
 
 #include "daemon/backend.hpp"
 #include "reference/row_generator.hpp"
@@ -15,12 +18,22 @@ namespace {
 void blend(double& estimate, double observed) {
     if (std::isfinite(observed) && observed > 0) estimate += SplitPlanner::kWeight * (observed - estimate);
 }
+
+unsigned affinity_cores() {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return std::max(1u, std::thread::hardware_concurrency());
+    return unsigned(std::max(1, CPU_COUNT(&allowed)));
+}
 }  // namespace
+
+SplitPlanner::SplitPlanner(SplitEstimates priors, std::size_t min_gpu_rows, unsigned cores)
+    : e_(priors), min_gpu_rows_(min_gpu_rows), cores_(cores != 0 ? cores : affinity_cores()) {}
 
 std::size_t SplitPlanner::gpu_rows(std::size_t n, unsigned cpu_workers) const {
     if (n == 0 || cpu_workers == 0) return n;
     const SplitEstimates e = estimates();
-    const double c = e.cpu_row_s / double(std::min<std::size_t>(cpu_workers, n));  // CPU seconds per row, all workers
+    // CPU seconds per row, all workers (as many at once as there are cores).
+    const double c = e.cpu_row_s / double(std::min<std::size_t>({cpu_workers, cores_, n}));
     if (double(n) * c <= e.gpu_latency_s) return 0;  // the CPU is done before a launch returns
     // latency + g * gpu_row = (n - g) * c
     const double g = (double(n) * c - e.gpu_latency_s) / (c + e.gpu_row_s);

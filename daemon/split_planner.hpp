@@ -6,14 +6,17 @@
 // can finish sooner on the CPU workers, or on both at once. The planner keeps
 // a model of both, updated from every chunk the scheduler runs:
 //   GPU:  t(n) = latency + n * gpu_row     (a chunk of n rows, confirmations included)
-//   CPU:  t(n) = n * cpu_row / workers     (spread over the CPU workers)
+//   CPU:  t(n) = n * cpu_row / min(workers, cores)   (spread over the CPU workers,
+//                                                      as many at once as there are cores)
 // and splits a batch of n rows so that both sides finish together: the GPU
 // gets g rows with latency + g * gpu_row = (n - g) * cpu_row / workers, or
 // none when the CPU alone is done before a launch returns.
 //
 // latency comes from chunks of at most kLatencyRows rows, gpu_row from chunks
 // of at least kThroughputRows rows (their time minus the latency), cpu_row
-// from CPU chunks; each is an exponentially weighted average (weight kWeight
+// from CPU chunks (one core's seconds: the worker thread's CPU time, so a chunk
+// that waited for a core does not look slower than a core verifies); each is
+// an exponentially weighted average (weight kWeight
 // for a new observation), starting from the priors given at construction.
 //
 // Every client's chunks feed the same model, so no client may steer it far
@@ -47,13 +50,15 @@ public:
 
     // min_gpu_rows: a GPU share smaller than this goes to the CPU as well
     // (the GPU backend would verify it on the CPU anyway: --gpu-min-rows).
-    explicit SplitPlanner(SplitEstimates priors = {}, std::size_t min_gpu_rows = 1)
-        : e_(priors), min_gpu_rows_(min_gpu_rows) {}
+    // cores: how many CPU workers can run at once; 0 = the CPUs in the
+    // calling thread's affinity mask (--cpu-threads may exceed them).
+    explicit SplitPlanner(SplitEstimates priors = {}, std::size_t min_gpu_rows = 1, unsigned cores = 0);
 
     // Rows [0, result) of an n-row batch go to the GPU, the rest to
     // cpu_workers CPU workers (0 workers: everything to the GPU).
     std::size_t gpu_rows(std::size_t n, unsigned cpu_workers) const;
     std::size_t min_gpu_rows() const { return min_gpu_rows_; }
+    unsigned cores() const { return cores_; }
 
     // The GPU's round trip as measured at start-up (a launch of a few rows):
     // the latency estimate starts there and is held within
@@ -65,6 +70,7 @@ public:
     bool calibrate_on(Backend& gpus);
 
     void observe_gpu(std::size_t rows, double seconds);
+    // seconds: one core's time for the rows (CPU time, not wall time).
     void observe_cpu(std::size_t rows, double seconds);
     SplitEstimates estimates() const;
 
@@ -74,6 +80,7 @@ private:
     double latency_floor_s_ = 0;    // 0 / infinity until calibrate()
     double latency_ceiling_s_ = 1e300;
     std::size_t min_gpu_rows_;
+    unsigned cores_;
 };
 
 }  // namespace sigverify::daemon

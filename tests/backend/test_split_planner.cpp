@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+
 #include "daemon/checked_backend.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/scheduler.hpp"
@@ -70,8 +72,8 @@ std::vector<std::uint8_t> run(CountingGpu& gpu, SplitPlanner& planner, Data& d, 
 
 TEST_CASE("the split: all CPU while the CPU beats a launch, else both finish together", "[split]") {
     const SplitEstimates h200;  // the priors: 3 ms launch, 0.8 M rows/s GPU, 40 us a row on one core
-    SplitPlanner p(h200, 32);
     const unsigned workers = 15;
+    SplitPlanner p(h200, 32, workers);  // a core for every worker
     CHECK(p.gpu_rows(0, workers) == 0);
     CHECK(p.gpu_rows(1, workers) == 0);
     CHECK(p.gpu_rows(64, workers) == 0);     // 0.17 ms on 15 cores, far below a launch
@@ -88,11 +90,90 @@ TEST_CASE("the split: all CPU while the CPU beats a launch, else both finish tog
     }
     // Without CPU workers everything goes to the GPU; a GPU share below min_gpu_rows goes to the CPU.
     CHECK(p.gpu_rows(5000, 0) == 5000);
-    SplitPlanner picky(h200, 100000);
+    SplitPlanner picky(h200, 100000, workers);
     CHECK(picky.gpu_rows(65536, workers) == 0);
     // A CPU far slower than the GPU: (nearly) everything to the GPU.
     SplitPlanner slow_cpu(SplitEstimates{1e-3, 1e-7, 1.0}, 1);
     CHECK(slow_cpu.gpu_rows(100000, 1) >= 99999);
+}
+
+// The CPU share runs on the cores the daemon may use, not on as many cores as
+// it has workers: --cpu-threads 8 on a 2-core host still verifies on two
+// (issue 29.6: the split-on block took 16.8 ms against 4.1 ms unsplit, its
+// CPU share sized for seven cores). The planner reads the cores from the
+// affinity mask of the thread that builds it (the daemon's main thread).
+TEST_CASE("the split counts no more CPU workers than the cores the daemon may run on", "[split]") {
+    const SplitEstimates h200;
+    cpu_set_t saved;
+    REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &saved)) ++first;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+    const SplitPlanner p(h200, 32);
+    REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+    for (std::size_t n : {std::size_t(4096), std::size_t(65536)}) {
+        const std::size_t g = p.gpu_rows(n, 15);
+        INFO("n = " << n << ", GPU rows " << g);
+        REQUIRE(g > 0);
+        REQUIRE(g < n);
+        // The CPU share takes as long on one core as the GPU share.
+        CHECK(std::abs(gpu_time(h200, g) - cpu_time(h200, n - g, 1)) <= h200.cpu_row_s + h200.gpu_row_s);
+    }
+    CHECK(p.cores() == 1);
+    // Given explicitly: 4 cores for 15 workers.
+    const SplitPlanner four(h200, 32, 4);
+    const std::size_t g = four.gpu_rows(4096, 15);
+    CHECK(std::abs(gpu_time(h200, g) - cpu_time(h200, 4096 - g, 4)) <= h200.cpu_row_s / 4 + h200.gpu_row_s);
+    CHECK(four.gpu_rows(4096, 3) == SplitPlanner(h200, 32, 3).gpu_rows(4096, 3));  // fewer workers than cores
+}
+
+// cpu_row is what a row costs one core: CPU chunks that shared one core four
+// ways (four workers, one CPU) teach the planner the one-core cost, not four
+// times it (their wall time).
+TEST_CASE("the planner learns one core's cost per row, not the wall time of a crowded core", "[split]") {
+    const Data d = make(2000);
+    // One core's cost per row here, now: the best of three runs on this thread.
+    double one_core = 1e300;
+    {
+        reference::RowVerifier v;
+        std::vector<std::uint8_t> out(d.span.count);
+        for (int k = 0; k < 3; ++k) {
+            const auto t0 = std::chrono::steady_clock::now();
+            (void)v.run(d.span, 0, d.span.count, Mode::results, out.data());
+            one_core = std::min(one_core, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        one_core /= double(d.span.count);
+    }
+    cpu_set_t saved;
+    REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &saved)) ++first;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);  // the workers inherit it
+    // A launch of 10 s: every row goes to the CPU, in chunks of 16 rows over the 4 workers.
+    SplitPlanner planner(SplitEstimates{10.0, 1e-6, one_core}, 1, kWorkers);
+    CountingGpu gpu;
+    daemon::Metrics metrics;
+    std::vector<std::uint8_t> results;
+    {
+        daemon::CpuBackend cpu(kWorkers);
+        daemon::Scheduler scheduler(gpu, &cpu, 16);
+        scheduler.set_metrics(&metrics);
+        scheduler.set_planner(&planner);
+        scheduler.start();
+        results = test::run_results_job_and_stop(scheduler, d.span);
+    }
+    REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+    CHECK(results == d.truth);
+    CHECK(gpu.rows == 0);
+    const double learnt = planner.estimates().cpu_row_s;
+    INFO("one core " << one_core * 1e6 << " us a row, learnt " << learnt * 1e6 << " us");
+    CHECK(learnt < 2.0 * one_core);  // four workers' wall time on one core: ~4x
 }
 
 TEST_CASE("the planner learns latency, GPU and CPU rates from chunks", "[split]") {
