@@ -37,7 +37,10 @@ class Backend;
 
 struct SplitEstimates {
     double gpu_latency_s = 3e-3;     // one launch round trip (H200: 2.7 ms for 1 row)
-    double gpu_row_s = 1.0 / 800e3;  // per row of a large chunk (H200 kernel v1: 0.8 M rows/s)
+    // Per row of a large chunk on one slot: a slot's share of the H200's ~25 M
+    // ECDSA rows/s (kernel v2) over the default 3 chunks in flight. Block-sized
+    // batches (below kThroughputRows) never teach it, so it must not be stale.
+    double gpu_row_s = 3.0 / 25e6;
     double cpu_row_s = 40e-6;        // per row on one core (libsecp256k1 ECDSA)
 };
 
