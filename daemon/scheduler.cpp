@@ -77,8 +77,10 @@ void Scheduler::start() {
     for (unsigned w = 0; w < backend_.concurrency(); ++w) workers_.emplace_back([this, w] { worker_loop(w); });
 }
 
-std::unique_ptr<JobQueue> Scheduler::make_queue(JobSink& sink, std::uint32_t slots) {
-    return std::unique_ptr<JobQueue>(new JobQueue(sink, slots));
+std::unique_ptr<JobQueue> Scheduler::make_queue(JobSink& sink, std::uint32_t slots, std::uint32_t account) {
+    std::unique_ptr<JobQueue> q(new JobQueue(sink, slots));
+    q->account_ = account;
+    return q;
 }
 
 void Scheduler::submit(const std::shared_ptr<JobQueue>& q, std::uint32_t index) {
@@ -203,23 +205,54 @@ void Scheduler::stop() {
     runnable_changed();
 }
 
+bool Scheduler::indebted(const JobQueue& q) const {
+    const auto it = lane_debts_.find(q.account_);
+    return it != lane_debts_.end() && it->second.over_limit;
+}
+
+void Scheduler::charge_lane_debt(std::uint32_t account, double seconds) {
+    if (!(seconds > 0) || lane_workers_ == 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    LaneDebt& d = lane_debts_[account];
+    if (d.seconds > 0) d.seconds = std::max(0.0, d.seconds - kLaneDebtRepay * std::chrono::duration<double>(now - d.at).count());
+    d.seconds = std::min(d.seconds + seconds, 3600.0);  // bounded: repaid within 10 h whatever was charged
+    d.at = now;
+}
+
 bool Scheduler::lane_work(const JobQueue& q) const {
     const Job& front = q.jobs_[q.pending_.front()];
-    return front.returned.empty() && front.rows.count - front.next_row <= chunk_rows_;
+    return front.returned.empty() && front.rows.count - front.next_row <= chunk_rows_ && !indebted(q);
 }
 
 bool Scheduler::lane_worker_work(const JobQueue& q) const {
     if (q.pending_.empty() || q.jobs_[q.pending_.front()].rows.count > kLaneWorkerRows) return false;
+    // An account in debt holds one lane worker at most.
+    if (indebted(q) && indebted_lane_running_ != 0) return false;
     // Lane workers may share the chunks of one small job, never hold two of one queue's jobs.
     return q.lane_running_ == 0 || q.lane_job_ == q.pending_.front();
 }
 
 bool Scheduler::bulk_may_take(const JobQueue& q) const {
     return lane_workers_ == 0 || idle_lane_workers_ == 0 || q.pending_.empty() ||
-           q.jobs_[q.pending_.front()].rows.count > kLaneWorkerRows;
+           q.jobs_[q.pending_.front()].rows.count > kLaneWorkerRows || indebted(q);
 }
 
 void Scheduler::runnable_changed() {
+    // The accounts' debts as of now, repaid since they were charged; the
+    // predicates read over_limit until the next call.
+    if (!lane_debts_.empty()) {
+        const auto now = std::chrono::steady_clock::now();
+        for (auto it = lane_debts_.begin(); it != lane_debts_.end();) {
+            LaneDebt& d = it->second;
+            const double owed = d.seconds - kLaneDebtRepay * std::chrono::duration<double>(now - d.at).count();
+            if (owed <= 0) {
+                it = lane_debts_.erase(it);
+                continue;
+            }
+            d.over_limit = owed > kLaneDebtLimit;
+            ++it;
+        }
+    }
     runnable_count_.store(static_cast<std::uint32_t>(runnable_.size()), std::memory_order_release);
     const auto any = [&](auto&& pred) { return std::any_of(runnable_.begin(), runnable_.end(), pred); };
     const bool lane =
@@ -505,8 +538,13 @@ void Scheduler::worker_loop(unsigned worker) {
         if (lane_worker) {
             // The first queue in line with a small batch no lane worker serves
             // (lane_ready_ said there is one; it is read under the lock).
-            pick = std::find_if(runnable_.begin(), runnable_.end(),
-                                [&](const std::shared_ptr<JobQueue>& lq) { return lane_worker_work(*lq); });
+            // Accounts that owe the lane nothing first.
+            pick = std::find_if(runnable_.begin(), runnable_.end(), [&](const std::shared_ptr<JobQueue>& lq) {
+                return lane_worker_work(*lq) && !indebted(*lq);
+            });
+            if (pick == runnable_.end())
+                pick = std::find_if(runnable_.begin(), runnable_.end(),
+                                    [&](const std::shared_ptr<JobQueue>& lq) { return lane_worker_work(*lq); });
             if (pick == runnable_.end()) continue;
             may_yield = false;
         } else if (first_small != runnable_.end() && (lane_streak_ < kLaneBurst || first_bulk == runnable_.end())) {
@@ -521,9 +559,11 @@ void Scheduler::worker_loop(unsigned worker) {
         }
         std::shared_ptr<JobQueue> q = std::move(*pick);
         runnable_.erase(pick);
+        const bool indebted_lane = lane_worker && indebted(*q);
         if (lane_worker) {
             ++q->lane_running_;
             q->lane_job_ = q->pending_.front();
+            if (indebted_lane) ++indebted_lane_running_;
         }
         const std::uint32_t index = q->pending_.front();
         Job& j = q->jobs_[index];
@@ -551,7 +591,13 @@ void Scheduler::worker_loop(unsigned worker) {
 
         // Reads only the job's submitter-set fields, which nobody writes while it runs.
         std::size_t verified_end = end;
+        const auto chunk_start = std::chrono::steady_clock::now();
         const ChunkResult r = run_chunk(worker, j, begin, end, may_yield ? &verified_end : nullptr);
+        // The CPU confirmations of a checked primary's verdicts: its time beyond the primary's own.
+        const double confirm_s = r.primary_seconds.has_value()
+                                     ? std::chrono::duration<double>(std::chrono::steady_clock::now() - chunk_start)
+                                               .count() - *r.primary_seconds
+                                     : 0.0;
         if (metrics_ != nullptr) {
             metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
             metrics_->progress.fetch_add(1, std::memory_order_relaxed);
@@ -559,9 +605,11 @@ void Scheduler::worker_loop(unsigned worker) {
 
         lock.lock();
         ++chunks_run_;
+        charge_lane_debt(q->account_, confirm_s);
         if (lane_worker) {
             // q's next small batch may go to a lane worker again.
             --q->lane_running_;
+            if (indebted_lane) --indebted_lane_running_;
             runnable_changed();
             if (lane_ready_.load(std::memory_order_acquire)) lane_cv_.notify_one();
         }
@@ -578,9 +626,13 @@ void Scheduler::worker_loop(unsigned worker) {
             if (metrics_ != nullptr && backend_.confirms_by_group())
                 (j.ledger != nullptr ? metrics_->confirm_batches_groups : metrics_->confirm_batches_strict)
                     .fetch_add(1, std::memory_order_relaxed);
-            const shm::Status repair = j.ledger != nullptr ? repair_groups(worker, j) : shm::Status::ok;
+            const auto repair_start = std::chrono::steady_clock::now();
+            const bool repairs = j.ledger != nullptr;
+            const shm::Status repair = repairs ? repair_groups(worker, j) : shm::Status::ok;
             j.ledger.reset();
+            const double repair_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - repair_start).count();
             lock.lock();
+            if (repairs) charge_lane_debt(q->account_, repair_s);
             if (repair != shm::Status::ok && j.status == shm::Status::ok) j.status = repair;
             const shm::Status status = j.status;
             const reference::Tally tally = j.tally;

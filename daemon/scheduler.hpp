@@ -50,9 +50,17 @@
 // launch: start() tells the backend which workers are lane workers
 // (Backend::set_lane_workers, passed on by StripedBackend and CheckedBackend
 // to each GPU). The kernel still shares the GPU's SMs with the bulk launches
-// running there (it waits for SMs, at most about one wave). The limit: a
-// client's small batches of invalid rows hold one lane worker for their
-// confirmations (up to kLaneWorkerRows of them).
+// running there (it waits for SMs, at most about one wave). Confirmations
+// are charged to the client: every chunk's CPU confirmation time (its time
+// beyond the primary's own, ChunkResult::primary_seconds) and every job-end
+// repair add to the lane debt of the queue's account (the client's uid, given
+// to make_queue), which is repaid at kLaneDebtRepay seconds a second. An
+// account owing more than kLaneDebtLimit holds at most one lane worker at a
+// time, whatever its sessions, and lane workers serve accounts that owe
+// nothing first; its other small batches wait for that lane worker or go to
+// the bulk workers like bulk work (no lane priority, no yield). So the
+// invalid rows of any client's small batches cost the lane at most one
+// worker, and an honest client's small batch always finds the other.
 // Every chunk still takes the one chunk path below (stage, verify under the
 // same confirmation rule, publish): only who runs it changes.
 //
@@ -101,6 +109,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "daemon/backend.hpp"
@@ -133,6 +142,7 @@ private:
     bool in_runnable_ = false;           // in the scheduler's runnable line
     unsigned lane_running_ = 0;          // chunks of this queue lane workers run
     std::uint32_t lane_job_ = 0;         // the job they belong to (while lane_running_ != 0)
+    std::uint32_t account_ = 0;          // whose lane debt its confirmations add to (the client's uid)
 };
 
 class Scheduler {
@@ -153,6 +163,12 @@ public:
     static constexpr std::uint64_t kLaneWorkerRows = 16384;
     // Nice offset of the bulk workers over the lane workers (weights 1024 : 110).
     static constexpr int kBulkNice = 10;
+    // Lane debt (see Lane workers above): confirmation seconds an account may
+    // owe before it holds at most one lane worker, and how fast it is repaid
+    // (seconds a second: a tenth of a core). A block of 4,096 invalid rows
+    // (~160 ms of libsecp256k1) is repaid in about 1.6 s.
+    static constexpr double kLaneDebtLimit = 0.010;
+    static constexpr double kLaneDebtRepay = 0.1;
 
     Scheduler(Backend& backend, Backend* cpu_fallback, std::size_t chunk_rows);
     ~Scheduler();
@@ -160,8 +176,10 @@ public:
     Scheduler& operator=(const Scheduler&) = delete;
 
     void start();
-    // A queue of `slots` jobs whose completions go to sink.
-    std::unique_ptr<JobQueue> make_queue(JobSink& sink, std::uint32_t slots);
+    // A queue of `slots` jobs whose completions go to sink; the confirmation
+    // time of its chunks is charged to `account` (the client's uid: its
+    // sessions share one lane debt).
+    std::unique_ptr<JobQueue> make_queue(JobSink& sink, std::uint32_t slots, std::uint32_t account = 0);
     // Queues job `index` of q (its fields must be filled). q's owner must stay
     // alive while the scheduler holds q (see Lifetime above).
     void submit(const std::shared_ptr<JobQueue>& q, std::uint32_t index);
@@ -244,6 +262,11 @@ private:
     // Whether a bulk worker may take q's next chunk: always, except a small
     // batch's while a lane worker is idle (it takes it).
     bool bulk_may_take(const JobQueue& q) const;
+    // Whether q's account owes the lane more than kLaneDebtLimit (as of the
+    // last runnable_changed, so every predicate above holds between two calls).
+    bool indebted(const JobQueue& q) const;
+    // Adds seconds of confirmations to an account's lane debt (lock held).
+    void charge_lane_debt(std::uint32_t account, double seconds);
     // Wakes a bulk worker, and a lane worker when lane work waits (after runnable_changed).
     void notify_work();
     // Rows [begin, end) of q's job `index` go back to be handed out again (lock held).
@@ -288,6 +311,13 @@ private:
     std::atomic<bool> lane_ready_{false};  // some runnable queue has work a lane worker may take
     std::atomic<bool> bulk_ready_{false};  // some runnable queue has work a bulk worker may take
     unsigned idle_lane_workers_ = 0;       // lane workers waiting for lane work
+    struct LaneDebt {
+        double seconds = 0;                          // owed as of `at`
+        std::chrono::steady_clock::time_point at{};
+        bool over_limit = false;                     // as of the last runnable_changed
+    };
+    std::unordered_map<std::uint32_t, LaneDebt> lane_debts_;  // accounts that owe anything
+    unsigned indebted_lane_running_ = 0;   // lane workers running a chunk of an indebted account
     bool pin_workers_ = false;
     std::uint64_t chunks_yielded_ = 0;
     std::atomic<bool> lane_waiting_{false};     // some runnable queue has lane work

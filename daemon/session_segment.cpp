@@ -100,7 +100,7 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
     // The state word is published last, with release.
     shm::word(h.state).store(static_cast<std::uint32_t>(shm::SegmentState::ready), std::memory_order_release);
 
-    queue_ = ctx_.scheduler->make_queue(*this, seg_.cq_entries);
+    queue_ = ctx_.scheduler->make_queue(*this, seg_.cq_entries, cred_.uid);
     free_jobs_.reserve(seg_.cq_entries);
     for (std::uint32_t i = seg_.cq_entries; i-- > 0;) free_jobs_.push_back(i);
     return true;

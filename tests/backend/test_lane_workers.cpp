@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,9 @@ namespace {
 
 constexpr std::size_t kChunkRows = 64;
 constexpr unsigned kWorkers = 4;  // 2 bulk + 2 lane
+// Chunks of this many rows spend kConfirmTime in (modelled) CPU confirmations.
+constexpr std::size_t kConfirmedRows = 24;
+constexpr auto kConfirmTime = std::chrono::milliseconds(400);
 
 // libsecp256k1's verdicts; chunks of at least hold_rows rows wait in verify()
 // until release() (what a bulk chunk's worker does on a GPU daemon).
@@ -40,6 +44,13 @@ public:
     unsigned concurrency() const override { return kWorkers; }
     std::size_t preferred_chunk_rows() const override { return kChunkRows; }
     ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override {
+        ChunkResult r;
+        if (records.count == kConfirmedRows) {
+            // A chunk of invalid rows on a checked GPU: a short launch, then
+            // long CPU confirmations (the time beyond primary_seconds).
+            std::this_thread::sleep_for(kConfirmTime);
+            r.primary_seconds = 0.001;
+        }
         if (records.count >= kChunkRows) {
             std::unique_lock lock(mutex_);
             ++held_;
@@ -47,7 +58,6 @@ public:
             cv_.wait(lock, [&] { return released_; });
             --held_;
         }
-        ChunkResult r;
         r.tally = cpu_[worker].run(records, 0, records.count, wire::Mode::results, verdicts);
         return r;
     }
@@ -249,6 +259,60 @@ TEST_CASE("lane workers: a block split beside busy bulk workers plans its CPU sh
     REQUIRE(block_sink.wait_for(0, std::chrono::seconds(30)));
     REQUIRE(bulk_sink.wait_for(0, std::chrono::seconds(30)));
     CHECK(block.results == block.truth);
+    CHECK(bulk.results == bulk.truth);
+    scheduler.stop();
+}
+
+TEST_CASE("lane workers: a client owing the lane confirmation time holds at most one lane worker",
+          "[scheduler][lane][hostile]") {
+    HoldingBackend backend;
+    daemon::CpuBackend fallback(kWorkers);
+    daemon::Scheduler scheduler(backend, &fallback, kChunkRows);
+    ReleaseAtExit release_at_exit{backend};
+    scheduler.set_lane_workers(daemon::Scheduler::kLaneWorkers);
+    scheduler.start();
+    constexpr std::uint32_t hostile_uid = 1001, honest_uid = 1002;
+    Sink bulk_sink, first_sink, a_sink, b_sink, honest_sink;
+    std::shared_ptr<daemon::JobQueue> bulk_q = scheduler.make_queue(bulk_sink, 1);
+    std::shared_ptr<daemon::JobQueue> first_q = scheduler.make_queue(first_sink, 1, hostile_uid);
+    std::shared_ptr<daemon::JobQueue> a_q = scheduler.make_queue(a_sink, 1, hostile_uid);
+    std::shared_ptr<daemon::JobQueue> b_q = scheduler.make_queue(b_sink, 1, hostile_uid);
+    std::shared_ptr<daemon::JobQueue> honest_q = scheduler.make_queue(honest_sink, 1, honest_uid);
+    Rows bulk = make_rows(kBulkRows, false);
+    bulk_q->job(0) = job_of(bulk);
+    scheduler.submit(bulk_q, 0);
+    REQUIRE(backend.wait_held(kWorkers - daemon::Scheduler::kLaneWorkers));
+    // The hostile client's first small batch costs a lane worker 400 ms of
+    // confirmations: from then on it owes the lane that time.
+    Rows first = make_rows(kConfirmedRows, false);
+    first_q->job(0) = job_of(first);
+    scheduler.submit(first_q, 0);
+    REQUIRE(first_sink.wait_for(0, std::chrono::seconds(10)));
+    // Two more, from two other sessions of the same client, then an honest
+    // client's 1-row batch: one lane worker is the hostile client's, the other
+    // verifies the honest batch at once (before, both took the hostile
+    // batches and the honest one waited 400 ms).
+    Rows a = make_rows(kConfirmedRows, false), b = make_rows(kConfirmedRows, false), honest = make_rows(1, true);
+    a_q->job(0) = job_of(a);
+    scheduler.submit(a_q, 0);
+    b_q->job(0) = job_of(b);
+    scheduler.submit(b_q, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const auto t0 = std::chrono::steady_clock::now();
+    honest_q->job(0) = job_of(honest);
+    scheduler.submit(honest_q, 0);
+    REQUIRE(honest_sink.wait_for(0, std::chrono::seconds(10)));
+    const double honest_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    INFO("honest 1-row batch: " << honest_ms << " ms");
+    CHECK(honest_ms < 200.0);
+    CHECK(honest.results == honest.truth);
+    backend.release();  // the bulk workers take what the lane left
+    REQUIRE(a_sink.wait_for(0, std::chrono::seconds(30)));
+    REQUIRE(b_sink.wait_for(0, std::chrono::seconds(30)));
+    REQUIRE(bulk_sink.wait_for(0, std::chrono::seconds(30)));
+    CHECK(a.results == a.truth);
+    CHECK(b.results == b.truth);
+    CHECK(first.results == first.truth);
     CHECK(bulk.results == bulk.truth);
     scheduler.stop();
 }
