@@ -79,6 +79,9 @@ struct Metrics {
     Counter rows_in_place{0};
     Counter rows_staged{0};
     Counter split_cpu_rows{0};  // rows of GPU-daemon batches the split planner gave to the CPU workers
+    // Chunks of small batches taken while their client's uid owed the lane
+    // confirmation time (daemon/scheduler.hpp "Lane workers": lane debt).
+    Counter lane_indebted_chunks{0};
     Counter stats_requests{0};
     Counter stats_refused{0};              // stats connections refused (permission, too many)
     Counter stats_dropped{0};              // stats readers dropped (slow, idle, oversized request)

@@ -567,6 +567,8 @@ void Scheduler::worker_loop(unsigned worker) {
         }
         const std::uint32_t index = q->pending_.front();
         Job& j = q->jobs_[index];
+        if (metrics_ != nullptr && indebted(*q) && j.rows.count <= kLaneWorkerRows)
+            metrics_->lane_indebted_chunks.fetch_add(1, std::memory_order_relaxed);
         std::uint64_t begin = 0, end = 0;
         if (!j.returned.empty()) {
             // Rows a yielding worker handed back go first (at most one chunk each).

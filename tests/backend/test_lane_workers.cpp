@@ -269,6 +269,8 @@ TEST_CASE("lane workers: a client owing the lane confirmation time holds at most
     daemon::CpuBackend fallback(kWorkers);
     daemon::Scheduler scheduler(backend, &fallback, kChunkRows);
     ReleaseAtExit release_at_exit{backend};
+    daemon::Metrics metrics;
+    scheduler.set_metrics(&metrics);
     scheduler.set_lane_workers(daemon::Scheduler::kLaneWorkers);
     scheduler.start();
     constexpr std::uint32_t hostile_uid = 1001, honest_uid = 1002;
@@ -314,5 +316,6 @@ TEST_CASE("lane workers: a client owing the lane confirmation time holds at most
     CHECK(b.results == b.truth);
     CHECK(first.results == first.truth);
     CHECK(bulk.results == bulk.truth);
+    CHECK(metrics.lane_indebted_chunks.load() == 2);  // a and b, not first nor the honest batch
     scheduler.stop();
 }
