@@ -12,9 +12,10 @@
 //  * GLV: na = s1 + lambda s2; with s = (na + K) / 2 and v_i = s_i + 2^128
 //    (< 2^129, 33 windows), the digits of v1 and v2 sum to na exactly when
 //    K = (2^132 - 2^129 - 1)(1 + lambda) (mod n).
-//  * G: v_g = (ng + 2^272 - 1) / 2 (mod n) in 8-bit windows (digits 2b - 255)
-//    every second 4-bit window: bits 0..135 against odd multiples of G, bits
-//    136..271 against odd multiples of 2^136 G (tables in global memory).
+//  * G: v_g = (ng + 2^L - 1) / 2 (mod n), L = 2 m w, in w-bit windows (digits
+//    2b - (2^w - 1)), one every w/4 P windows: the m windows of bits 0..mw-1
+//    against odd multiples of G, those of bits mw..2mw-1 against odd multiples
+//    of 2^(mw) G (w = 12, m = 11: 22 additions; tables in global memory).
 //  * The P table is "effective affine" (all entries share one Z, so every
 //    addition is a mixed one), built without a per-entry ratio array: each
 //    new entry's Z ratio rescales the entries before it.
@@ -41,8 +42,38 @@ struct Aff32 {
 
 constexpr int kV2Windows = 33;      // 4-bit windows of the P scalars (132 bits)
 constexpr int kV2PEntries = 8;      // odd multiples 1..15 of P
-constexpr int kV2GEntries = 128;    // odd multiples 1..255 of G and of 2^136 G
-constexpr int kV2GHighShift = 136;  // the second G table is of 2^136 G
+// The G stream (issue 30): w-bit signed odd windows, w = kGWindowBits, a
+// multiple of 4 so that every G window falls on a P window (the accumulator is
+// doubled 4 times a P window): window k of a table is added in P window
+// j = k * kGStep. Two tables of kGWindowsPerTable windows cover
+// L = 2 m w >= 256 bits (v_g < n < 2^256); the top window of a table must sit
+// at or below the top P window. w = 12: 22 additions a row against two tables
+// of 2,048 entries (128 KiB each); w = 8 (the kernel before issue 30): 32.
+#if defined(SV_G_WINDOW_BITS)
+constexpr int kGWindowBits = SV_G_WINDOW_BITS;
+#else
+constexpr int kGWindowBits = 12;
+#endif
+constexpr int kGStep = kGWindowBits / 4;
+#if !defined(SV_G_PREFETCH)
+#define SV_G_PREFETCH 1
+#endif
+constexpr int kGWindowsPerTable = (256 + 2 * kGWindowBits - 1) / (2 * kGWindowBits);
+constexpr int kGTableBits = kGWindowsPerTable * kGWindowBits;  // bits of v_g per table
+constexpr int kV2GEntries = 1 << (kGWindowBits - 1);            // odd multiples of G (and of 2^kGTableBits G)
+constexpr int kV2GHighShift = kGTableBits;                      // the second G table is of 2^kGTableBits G
+constexpr int kGAdditionsPerRow = 2 * kGWindowsPerTable;
+static_assert(kGWindowBits % 4 == 0 && kGWindowBits >= 4 && kGWindowBits <= 16, "G windows on P windows");
+static_assert((kGWindowsPerTable - 1) * kGStep <= kV2Windows - 1, "every G window on a P window of the ladder");
+static_assert(2 * kGTableBits >= 256 && 2 * kGTableBits - 256 + 129 < 256, "v_g fits; 2^L mod n is NC << (L - 256)");
+static_assert(kGTableBits <= 160, "a table's windows fit one 5-word stream");
+// Passes per row of the ladder's two inner loops (scripts/kernel-metrics.sh
+// reads them for its estimate): the doubling loop; the stream loop, whose
+// passes are P additions (2 a window, the first of them the start value) or
+// G additions (the passes that read the G tables).
+constexpr int kLadderDoublings = 4 * (kV2Windows - 1);
+constexpr int kLadderPPasses = 2 * kV2Windows;
+constexpr int kLadderGPasses = kGAdditionsPerRow;
 
 // r = 2a (3M + 4S): with L = 3/2 X^2 and T = X Y^2,
 // X3 = L^2 - 2T, Y3 = L (T - X3) - Y^4, Z3 = Y Z (libsecp256k1's scaling).
@@ -162,6 +193,14 @@ struct PTable32 {
     SV_HD u32 window(int s, int bit, int width) const {
         return (xword(kScratchStreams + 5 * s + (bit >> 5)) >> (bit & 31)) & ((1u << width) - 1u);
     }
+    // The same for any width <= 32 with bit + width <= 160 (the G streams'
+    // 12-bit windows straddle words): the words holding the first and the
+    // last bit (one and the same word when the window does not straddle).
+    SV_HD u32 window_any(int s, int bit, int width) const {
+        const int base = kScratchStreams + 5 * s;
+        const u64 lo = xword(base + (bit >> 5)), hi = xword(base + ((bit + width - 1) >> 5));
+        return u32(((hi << 32) | lo) >> (bit & 31)) & ((1u << width) - 1u);
+    }
 };
 
 // The host twin's scratch: both regions in one plain array.
@@ -172,9 +211,9 @@ struct HostScratch32 {
 #endif
 };
 
-// The G tables: entries [0, 128) = (2i+1) G, [128, 256) = (2i+1) 2^136 G,
-// affine, 64 bytes each (x then y, 32-bit limbs little-endian: the bytes of
-// GeStorage).
+// The G tables: entries [0, kV2GEntries) = (2i+1) G, then
+// [kV2GEntries, 2 kV2GEntries) = (2i+1) 2^kV2GHighShift G, affine, 64 bytes
+// each (x then y, 32-bit limbs little-endian: the bytes of GeStorage).
 struct GTable32 {
     const GeStorage* entries;
 };
@@ -192,6 +231,19 @@ SV_HD Aff32 g_table_entry(const GTable32& tab, int idx) {
     e.y = fe32_from_fe(Fe{{s.y[0], s.y[1], s.y[2], s.y[3]}});
 #endif
     return e;
+}
+
+// Asks L1 for entry idx ahead of its use (device; nothing on the host): the
+// G tables (256 KiB) live in L2, and the entry of the next G window is known
+// a whole G window (kGStep P windows) before the ladder reads it. No register
+// holds anything across the wait.
+SV_HD void g_table_prefetch(const GTable32& tab, int idx) {
+#if defined(__CUDA_ARCH__)
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(tab.entries + idx));
+#else
+    (void)tab;
+    (void)idx;
+#endif
 }
 
 // Builds the odd multiples (2i+1) P, i < 8, sharing one Z on the curve
@@ -234,6 +286,19 @@ struct Recoded32 {
     u64 v1[3], v2[3], glo[3], ghi[3];
 };
 
+// out = bits [lo, lo + width) of a (width <= 160, lo + width <= 256).
+SV_HD void sc_bits(u64 out[3], const Sc& a, int lo, int width) {
+    SV_UNROLL
+    for (int i = 0; i < 3; ++i) {
+        const int b = lo + 64 * i;  // first bit of out[i]
+        const int w = b >> 6, sh = b & 63;
+        const u64 low = w < 4 ? a.v[w] >> sh : 0;
+        const u64 high = sh != 0 && w + 1 < 4 ? a.v[w + 1] << (64 - sh) : 0;
+        const int keep = width - 64 * i;  // bits of out[i] that belong to the range
+        out[i] = keep >= 64 ? low | high : keep <= 0 ? 0 : (low | high) & ((1ull << keep) - 1);
+    }
+}
+
 // v = s + 2^128 (mod n) must be < 2^132 (it is < 2^129 for a GLV half).
 SV_HD void offset_half(u64 out[3], const Sc& s, u32& degenerate) {
     Sc v;
@@ -255,17 +320,20 @@ SV_HD void recode32(Recoded32& rc, const Sc& na, const Sc& ng, u32& degenerate) 
     sc_split_lambda(s1, s2, s);
     offset_half(rc.v1, s1, degenerate);
     offset_half(rc.v2, s2, degenerate);
-    // 2^272 - 1 = 2^16 (2^256 - n) - 1 (mod n)
-    const Sc kg{{(kNC0 << 16) - 1, (kNC1 << 16) | (kNC0 >> 48), (kNC2 << 16) | (kNC1 >> 48), 0}};
+    // v_g = (ng + 2^L - 1) / 2 (mod n), L = 2 kGTableBits: the sum over the
+    // w-bit windows b_k of v_g of (2 b_k - (2^w - 1)) 2^(w k) is
+    // 2 v_g - (2^L - 1) = ng (mod n). 2^L - 1 = 2^(L - 256) (2^256 - n) - 1
+    // (mod n), below n (static_assert above), and NC << s is odd-based: the - 1
+    // never borrows.
+    constexpr int sh = 2 * kGTableBits - 256;
+    constexpr Sc kg = sh == 0 ? Sc{{kNC0 - 1, kNC1, kNC2, 0}}
+                              : Sc{{(kNC0 << (sh & 63)) - 1, (kNC1 << (sh & 63)) | (kNC0 >> ((64 - sh) & 63)),
+                                    (kNC2 << (sh & 63)) | (kNC1 >> ((64 - sh) & 63)), 0}};
     Sc vg;
     sc_add(vg, ng, kg);
     sc_half(vg, vg);
-    rc.glo[0] = vg.v[0];
-    rc.glo[1] = vg.v[1];
-    rc.glo[2] = vg.v[2] & 0xFF;
-    rc.ghi[0] = (vg.v[2] >> 8) | (vg.v[3] << 56);
-    rc.ghi[1] = vg.v[3] >> 8;
-    rc.ghi[2] = 0;
+    sc_bits(rc.glo, vg, 0, kGTableBits);
+    sc_bits(rc.ghi, vg, kGTableBits, kGTableBits);
 }
 
 // Result of ecmult32: the Jacobian (x, y, z) of na P + ng G on secp256k1.
@@ -297,9 +365,11 @@ SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const P
             SV_NO_UNROLL
             for (int k = 0; k < 4; ++k) pt32_double(acc, acc);
         }
-        // streams 0, 1: P and lambda P (every window); 2, 3: G and 2^136 G
-        // (even windows). All branches here depend on j and s only.
-        const int streams = (j & 1) == 0 ? 4 : 2;
+        // streams 0, 1: P and lambda P (every window); 2, 3: G and
+        // 2^kGTableBits G, window j / kGStep of each, in every kGStep-th window
+        // up to the tables' last. All branches here depend on j and s only.
+        const bool g_window = j % kGStep == 0 && j < kGStep * kGWindowsPerTable;
+        const int streams = g_window ? 4 : 2;
         SV_NO_UNROLL
         for (int s = 0; s < streams; ++s) {
             Aff32 e;
@@ -310,9 +380,16 @@ SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const P
                 ptab.load(int((b ^ neg) & 7u), e.x, e.y);
                 if (s == 1) fe32_mul(e.x, e.x, fe32_beta());
             } else {
-                const u32 b = ptab.window(s, 4 * j, 8);
-                neg = 0u - ((b >> 7) ^ 1u);
-                e = g_table_entry(gtab, (s == 2 ? 0 : kV2GEntries) + int((b ^ neg) & 127u));
+                const int t = s - 2;
+                const u32 top = u32(kV2GEntries);  // the sign bit of a window
+                const u32 b = ptab.window_any(s, 4 * j, kGWindowBits);
+                neg = 0u - (((b & top) != 0) ^ 1u);
+                e = g_table_entry(gtab, t * kV2GEntries + int((b ^ neg) & (top - 1u)));
+                if (SV_G_PREFETCH && j >= kGStep) {  // the next G window's entry, a window ahead
+                    const u32 bn = ptab.window_any(s, 4 * (j - kGStep), kGWindowBits);
+                    const u32 nn = 0u - (((bn & top) != 0) ^ 1u);
+                    g_table_prefetch(gtab, t * kV2GEntries + int((bn ^ nn) & (top - 1u)));
+                }
                 Fe32 f;
                 ptab.load_fe(kScratchZg, f);
                 fe32_mul(e.x, e.x, f);
