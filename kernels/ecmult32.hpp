@@ -98,13 +98,19 @@ SV_HD void pt32_double(Pt32& r, const Pt32& a) {
     r.z = z3;
 }
 
-// r = a + b, b affine (8M + 3S). h = Z(r) / Z(a). degenerate |= all ones when
-// X(a) and X(b) agree (a = b or a = -b), where the formula does not hold.
-SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenerate, Fe32& h) {
+// r = a + b, b affine, where a's formulas see a.x, a.y over zf and the result
+// is over a.z h (8M + 3S). With zf = a.z it is the plain mixed addition,
+// h = Z(r) / Z(a). The ladder's G additions pass zf = a.z zg: a point on the
+// curve scaled by zg (where the P table is affine) is (X, Y, Z zg) on
+// secp256k1, so the formulas meet the G entry as it is stored, affine, and
+// the result is back on the scaled curve (its Z times h) -- the entry needs
+// no rescaling by zg^2, zg^3. degenerate |= all ones when the x-coordinates
+// agree (the two points equal or opposite), where the formula does not hold.
+SV_HD void pt32_add_affine_over(Pt32& r, const Pt32& a, const Fe32& zf, const Aff32& b, u32& degenerate, Fe32& h) {
     Fe32 z1z1, u2, s2, rr, x3, y3;
-    fe32_sqr(z1z1, a.z);
+    fe32_sqr(z1z1, zf);
     fe32_mul(u2, b.x, z1z1);
-    fe32_mul(s2, a.z, z1z1);
+    fe32_mul(s2, zf, z1z1);
     fe32_mul(s2, s2, b.y);
     fe32_sub(h, u2, a.x);
     fe32_sub(rr, s2, a.y);
@@ -113,6 +119,10 @@ SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenera
     fe32_mul(r.z, a.z, h);
     r.x = x3;
     r.y = y3;
+}
+
+SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenerate, Fe32& h) {
+    pt32_add_affine_over(r, a, a.z, b, degenerate, h);
 }
 
 // A row's scratch: the P table, the recoded scalars and zg^2, zg^3, zg -- the
@@ -349,16 +359,12 @@ SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const P
         ptab.store_stream(3, rc.ghi);
     }
     {
-        Fe32 zg, zg2, zg3;
+        Fe32 zg;
         build_p_table32(ptab, p, zg, degenerate);
-        fe32_sqr(zg2, zg);
-        fe32_mul(zg3, zg2, zg);
-        ptab.store_fe(kScratchZg, zg2);
-        ptab.store_fe(kScratchZg + 8, zg3);
-        ptab.store_fe(kScratchZg + 16, zg);
+        ptab.store_fe(kScratchZg + 16, zg);  // words kScratchZg .. + 15 (zg^2, zg^3 before) unused
     }
 
-    Pt32 acc;
+    Pt32 acc{};  // set by the first P pass; zeroed so that its first copy reads defined values
     SV_NO_UNROLL
     for (int j = kV2Windows - 1; j >= 0; --j) {
         if (j != kV2Windows - 1) {
@@ -374,11 +380,13 @@ SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const P
         for (int s = 0; s < streams; ++s) {
             Aff32 e;
             u32 neg;
+            Fe32 zf;  // the Z the addition's formulas see (pt32_add_affine_over)
             if (s < 2) {
                 const u32 b = ptab.window(s, 4 * j, 4);
                 neg = 0u - ((b >> 3) ^ 1u);
                 ptab.load(int((b ^ neg) & 7u), e.x, e.y);
                 if (s == 1) fe32_mul(e.x, e.x, fe32_beta());
+                zf = acc.z;
             } else {
                 const int t = s - 2;
                 const u32 top = u32(kV2GEntries);  // the sign bit of a window
@@ -390,18 +398,16 @@ SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const P
                     const u32 nn = 0u - (((bn & top) != 0) ^ 1u);
                     g_table_prefetch(gtab, t * kV2GEntries + int((bn ^ nn) & (top - 1u)));
                 }
-                Fe32 f;
-                ptab.load_fe(kScratchZg, f);
-                fe32_mul(e.x, e.x, f);
-                ptab.load_fe(kScratchZg + 8, f);
-                fe32_mul(e.y, e.y, f);
+                Fe32 zg;
+                ptab.load_fe(kScratchZg + 16, zg);
+                fe32_mul(zf, acc.z, zg);  // the G entry is affine on secp256k1 itself
             }
             fe32_cneg(e.y, e.y, neg);
             if (j == kV2Windows - 1 && s == 0) {
                 acc = Pt32{e.x, e.y, fe32_one()};
             } else {
                 Fe32 h;
-                pt32_add_affine(acc, acc, e, degenerate, h);
+                pt32_add_affine_over(acc, acc, zf, e, degenerate, h);
             }
         }
     }
