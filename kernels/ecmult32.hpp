@@ -125,7 +125,7 @@ SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenera
     pt32_add_affine_over(r, a, a.z, b, degenerate, h);
 }
 
-// A row's scratch: the P table, the recoded scalars and zg^2, zg^3, zg -- the
+// A row's scratch: the P table, the recoded scalars and zg -- the
 // per-row state that the ladder reads rather than keeps in registers (it
 // would not fit the 168 registers that 12 warps per SM allow). Two regions,
 // each word w at base[w * stride]:
@@ -136,7 +136,7 @@ SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenera
 //    launch), so that it does not hold shared memory against occupancy: 512 B
 //    a thread caps a 100 KB consumer SM at 4 warps.
 //  * the extra words, kScratchExtraWords: the four recoded streams at
-//    kScratchStreams (5 words each), zg^2, zg^3 and zg at kScratchZg; shared
+//    kScratchStreams (5 words each), zg at kScratchZg; shared
 //    memory on the device, one column per thread.
 // In shared memory a warp's 32 lanes read 32 consecutive words (32 banks)
 // whichever entries they pick. On the host both regions are plain arrays
@@ -144,7 +144,7 @@ SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenera
 constexpr int kPTableWords = kV2PEntries * 16;
 constexpr int kScratchStreams = 0;
 constexpr int kScratchZg = kScratchStreams + 4 * 5;
-constexpr int kScratchExtraWords = kScratchZg + 24;
+constexpr int kScratchExtraWords = kScratchZg + 8;
 #if defined(SV_P_TABLE_GLOBAL)
 constexpr bool kPTableInShared = false;
 #else
@@ -166,7 +166,7 @@ struct PTable32 {
 #endif
 
     SV_HD u32& tword(int w) const { return table[u32(w) * table_stride]; }
-    // Field elements in the extra words (zg^2, zg^3, zg).
+    // Field elements in the extra words (zg).
     SV_HD void store_fe(int w, const Fe32& a) const {
         SV_UNROLL
         for (int i = 0; i < 8; ++i) xword(w + i) = a.v[i];
@@ -361,7 +361,7 @@ SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const P
     {
         Fe32 zg;
         build_p_table32(ptab, p, zg, degenerate);
-        ptab.store_fe(kScratchZg + 16, zg);  // words kScratchZg .. + 15 (zg^2, zg^3 before) unused
+        ptab.store_fe(kScratchZg, zg);
     }
 
     Pt32 acc{};  // set by the first P pass; zeroed so that its first copy reads defined values
@@ -399,7 +399,7 @@ SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const P
                     g_table_prefetch(gtab, t * kV2GEntries + int((bn ^ nn) & (top - 1u)));
                 }
                 Fe32 zg;
-                ptab.load_fe(kScratchZg + 16, zg);
+                ptab.load_fe(kScratchZg, zg);
                 fe32_mul(zf, acc.z, zg);  // the G entry is affine on secp256k1 itself
             }
             fe32_cneg(e.y, e.y, neg);
@@ -414,7 +414,7 @@ SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const P
     r.x = acc.x;
     r.y = acc.y;
     Fe32 zg;
-    ptab.load_fe(kScratchZg + 16, zg);
+    ptab.load_fe(kScratchZg, zg);
     fe32_mul(r.z, acc.z, zg);
 }
 
