@@ -74,6 +74,10 @@ static_assert(kGTableBits <= 160, "a table's windows fit one 5-word stream");
 constexpr int kLadderDoublings = 4 * (kV2Windows - 1);
 constexpr int kLadderPPasses = 2 * kV2Windows;
 constexpr int kLadderGPasses = kGAdditionsPerRow;
+// Passes per row of build_p_table32's loops: one a new entry, and in all the
+// rescaling of the entries before each (1 + 2 + ... + 7).
+constexpr int kPTableBuildPasses = kV2PEntries - 1;
+constexpr int kPTableRescales = (kV2PEntries - 1) * kV2PEntries / 2;
 
 // r = 2a (3M + 4S): with L = 3/2 X^2 and T = X Y^2,
 // X3 = L^2 - 2T, Y3 = L (T - X3) - Y^4, Z3 = Y Z (libsecp256k1's scaling).

@@ -407,7 +407,29 @@ def pass_costs(code, lo, hi):
     return best[0]
 
 
-def corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra):
+def table_build_extra(a, loops, parent, stats, others):
+    """Passes of the P table build beyond the one pass each of its two loops that
+    the plain count includes (--table-trips OUTER,INNER: passes per row of the
+    build loop and, in all, of the rescaling loop inside it). The build is the one
+    loop outside the hot loop that holds IMAD.WIDE and exactly one loop of its
+    own; returns (instructions, loop head) or None when there is not exactly one."""
+    if not a.table_trips:
+        return None
+    kids = {k: [j for j in range(len(loops)) if parent[j] == k] for k in range(len(loops))}
+    cand = [k for k in others if len(kids[k]) == 1 and stats[k][0]['IMAD.WIDE'] and not kids[kids[k][0]]]
+    if len(cand) != 1:
+        print(f'  corrected estimate: P table build not found ({len(cand)} candidate loops); counted once')
+        return None
+    k, = cand
+    outer_t, inner_t = (int(t) for t in a.table_trips.split(','))
+    body, inner = stats[k][0]['n'] - stats[kids[k][0]][0]['n'], stats[kids[k][0]][0]['n']
+    x = (outer_t - 1) * body + (inner_t - 1) * inner
+    print(f'  P table build 0x{loops[k][0]:x}: {outer_t} passes of {body:,} + {inner_t} rescales of {inner:,}: '
+          f'+{x:,} beyond one pass each')
+    return x, loops[k][0]
+
+
+def corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra, table_extra=None):
     """Per row, each inner loop counted by what its passes execute (pass_costs)
     times the passes the source states (--loop-trips, one spec per inner loop in
     address order: "T" passes of its longest path, or "TP,TG" passes of its
@@ -433,11 +455,13 @@ def corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra):
         else:
             total += trips[0] * paths[False] + trips[1] * paths[True]
             terms.append(f'{trips[0]} x {paths[False]:,} (no LDG) + {trips[1]} x {paths[True]:,} (LDG)')
-    per_row = total + a.windows * rest + outside + sum(x for _, x in sub_extra)
-    print('  corrected (each inner loop pass counted by its own path; issue 30):')
+    tx = table_extra[0] if table_extra else 0
+    per_row = total + a.windows * rest + outside + sum(x for _, x in sub_extra) + tx
+    print('  corrected (each inner loop pass counted by its own path, the P table build by its passes; issue 30):')
     print(f'    inner loops = {" + ".join(terms)} = {total:,}')
     print(f'    per row     = {total:,} + {a.windows} windows x {rest:,} + {outside:,} outside the loop'
-          f'{"".join(f" + {x:,}" for _, x in sub_extra)} = {per_row:,} thread-instructions')
+          f'{"".join(f" + {x:,}" for _, x in sub_extra)}' + (f' + {tx:,} (P table build)' if table_extra else '')
+          + f' = {per_row:,} thread-instructions')
     print(f'    warp-instructions per row = {per_row:,} / 32 = {per_row / 32:,.0f}')
     return per_row / 32
 
@@ -492,16 +516,18 @@ def report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how):
           f'{extra_terms} = {per_row:,} thread-instructions')
     print(f'  warp-instructions per row = {per_row:,} / 32 = {per_row / 32:,.0f}  (old method: every inner loop '
           f'body whole, INNER_TRIPS times a window)')
-    corrected = corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra)
     anc, k = set(), parent[hot]
     while k is not None:
         anc.add(k)
         k = parent[k]
     others = [k for k in range(len(loops)) if k != hot and k not in anc and (parent[k] is None or parent[k] in anc)
               and not h <= loops[k][0] < e]
-    if others:
-        print(f'  note: {len(others)} other loop(s) outside the hot loop counted once (each extra pass adds its size): '
-              + ', '.join(f'0x{loops[k][0]:x} ({stats[k][0]["n"]:,})' for k in others[:8]) + (' ...' if len(others) > 8 else ''))
+    table_extra = table_build_extra(a, loops, parent, stats, others) if a.loop_trips else None
+    corrected = corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra, table_extra)
+    once = [k for k in others if not table_extra or loops[k][0] != table_extra[1]]
+    if once:
+        print(f'  note: {len(once)} other loop(s) outside the hot loop counted once (each extra pass adds its size): '
+              + ', '.join(f'0x{loops[k][0]:x} ({stats[k][0]["n"]:,})' for k in once[:8]) + (' ...' if len(once) > 8 else ''))
     return foot / 1024, c['LDL'] + c['STL'], len(data) + in_callees, per_row / 32, corrected
 
 
@@ -518,6 +544,8 @@ def main():
     ap.add_argument('--loop-trips', action='append', metavar='T | TP,TG',
                     help='passes per row of each inner loop of the hot loop, in address order: T of its longest '
                          'path, or TP without and TG with a global load (the corrected estimate)')
+    ap.add_argument('--table-trips', metavar='OUTER,INNER',
+                    help='passes per row of the P table build loop and (in all) of its rescaling loop')
     ap.add_argument('--sub-trips', action='append', metavar='NAME=T1,T2,...',
                     help='trip counts of the loops of a once-per-row subroutine, in address order')
     ap.add_argument('--arch-log', action='append', metavar='ARCH:PTXAS_LOG',
