@@ -373,18 +373,23 @@ def subroutine_loop_extra(code, sub_trips):
     return extra
 
 
-def pass_costs(code, lo, hi):
+def pass_costs(code, lo, hi, skip=None):
     """What one pass of the loop [lo, hi) executes, path by path: {reads_global:
     instructions} for the longest path from the head to the back edge (or an exit)
     that does (True) or does not (False) contain an LDG, callees expanded. Every
-    branch of the body must go forward (no loop inside); returns None otherwise.
-    Predicated instructions count as issued, as they are."""
+    branch of the body must go forward (no loop inside) but in skip, a loop
+    [h, e) inside it that a path crosses at no cost (its passes are counted on
+    their own); returns None otherwise. Predicated instructions count as
+    issued, as they are."""
     ins = code.region(lo, hi)
     best = [None] * (len(ins) + 1)
     best[len(ins)] = {False: 0}
     end = {False: 0}
     for k in range(len(ins) - 1, -1, -1):
         i = ins[k]
+        if skip and skip[0] <= i.addr < skip[1]:
+            best[k] = best[(skip[1] - lo) // 16]
+            continue
         cost = 0 if i.op == 'NOP' else code.counts(i.addr, i.addr + 16)[0]['n']
         if i.op in ('EXIT', 'RET'):
             succ = [end]
@@ -407,12 +412,14 @@ def pass_costs(code, lo, hi):
     return best[0]
 
 
-def table_build_extra(a, loops, parent, stats, others):
+def table_build_extra(a, code, loops, parent, stats, others):
     """Passes of the P table build beyond the one pass each of its two loops that
     the plain count includes (--table-trips OUTER,INNER: passes per row of the
-    build loop and, in all, of the rescaling loop inside it). The build is the one
-    loop outside the hot loop that holds IMAD.WIDE and exactly one loop of its
-    own; returns (instructions, loop head) or None when there is not exactly one."""
+    build loop and, in all, of the rescaling loop inside it), each pass counted
+    as the longest path through its loop (pass_costs; the build loop's path
+    crosses the rescaling loop at no cost). The build is the one loop outside
+    the hot loop that holds IMAD.WIDE and exactly one loop of its own; returns
+    (instructions, loop head) or None when there is not exactly one."""
     if not a.table_trips:
         return None
     kids = {k: [j for j in range(len(loops)) if parent[j] == k] for k in range(len(loops))}
@@ -421,11 +428,16 @@ def table_build_extra(a, loops, parent, stats, others):
         print(f'  corrected estimate: P table build not found ({len(cand)} candidate loops); counted once')
         return None
     k, = cand
+    j = kids[k][0]
     outer_t, inner_t = (int(t) for t in a.table_trips.split(','))
-    body, inner = stats[k][0]['n'] - stats[kids[k][0]][0]['n'], stats[kids[k][0]][0]['n']
-    x = (outer_t - 1) * body + (inner_t - 1) * inner
-    print(f'  P table build 0x{loops[k][0]:x}: {outer_t} passes of {body:,} + {inner_t} rescales of {inner:,}: '
-          f'+{x:,} beyond one pass each')
+    body_paths, inner_paths = pass_costs(code, *loops[k], skip=loops[j]), pass_costs(code, *loops[j])
+    if not body_paths or not inner_paths:
+        print(f'  corrected estimate: P table build 0x{loops[k][0]:x}: no path through it; counted once')
+        return None
+    body, inner = max(body_paths.values()), max(inner_paths.values())
+    x = outer_t * body + inner_t * inner - stats[k][0]['n']
+    print(f'  P table build 0x{loops[k][0]:x}: {outer_t} passes of {body:,} (its longest path) + {inner_t} rescales '
+          f'of {inner:,}: {x:+,} against one pass of each loop\'s whole body')
     return x, loops[k][0]
 
 
@@ -522,7 +534,7 @@ def report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how):
         k = parent[k]
     others = [k for k in range(len(loops)) if k != hot and k not in anc and (parent[k] is None or parent[k] in anc)
               and not h <= loops[k][0] < e]
-    table_extra = table_build_extra(a, loops, parent, stats, others) if a.loop_trips else None
+    table_extra = table_build_extra(a, code, loops, parent, stats, others) if a.loop_trips else None
     corrected = corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra, table_extra)
     once = [k for k in others if not table_extra or loops[k][0] != table_extra[1]]
     if once:
