@@ -48,7 +48,8 @@ constexpr int kV2PEntries = 8;      // odd multiples 1..15 of P
 // j = k * kGStep. Two tables of kGWindowsPerTable windows cover
 // L = 2 m w >= 256 bits (v_g < n < 2^256); the top window of a table must sit
 // at or below the top P window. w = 12: 22 additions a row against two tables
-// of 2,048 entries (128 KiB each); w = 8 (the kernel before issue 30): 32.
+// of 2,048 entries (128 KiB each); w = 8: 32 (the kernel before issue 30 had
+// 8-bit windows, 17 a table: 34).
 #if defined(SV_G_WINDOW_BITS)
 constexpr int kGWindowBits = SV_G_WINDOW_BITS;
 #else
@@ -207,7 +208,7 @@ struct PTable32 {
     SV_HD u32 window(int s, int bit, int width) const {
         return (xword(kScratchStreams + 5 * s + (bit >> 5)) >> (bit & 31)) & ((1u << width) - 1u);
     }
-    // The same for any width <= 32 with bit + width <= 160 (the G streams'
+    // The same for any width < 32 with bit + width <= 160 (the G streams'
     // 12-bit windows straddle words): the words holding the first and the
     // last bit (one and the same word when the window does not straddle).
     SV_HD u32 window_any(int s, int bit, int width) const {
@@ -337,8 +338,8 @@ SV_HD void recode32(Recoded32& rc, const Sc& na, const Sc& ng, u32& degenerate) 
     // v_g = (ng + 2^L - 1) / 2 (mod n), L = 2 kGTableBits: the sum over the
     // w-bit windows b_k of v_g of (2 b_k - (2^w - 1)) 2^(w k) is
     // 2 v_g - (2^L - 1) = ng (mod n). 2^L - 1 = 2^(L - 256) (2^256 - n) - 1
-    // (mod n), below n (static_assert above), and NC << s is odd-based: the - 1
-    // never borrows.
+    // (mod n), below n (static_assert above); NC's low word is odd, so that of
+    // NC << s (s < 64) is not zero and the - 1 never borrows.
     constexpr int sh = 2 * kGTableBits - 256;
     constexpr Sc kg = sh == 0 ? Sc{{kNC0 - 1, kNC1, kNC2, 0}}
                               : Sc{{(kNC0 << (sh & 63)) - 1, (kNC1 << (sh & 63)) | (kNC0 >> ((64 - sh) & 63)),
