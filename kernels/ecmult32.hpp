@@ -12,9 +12,10 @@
 //  * GLV: na = s1 + lambda s2; with s = (na + K) / 2 and v_i = s_i + 2^128
 //    (< 2^129, 33 windows), the digits of v1 and v2 sum to na exactly when
 //    K = (2^132 - 2^129 - 1)(1 + lambda) (mod n).
-//  * G: v_g = (ng + 2^272 - 1) / 2 (mod n) in 8-bit windows (digits 2b - 255)
-//    every second 4-bit window: bits 0..135 against odd multiples of G, bits
-//    136..271 against odd multiples of 2^136 G (tables in global memory).
+//  * G: v_g = (ng + 2^L - 1) / 2 (mod n), L = 2 m w, in w-bit windows (digits
+//    2b - (2^w - 1)), one every w/4 P windows: the m windows of bits 0..mw-1
+//    against odd multiples of G, those of bits mw..2mw-1 against odd multiples
+//    of 2^(mw) G (w = 12, m = 11: 22 additions; tables in global memory).
 //  * The P table is "effective affine" (all entries share one Z, so every
 //    addition is a mixed one), built without a per-entry ratio array: each
 //    new entry's Z ratio rescales the entries before it.
@@ -41,8 +42,43 @@ struct Aff32 {
 
 constexpr int kV2Windows = 33;      // 4-bit windows of the P scalars (132 bits)
 constexpr int kV2PEntries = 8;      // odd multiples 1..15 of P
-constexpr int kV2GEntries = 128;    // odd multiples 1..255 of G and of 2^136 G
-constexpr int kV2GHighShift = 136;  // the second G table is of 2^136 G
+// The G stream (issue 30): w-bit signed odd windows, w = kGWindowBits, a
+// multiple of 4 so that every G window falls on a P window (the accumulator is
+// doubled 4 times a P window): window k of a table is added in P window
+// j = k * kGStep. Two tables of kGWindowsPerTable windows cover
+// L = 2 m w >= 256 bits (v_g < n < 2^256); the top window of a table must sit
+// at or below the top P window. w = 12: 22 additions a row against two tables
+// of 2,048 entries (128 KiB each); w = 8: 32 (the kernel before issue 30 had
+// 8-bit windows, 17 a table: 34).
+#if defined(SV_G_WINDOW_BITS)
+constexpr int kGWindowBits = SV_G_WINDOW_BITS;
+#else
+constexpr int kGWindowBits = 12;
+#endif
+constexpr int kGStep = kGWindowBits / 4;
+#if !defined(SV_G_PREFETCH)
+#define SV_G_PREFETCH 1
+#endif
+constexpr int kGWindowsPerTable = (256 + 2 * kGWindowBits - 1) / (2 * kGWindowBits);
+constexpr int kGTableBits = kGWindowsPerTable * kGWindowBits;  // bits of v_g per table
+constexpr int kV2GEntries = 1 << (kGWindowBits - 1);            // odd multiples of G (and of 2^kGTableBits G)
+constexpr int kV2GHighShift = kGTableBits;                      // the second G table is of 2^kGTableBits G
+constexpr int kGAdditionsPerRow = 2 * kGWindowsPerTable;
+static_assert(kGWindowBits % 4 == 0 && kGWindowBits >= 4 && kGWindowBits <= 16, "G windows on P windows");
+static_assert((kGWindowsPerTable - 1) * kGStep <= kV2Windows - 1, "every G window on a P window of the ladder");
+static_assert(2 * kGTableBits >= 256 && 2 * kGTableBits - 256 + 129 < 256, "v_g fits; 2^L mod n is NC << (L - 256)");
+static_assert(kGTableBits <= 160, "a table's windows fit one 5-word stream");
+// Passes per row of the ladder's two inner loops (scripts/kernel-metrics.sh
+// reads them for its estimate): the doubling loop; the stream loop, whose
+// passes are P additions (2 a window, the first of them the start value) or
+// G additions (the passes that read the G tables).
+constexpr int kLadderDoublings = 4 * (kV2Windows - 1);
+constexpr int kLadderPPasses = 2 * kV2Windows;
+constexpr int kLadderGPasses = kGAdditionsPerRow;
+// Passes per row of build_p_table32's loops: one a new entry, and in all the
+// rescaling of the entries before each (1 + 2 + ... + 7).
+constexpr int kPTableBuildPasses = kV2PEntries - 1;
+constexpr int kPTableRescales = (kV2PEntries - 1) * kV2PEntries / 2;
 
 // r = 2a (3M + 4S): with L = 3/2 X^2 and T = X Y^2,
 // X3 = L^2 - 2T, Y3 = L (T - X3) - Y^4, Z3 = Y Z (libsecp256k1's scaling).
@@ -67,13 +103,19 @@ SV_HD void pt32_double(Pt32& r, const Pt32& a) {
     r.z = z3;
 }
 
-// r = a + b, b affine (8M + 3S). h = Z(r) / Z(a). degenerate |= all ones when
-// X(a) and X(b) agree (a = b or a = -b), where the formula does not hold.
-SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenerate, Fe32& h) {
+// r = a + b, b affine, where a's formulas see a.x, a.y over zf and the result
+// is over a.z h (8M + 3S). With zf = a.z it is the plain mixed addition,
+// h = Z(r) / Z(a). The ladder's G additions pass zf = a.z zg: a point on the
+// curve scaled by zg (where the P table is affine) is (X, Y, Z zg) on
+// secp256k1, so the formulas meet the G entry as it is stored, affine, and
+// the result is back on the scaled curve (its Z times h) -- the entry needs
+// no rescaling by zg^2, zg^3. degenerate |= all ones when the x-coordinates
+// agree (the two points equal or opposite), where the formula does not hold.
+SV_HD void pt32_add_affine_over(Pt32& r, const Pt32& a, const Fe32& zf, const Aff32& b, u32& degenerate, Fe32& h) {
     Fe32 z1z1, u2, s2, rr, x3, y3;
-    fe32_sqr(z1z1, a.z);
+    fe32_sqr(z1z1, zf);
     fe32_mul(u2, b.x, z1z1);
-    fe32_mul(s2, a.z, z1z1);
+    fe32_mul(s2, zf, z1z1);
     fe32_mul(s2, s2, b.y);
     fe32_sub(h, u2, a.x);
     fe32_sub(rr, s2, a.y);
@@ -84,7 +126,11 @@ SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenera
     r.y = y3;
 }
 
-// A row's scratch: the P table, the recoded scalars and zg^2, zg^3, zg -- the
+SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenerate, Fe32& h) {
+    pt32_add_affine_over(r, a, a.z, b, degenerate, h);
+}
+
+// A row's scratch: the P table, the recoded scalars and zg -- the
 // per-row state that the ladder reads rather than keeps in registers (it
 // would not fit the 168 registers that 12 warps per SM allow). Two regions,
 // each word w at base[w * stride]:
@@ -95,7 +141,7 @@ SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenera
 //    launch), so that it does not hold shared memory against occupancy: 512 B
 //    a thread caps a 100 KB consumer SM at 4 warps.
 //  * the extra words, kScratchExtraWords: the four recoded streams at
-//    kScratchStreams (5 words each), zg^2, zg^3 and zg at kScratchZg; shared
+//    kScratchStreams (5 words each), zg at kScratchZg; shared
 //    memory on the device, one column per thread.
 // In shared memory a warp's 32 lanes read 32 consecutive words (32 banks)
 // whichever entries they pick. On the host both regions are plain arrays
@@ -103,7 +149,7 @@ SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenera
 constexpr int kPTableWords = kV2PEntries * 16;
 constexpr int kScratchStreams = 0;
 constexpr int kScratchZg = kScratchStreams + 4 * 5;
-constexpr int kScratchExtraWords = kScratchZg + 24;
+constexpr int kScratchExtraWords = kScratchZg + 8;
 #if defined(SV_P_TABLE_GLOBAL)
 constexpr bool kPTableInShared = false;
 #else
@@ -125,7 +171,7 @@ struct PTable32 {
 #endif
 
     SV_HD u32& tword(int w) const { return table[u32(w) * table_stride]; }
-    // Field elements in the extra words (zg^2, zg^3, zg).
+    // Field elements in the extra words (zg).
     SV_HD void store_fe(int w, const Fe32& a) const {
         SV_UNROLL
         for (int i = 0; i < 8; ++i) xword(w + i) = a.v[i];
@@ -162,6 +208,14 @@ struct PTable32 {
     SV_HD u32 window(int s, int bit, int width) const {
         return (xword(kScratchStreams + 5 * s + (bit >> 5)) >> (bit & 31)) & ((1u << width) - 1u);
     }
+    // The same for any width < 32 with bit + width <= 160 (the G streams'
+    // 12-bit windows straddle words): the words holding the first and the
+    // last bit (one and the same word when the window does not straddle).
+    SV_HD u32 window_any(int s, int bit, int width) const {
+        const int base = kScratchStreams + 5 * s;
+        const u64 lo = xword(base + (bit >> 5)), hi = xword(base + ((bit + width - 1) >> 5));
+        return u32(((hi << 32) | lo) >> (bit & 31)) & ((1u << width) - 1u);
+    }
 };
 
 // The host twin's scratch: both regions in one plain array.
@@ -172,9 +226,9 @@ struct HostScratch32 {
 #endif
 };
 
-// The G tables: entries [0, 128) = (2i+1) G, [128, 256) = (2i+1) 2^136 G,
-// affine, 64 bytes each (x then y, 32-bit limbs little-endian: the bytes of
-// GeStorage).
+// The G tables: entries [0, kV2GEntries) = (2i+1) G, then
+// [kV2GEntries, 2 kV2GEntries) = (2i+1) 2^kV2GHighShift G, affine, 64 bytes
+// each (x then y, 32-bit limbs little-endian: the bytes of GeStorage).
 struct GTable32 {
     const GeStorage* entries;
 };
@@ -192,6 +246,19 @@ SV_HD Aff32 g_table_entry(const GTable32& tab, int idx) {
     e.y = fe32_from_fe(Fe{{s.y[0], s.y[1], s.y[2], s.y[3]}});
 #endif
     return e;
+}
+
+// Asks L1 for entry idx ahead of its use (device; nothing on the host): the
+// G tables (256 KiB) live in L2, and the entry of the next G window is known
+// a whole G window (kGStep P windows) before the ladder reads it. No register
+// holds anything across the wait.
+SV_HD void g_table_prefetch(const GTable32& tab, int idx) {
+#if defined(__CUDA_ARCH__)
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(tab.entries + idx));
+#else
+    (void)tab;
+    (void)idx;
+#endif
 }
 
 // Builds the odd multiples (2i+1) P, i < 8, sharing one Z on the curve
@@ -234,6 +301,19 @@ struct Recoded32 {
     u64 v1[3], v2[3], glo[3], ghi[3];
 };
 
+// out = bits [lo, lo + width) of a (width <= 160, lo + width <= 256).
+SV_HD void sc_bits(u64 out[3], const Sc& a, int lo, int width) {
+    SV_UNROLL
+    for (int i = 0; i < 3; ++i) {
+        const int b = lo + 64 * i;  // first bit of out[i]
+        const int w = b >> 6, sh = b & 63;
+        const u64 low = w < 4 ? a.v[w] >> sh : 0;
+        const u64 high = sh != 0 && w + 1 < 4 ? a.v[w + 1] << (64 - sh) : 0;
+        const int keep = width - 64 * i;  // bits of out[i] that belong to the range
+        out[i] = keep >= 64 ? low | high : keep <= 0 ? 0 : (low | high) & ((1ull << keep) - 1);
+    }
+}
+
 // v = s + 2^128 (mod n) must be < 2^132 (it is < 2^129 for a GLV half).
 SV_HD void offset_half(u64 out[3], const Sc& s, u32& degenerate) {
     Sc v;
@@ -255,17 +335,20 @@ SV_HD void recode32(Recoded32& rc, const Sc& na, const Sc& ng, u32& degenerate) 
     sc_split_lambda(s1, s2, s);
     offset_half(rc.v1, s1, degenerate);
     offset_half(rc.v2, s2, degenerate);
-    // 2^272 - 1 = 2^16 (2^256 - n) - 1 (mod n)
-    const Sc kg{{(kNC0 << 16) - 1, (kNC1 << 16) | (kNC0 >> 48), (kNC2 << 16) | (kNC1 >> 48), 0}};
+    // v_g = (ng + 2^L - 1) / 2 (mod n), L = 2 kGTableBits: the sum over the
+    // w-bit windows b_k of v_g of (2 b_k - (2^w - 1)) 2^(w k) is
+    // 2 v_g - (2^L - 1) = ng (mod n). 2^L - 1 = 2^(L - 256) (2^256 - n) - 1
+    // (mod n), below n (static_assert above); NC's low word is odd, so that of
+    // NC << s (s < 64) is not zero and the - 1 never borrows.
+    constexpr int sh = 2 * kGTableBits - 256;
+    constexpr Sc kg = sh == 0 ? Sc{{kNC0 - 1, kNC1, kNC2, 0}}
+                              : Sc{{(kNC0 << (sh & 63)) - 1, (kNC1 << (sh & 63)) | (kNC0 >> ((64 - sh) & 63)),
+                                    (kNC2 << (sh & 63)) | (kNC1 >> ((64 - sh) & 63)), 0}};
     Sc vg;
     sc_add(vg, ng, kg);
     sc_half(vg, vg);
-    rc.glo[0] = vg.v[0];
-    rc.glo[1] = vg.v[1];
-    rc.glo[2] = vg.v[2] & 0xFF;
-    rc.ghi[0] = (vg.v[2] >> 8) | (vg.v[3] << 56);
-    rc.ghi[1] = vg.v[3] >> 8;
-    rc.ghi[2] = 0;
+    sc_bits(rc.glo, vg, 0, kGTableBits);
+    sc_bits(rc.ghi, vg, kGTableBits, kGTableBits);
 }
 
 // Result of ecmult32: the Jacobian (x, y, z) of na P + ng G on secp256k1.
@@ -281,57 +364,62 @@ SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const P
         ptab.store_stream(3, rc.ghi);
     }
     {
-        Fe32 zg, zg2, zg3;
+        Fe32 zg;
         build_p_table32(ptab, p, zg, degenerate);
-        fe32_sqr(zg2, zg);
-        fe32_mul(zg3, zg2, zg);
-        ptab.store_fe(kScratchZg, zg2);
-        ptab.store_fe(kScratchZg + 8, zg3);
-        ptab.store_fe(kScratchZg + 16, zg);
+        ptab.store_fe(kScratchZg, zg);
     }
 
-    Pt32 acc;
+    Pt32 acc{};  // set by the first P pass; zeroed so that its first copy reads defined values
     SV_NO_UNROLL
     for (int j = kV2Windows - 1; j >= 0; --j) {
         if (j != kV2Windows - 1) {
             SV_NO_UNROLL
             for (int k = 0; k < 4; ++k) pt32_double(acc, acc);
         }
-        // streams 0, 1: P and lambda P (every window); 2, 3: G and 2^136 G
-        // (even windows). All branches here depend on j and s only.
-        const int streams = (j & 1) == 0 ? 4 : 2;
+        // streams 0, 1: P and lambda P (every window); 2, 3: G and
+        // 2^kGTableBits G, window j / kGStep of each, in every kGStep-th window
+        // up to the tables' last. All branches here depend on j and s only.
+        const bool g_window = j % kGStep == 0 && j < kGStep * kGWindowsPerTable;
+        const int streams = g_window ? 4 : 2;
         SV_NO_UNROLL
         for (int s = 0; s < streams; ++s) {
             Aff32 e;
             u32 neg;
+            Fe32 zf;  // the Z the addition's formulas see (pt32_add_affine_over)
             if (s < 2) {
                 const u32 b = ptab.window(s, 4 * j, 4);
                 neg = 0u - ((b >> 3) ^ 1u);
                 ptab.load(int((b ^ neg) & 7u), e.x, e.y);
                 if (s == 1) fe32_mul(e.x, e.x, fe32_beta());
+                zf = acc.z;
             } else {
-                const u32 b = ptab.window(s, 4 * j, 8);
-                neg = 0u - ((b >> 7) ^ 1u);
-                e = g_table_entry(gtab, (s == 2 ? 0 : kV2GEntries) + int((b ^ neg) & 127u));
-                Fe32 f;
-                ptab.load_fe(kScratchZg, f);
-                fe32_mul(e.x, e.x, f);
-                ptab.load_fe(kScratchZg + 8, f);
-                fe32_mul(e.y, e.y, f);
+                const int t = s - 2;
+                const u32 top = u32(kV2GEntries);  // the sign bit of a window
+                const u32 b = ptab.window_any(s, 4 * j, kGWindowBits);
+                neg = 0u - (((b & top) != 0) ^ 1u);
+                e = g_table_entry(gtab, t * kV2GEntries + int((b ^ neg) & (top - 1u)));
+                if (SV_G_PREFETCH && j >= kGStep) {  // the next G window's entry, a window ahead
+                    const u32 bn = ptab.window_any(s, 4 * (j - kGStep), kGWindowBits);
+                    const u32 nn = 0u - (((bn & top) != 0) ^ 1u);
+                    g_table_prefetch(gtab, t * kV2GEntries + int((bn ^ nn) & (top - 1u)));
+                }
+                Fe32 zg;
+                ptab.load_fe(kScratchZg, zg);
+                fe32_mul(zf, acc.z, zg);  // the G entry is affine on secp256k1 itself
             }
             fe32_cneg(e.y, e.y, neg);
             if (j == kV2Windows - 1 && s == 0) {
                 acc = Pt32{e.x, e.y, fe32_one()};
             } else {
                 Fe32 h;
-                pt32_add_affine(acc, acc, e, degenerate, h);
+                pt32_add_affine_over(acc, acc, zf, e, degenerate, h);
             }
         }
     }
     r.x = acc.x;
     r.y = acc.y;
     Fe32 zg;
-    ptab.load_fe(kScratchZg + 16, zg);
+    ptab.load_fe(kScratchZg, zg);
     fe32_mul(r.z, acc.z, zg);
 }
 

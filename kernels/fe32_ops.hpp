@@ -548,7 +548,7 @@ inline void sqr512_limbs(u32 t[16], const u32 a[8]) {
 }
 #endif
 
-// r = t (mod p) for a 512-bit t, weakly reduced. 49 instructions.
+// r = t (mod p) for a 512-bit t, weakly reduced. 44 instructions.
 #define SV_PTX_FE32_REDUCE512 \
     "mad.lo.cc.u32 w0, t8, 977, t0;\n\t" \
     "madc.hi.cc.u32 w1, t8, 977, t1;\n\t" \
@@ -593,12 +593,7 @@ inline void sqr512_limbs(u32 t[16], const u32 a[8]) {
     "mul.lo.u32 x0, x3, 977;\n\t" \
     "add.cc.u32 %0, %0, x0;\n\t" \
     "addc.cc.u32 %1, %1, x3;\n\t" \
-    "addc.cc.u32 %2, %2, 0;\n\t" \
-    "addc.cc.u32 %3, %3, 0;\n\t" \
-    "addc.cc.u32 %4, %4, 0;\n\t" \
-    "addc.cc.u32 %5, %5, 0;\n\t" \
-    "addc.cc.u32 %6, %6, 0;\n\t" \
-    "addc.u32 %7, %7, 0;\n\t"
+    "addc.u32 %2, %2, 0;\n\t"
 #if !defined(__CUDA_ARCH__)
 inline void fe32_reduce512_limbs(u32 r[8], const u32 t[16]) {
     u32 w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, x0, x1, x2, x3;
@@ -647,12 +642,7 @@ inline void fe32_reduce512_limbs(u32 r[8], const u32 t[16]) {
     { const u64 w_ = u64(u32(u64(x3) * u32(977u))); x0 = u32(w_); }
     { const u64 w_ = u64(r[0]) + x0; r[0] = u32(w_); cf = u32(w_ >> 32) & 1u; }
     { const u64 w_ = u64(r[1]) + x3 + cf; r[1] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[2]) + u32(0u) + cf; r[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[3]) + u32(0u) + cf; r[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[4]) + u32(0u) + cf; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[5]) + u32(0u) + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[6]) + u32(0u) + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[7]) + u32(0u) + cf; r[7] = u32(w_); }
+    { const u64 w_ = u64(r[2]) + u32(0u) + cf; r[2] = u32(w_); }
 }
 #endif
 
@@ -1098,7 +1088,7 @@ inline void sc32_reduce512_limbs(u32 r[8], const u32 t[16]) {
 }
 #endif
 
-// r = a + b (mod p), weakly reduced. 28 instructions.
+// r = a + b (mod p), weakly reduced. 22 instructions.
 SV_HD void fe32_add_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
 #if defined(__CUDA_ARCH__)
     asm("{\n\t"
@@ -1124,13 +1114,7 @@ SV_HD void fe32_add_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "addc.u32 c, 0, 0;\n\t"
         "mul.lo.u32 k, c, 977;\n\t"
         "add.cc.u32 %0, %0, k;\n\t"
-        "addc.cc.u32 %1, %1, c;\n\t"
-        "addc.cc.u32 %2, %2, 0;\n\t"
-        "addc.cc.u32 %3, %3, 0;\n\t"
-        "addc.cc.u32 %4, %4, 0;\n\t"
-        "addc.cc.u32 %5, %5, 0;\n\t"
-        "addc.cc.u32 %6, %6, 0;\n\t"
-        "addc.u32 %7, %7, 0;\n\t"
+        "addc.u32 %1, %1, c;\n\t"
         "}\n\t"
         : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
@@ -1159,17 +1143,11 @@ SV_HD void fe32_add_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(u32(0u)) + u32(0u) + cf; c = u32(w_); }
     { const u64 w_ = u64(u32(u64(c) * u32(977u))); k = u32(w_); }
     { const u64 w_ = u64(r[0]) + k; r[0] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[1]) + c + cf; r[1] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[2]) + u32(0u) + cf; r[2] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[3]) + u32(0u) + cf; r[3] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[4]) + u32(0u) + cf; r[4] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[5]) + u32(0u) + cf; r[5] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[6]) + u32(0u) + cf; r[6] = u32(w_); cf = u32(w_ >> 32) & 1u; }
-    { const u64 w_ = u64(r[7]) + u32(0u) + cf; r[7] = u32(w_); }
+    { const u64 w_ = u64(r[1]) + c + cf; r[1] = u32(w_); }
 #endif
 }
 
-// r = a - b (mod p), weakly reduced. 30 instructions.
+// r = a - b (mod p), weakly reduced. 24 instructions.
 SV_HD void fe32_sub_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
 #if defined(__CUDA_ARCH__)
     asm("{\n\t"
@@ -1197,13 +1175,7 @@ SV_HD void fe32_sub_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
         "and.b32 k, c, 977;\n\t"
         "and.b32 d, c, 1;\n\t"
         "sub.cc.u32 %0, %0, k;\n\t"
-        "subc.cc.u32 %1, %1, d;\n\t"
-        "subc.cc.u32 %2, %2, 0;\n\t"
-        "subc.cc.u32 %3, %3, 0;\n\t"
-        "subc.cc.u32 %4, %4, 0;\n\t"
-        "subc.cc.u32 %5, %5, 0;\n\t"
-        "subc.cc.u32 %6, %6, 0;\n\t"
-        "subc.u32 %7, %7, 0;\n\t"
+        "subc.u32 %1, %1, d;\n\t"
         "}\n\t"
         : "=&r"(r[0]), "=&r"(r[1]), "=&r"(r[2]), "=&r"(r[3]), "=&r"(r[4]), "=&r"(r[5]), "=&r"(r[6]), "=&r"(r[7])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
@@ -1234,13 +1206,7 @@ SV_HD void fe32_sub_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
     { const u64 w_ = u64(c & u32(977u)); k = u32(w_); }
     { const u64 w_ = u64(c & u32(1u)); d = u32(w_); }
     { const u64 w_ = u64(r[0]) - k; r[0] = u32(w_); cf = u32(w_ >> 63); }
-    { const u64 w_ = u64(r[1]) - d - cf; r[1] = u32(w_); cf = u32(w_ >> 63); }
-    { const u64 w_ = u64(r[2]) - u32(0u) - cf; r[2] = u32(w_); cf = u32(w_ >> 63); }
-    { const u64 w_ = u64(r[3]) - u32(0u) - cf; r[3] = u32(w_); cf = u32(w_ >> 63); }
-    { const u64 w_ = u64(r[4]) - u32(0u) - cf; r[4] = u32(w_); cf = u32(w_ >> 63); }
-    { const u64 w_ = u64(r[5]) - u32(0u) - cf; r[5] = u32(w_); cf = u32(w_ >> 63); }
-    { const u64 w_ = u64(r[6]) - u32(0u) - cf; r[6] = u32(w_); cf = u32(w_ >> 63); }
-    { const u64 w_ = u64(r[7]) - u32(0u) - cf; r[7] = u32(w_); }
+    { const u64 w_ = u64(r[1]) - d - cf; r[1] = u32(w_); }
 #endif
 }
 
@@ -1302,7 +1268,7 @@ SV_HD void fe32_half_limbs(u32 r[8], const u32 a[8]) {
 }
 
 // r = a * b (mod p), weakly reduced:
-// mul512_limbs then fe32_reduce512_limbs, 199 instructions.
+// mul512_limbs then fe32_reduce512_limbs, 194 instructions.
 SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
 #if defined(__CUDA_ARCH__)
     asm("{\n\t"
@@ -1320,7 +1286,7 @@ SV_HD void fe32_mul_limbs(u32 r[8], const u32 a[8], const u32 b[8]) {
 }
 
 // r = a^2 (mod p), weakly reduced:
-// sqr512_limbs then fe32_reduce512_limbs, 155 instructions.
+// sqr512_limbs then fe32_reduce512_limbs, 150 instructions.
 SV_HD void fe32_sqr_limbs(u32 r[8], const u32 a[8]) {
 #if defined(__CUDA_ARCH__)
     asm("{\n\t"

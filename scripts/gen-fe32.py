@@ -173,13 +173,14 @@ def reduce_rows(t, r):
     for j in range(3, 8):
         p.append(("addc.cc.u32", f"{r}{j}", f"w{j}", "0"))
     p.append(("addc.u32", "x3", "0", "0"))
-    # fold 3: a carry out means the low part is < 2^67: adding C cannot carry
+    # fold 3: a carry out (x3 = 1) leaves r = w + x - 2^256 < x < 2^66, so
+    # r + C < 2^67 stays in limbs 0..2 and limbs 3..7 (zero then) are final;
+    # with x3 = 0 nothing is added. The chain ends at limb 2 (the emulator
+    # checks that no carry leaves it; check_fe_reduce_edges reaches x3 = 1).
     p.append(("mul.lo.u32", "x0", "x3", "977"))
     p.append(("add.cc.u32", f"{r}0", f"{r}0", "x0"))
     p.append(("addc.cc.u32", f"{r}1", f"{r}1", "x3"))
-    for j in range(2, 7):
-        p.append(("addc.cc.u32", f"{r}{j}", f"{r}{j}", "0"))
-    p.append(("addc.u32", f"{r}7", f"{r}7", "0"))
+    p.append(("addc.u32", f"{r}2", f"{r}2", "0"))
     return p
 
 
@@ -309,7 +310,10 @@ def carry_fold_program(kind):
     """r = a + b or a - b (mod p), weakly reduced: the 256-bit add (subtract),
     then its carry (borrow) folded back twice as + (-) C, C = 2^256 mod p. A
     second carry (borrow) can only follow a wrap to a value < C (> 2^256 - C),
-    after which none is possible."""
+    after which none is possible -- and so the second fold touches limbs 0 and
+    1 only: r < C gives r + C < 2^34 (r > 2^256 - 2C gives r - C with limb 1
+    at least 2^32 - 3 before, no borrow out of it). check_carry_fold_edges
+    reaches both second folds."""
     op, opc = ("add", "addc") if kind == "add" else ("sub", "subc")
     p = [(f"{op}.cc.u32", "r0", "a0", "b0")]
     p += [(f"{opc}.cc.u32", f"r{j}", f"a{j}", f"b{j}") for j in range(1, 8)]
@@ -323,13 +327,12 @@ def carry_fold_program(kind):
             p.append(("and.b32", "d", "c", "1"))
             low = "d"
         p.append((f"{op}.cc.u32", "r0", "r0", "k"))
-        p.append((f"{opc}.cc.u32", "r1", "r1", low))
-        p += [(f"{opc}.cc.u32", f"r{j}", f"r{j}", "0") for j in range(2, 7)]
         if rnd == 0:
-            p.append((f"{opc}.cc.u32", "r7", "r7", "0"))
+            p.append((f"{opc}.cc.u32", "r1", "r1", low))
+            p += [(f"{opc}.cc.u32", f"r{j}", f"r{j}", "0") for j in range(2, 8)]
             p.append((f"{opc}.u32", "c", "0", "0"))
         else:
-            p.append((f"{opc}.u32", "r7", "r7", "0"))
+            p.append((f"{opc}.u32", "r1", "r1", low))
     return p
 
 
@@ -464,7 +467,61 @@ def check(trials=int(__import__("os").environ.get("FE32_TRIALS", "30000"))):
         r = join(run(progs["half"], a=a), "r")
         assert r < 1 << 256 and (2 * r - a) % P == 0, ("half", hex(a))
     check_sc_reduce_edges(rng)
+    check_fe_reduce_edges(rng)
+    check_carry_fold_edges(rng)
     return {k: sum(len(u[0]) for u in v) for k, v in progs.items()}
+
+
+def check_fe_reduce_edges(rng, trials=300):
+    """The rare path of reduce_rows, from crafted 512-bit t: fold 2's carry
+    out (x3 = 1), where fold 3 adds C in limbs 0..2 only. Fold 1 leaves
+    w = t_lo + t_hi C = T 2^256 + W; t is solved for T and a W within T C of
+    2^256 (t_lo < C chosen = T 2^256 + W mod C, t_hi the quotient)."""
+    prog = fe_reduce_program()
+    top = (1 << 256) - 1
+    cases = [(1 << 512) - 1, top, (top << 256) | top]
+    for _ in range(trials):
+        tt = rng.randrange(1, 1 << 33)  # T: what fold 1 carries past 2^256
+        w = top - rng.randrange(0, tt * C)  # W + T C >= 2^256: fold 2 carries
+        v = (tt << 256) + w
+        tl = v % C
+        th = (v - tl) // C
+        if th <= top:
+            cases.append((th << 256) | tl)
+    hit = 0
+    for t in cases:
+        regs = {f"t{i}": x for i, x in enumerate(limbs(t, 16))}
+        out = emulate(prog, regs)
+        r = join(out, "r")
+        assert r < 1 << 256 and r % P == t % P, ("fe_reduce", hex(t))
+        hit += out["x3"]
+    assert hit > trials // 2, f"fold 3 (x3 = 1) was reached {hit} times only"
+
+
+def check_carry_fold_edges(rng, trials=300):
+    """The rare paths of add and sub: the second carry (a + b - 2^256 + C
+    >= 2^256, i.e. a + b >= 2^257 - C) and the second borrow (a - b + 2^256 <
+    C), where the second fold touches limbs 0 and 1 only."""
+    top = (1 << 256) - 1
+    progs = {"add": add_program(), "sub": sub_program()}
+    hits = {"add": 0, "sub": 0}
+    for _ in range(trials):
+        a = top - rng.randrange(0, C)
+        b = (1 << 257) - C - a + rng.randrange(0, top - ((1 << 257) - C - a) + 1)  # a + b >= 2^257 - C
+        b = min(b, top)
+        a2 = rng.randrange(0, C)
+        b2 = a2 + (1 << 256) - C + rng.randrange(1, C - a2 + 1) if a2 < C else 0  # a - b + 2^256 < C
+        for kind, x, y in (("add", a, b), ("sub", a2, min(b2, top))):
+            regs = {f"a{i}": v for i, v in enumerate(limbs(x))}
+            regs.update({f"b{i}": v for i, v in enumerate(limbs(y))})
+            out = emulate(progs[kind], regs)
+            r = join(out, "r")
+            want = (x + y) % P if kind == "add" else (x - y) % P
+            assert r < 1 << 256 and r % P == want, (kind, hex(x), hex(y))
+            second = (x + y - (1 << 256) + C >= 1 << 256) if kind == "add" else (x - y + (1 << 256) < C)
+            hits[kind] += second
+    for kind, n in hits.items():
+        assert n > trials // 2, f"{kind}: the second fold was reached {n} times only"
 
 
 def check_sc_reduce_edges(rng, trials=300):

@@ -78,6 +78,9 @@ declare -A VDEFS=(
     [pglobal]="-DSV_P_TABLE_GLOBAL"                # the P table in global memory (through L1): 176 B shared a thread
     [r168]="-DSV_MAX_REGS=168"                     # 168 registers: 3 blocks of 128 by registers (spills today)
     [r128]="-DSV_MAX_REGS=128"                     # 128 registers: 4 blocks of 128 by registers
+    [g8]="-DSV_G_WINDOW_BITS=8"                    # 8-bit G windows: 32 G additions, two 8 KiB tables
+    [g16]="-DSV_G_WINDOW_BITS=16"                  # 16-bit G windows: 16 G additions, two 2 MiB tables (L2)
+    [gnopf]="-DSV_G_PREFETCH=0"                    # 12-bit G windows without the L1 prefetch a window ahead
 )
 
 stage() {

@@ -16,7 +16,14 @@
 #      PROBE_API    fe32 (kernels/fe32.hpp: Fe32, fe32_mul...) or fe (kernels/field.hpp:
 #                   Fe, fe_mul...); default fe32 when kernels/fe32.hpp exists
 #      WINDOWS      hot-loop iterations per row (33);  INNER_TRIPS  iterations of each
-#                   loop inside it per window (4)
+#                   loop inside it per window (4), for the old-method estimate
+#      LOOP_TRIPS   "T TP,TG ...": passes per row of each loop inside the hot loop, for
+#                   the corrected estimate (each pass counted by the path it runs; T: the
+#                   longest path, TP,TG: the longest without / with a global load);
+#                   default: read from kernels/ecmult32.hpp (kLadder*), "" for none
+#      TABLE_TRIPS  "OUTER,INNER": passes per row of the P table build loop and, in all,
+#                   of its rescaling loop (corrected estimate; default from ecmult32.hpp,
+#                   kPTableBuildPasses, kPTableRescales; "" counts each once)
 #      SUB_TRIPS    "NAME=t1,t2,... ..." trip counts of the loops in once-per-row
 #                   subroutines (default: read from the source, see below)
 #      ARCHS        architectures besides sm_90 for the occupancy table and the
@@ -108,6 +115,22 @@ grep -q 'kSharedWordsPerThread' "$SRC/kernels/ecmult32.hpp" || smem_name=kScratc
 printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::%s * 4)); }\n' \
   "$smem_name" >"$smem_src"
 smem=$(c++ -std=c++20 -I"$SRC" -I"$SRC/shm_protocol/include" "${defs[@]}" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" || echo)
+# Passes per row of the ladder's inner loops and of the P table build's two
+# loops (the corrected estimate), from the source's constants; sources before
+# issue 30's G windows have none (LOOP_TRIPS, TABLE_TRIPS give them).
+# source_value NAME FORMAT EXPR: printf FORMAT of the C++ expression EXPR over
+# ecmult32.hpp's constants, when the source defines NAME; empty otherwise.
+source_value() {
+  grep -q "$1" "$SRC/kernels/ecmult32.hpp" || return 0
+  printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nusing namespace sigverify::kernels;\nint main() { std::printf("%s\\n", %s); }\n' \
+    "$2" "$3" >"$OUT/$1.cpp"
+  c++ -std=c++20 -I"$SRC" -I"$SRC/shm_protocol/include" "${defs[@]}" -o "$OUT/$1" "$OUT/$1.cpp" \
+    2>"$OUT/$1.log" && "$OUT/$1" || true
+}
+[ -z "${LOOP_TRIPS+x}" ] &&
+  LOOP_TRIPS=$(source_value kLadderGPasses '%d %d,%d' 'kLadderDoublings, kLadderPPasses, kLadderGPasses')
+[ -z "${TABLE_TRIPS+x}" ] &&
+  TABLE_TRIPS=$(source_value kPTableRescales '%d,%d' 'kPTableBuildPasses, kPTableRescales')
 tpb=${TPB:-$(sed -n 's/^ *int threads_per_block = \([0-9]*\);.*/\1/p' "$SRC/kernels/gpu_verifier.hpp" | head -n 1)}
 
 rev=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')
@@ -144,6 +167,8 @@ PY
 )
 fi
 for t in $SUB_TRIPS; do args+=(--sub-trips "$t"); done
+for t in $LOOP_TRIPS; do args+=(--loop-trips "$t"); done
+[ -n "$TABLE_TRIPS" ] && args+=(--table-trips "$TABLE_TRIPS")
 args+=("${arch_args[@]}")
 [ -n "$smem" ] && args+=(--smem-per-thread "$smem" --tpb "${tpb:-128}")
 [ -n "${HOT_LOOP:-}" ] && args+=(--hot-loop "$HOT_LOOP")
@@ -151,7 +176,7 @@ args+=("${arch_args[@]}")
 [ "${METRICS_VERBOSE:-0}" != 0 ] && args+=(--verbose)
 set +e
 {
-  echo "source: $SRC ($rev)  DEFS='${DEFS:-}'  PROBE_API=$api  SUB_TRIPS='$SUB_TRIPS'"
+  echo "source: $SRC ($rev)  DEFS='${DEFS:-}'  PROBE_API=$api  SUB_TRIPS='$SUB_TRIPS'  LOOP_TRIPS='$LOOP_TRIPS'  TABLE_TRIPS='$TABLE_TRIPS'"
   python3 "$ROOT/scripts/kernel_metrics.py" "${args[@]}"
 } 2>&1 | tee "$OUT/metrics.txt"
 exit "${PIPESTATUS[0]}"

@@ -373,6 +373,111 @@ def subroutine_loop_extra(code, sub_trips):
     return extra
 
 
+def pass_costs(code, lo, hi, skip=None):
+    """What one pass of the loop [lo, hi) executes, path by path: {reads_global:
+    instructions} for the longest path from the head to the back edge (or an exit)
+    that does (True) or does not (False) contain an LDG, callees expanded. Every
+    branch of the body must go forward (no loop inside) but in skip, a loop
+    [h, e) inside it that a path crosses at no cost (its passes are counted on
+    their own); returns None otherwise. Predicated instructions count as
+    issued, as they are."""
+    ins = code.region(lo, hi)
+    best = [None] * (len(ins) + 1)
+    best[len(ins)] = {False: 0}
+    end = {False: 0}
+    for k in range(len(ins) - 1, -1, -1):
+        i = ins[k]
+        if skip and skip[0] <= i.addr < skip[1]:
+            best[k] = best[(skip[1] - lo) // 16]
+            continue
+        cost = 0 if i.op == 'NOP' else code.counts(i.addr, i.addr + 16)[0]['n']
+        if i.op in ('EXIT', 'RET'):
+            succ = [end]
+        elif i.op == 'BRA' and i.target is not None:
+            if i.target == lo or not lo <= i.target < hi:
+                taken = end  # the back edge (the pass ends) or a branch out of the loop
+            elif i.target <= i.addr:
+                return None
+            else:
+                taken = best[(i.target - lo) // 16]
+            succ = [taken] + ([best[k + 1]] if i.cond else [])
+        else:
+            succ = [best[k + 1]]
+        res = {}
+        for d in succ:
+            for ldg, v in d.items():
+                f = ldg or i.op == 'LDG'
+                res[f] = max(res.get(f, -1), v + cost)
+        best[k] = res
+    return best[0]
+
+
+def table_build_extra(a, code, loops, parent, stats, others):
+    """Passes of the P table build beyond the one pass each of its two loops that
+    the plain count includes (--table-trips OUTER,INNER: passes per row of the
+    build loop and, in all, of the rescaling loop inside it), each pass counted
+    as the longest path through its loop (pass_costs; the build loop's path
+    crosses the rescaling loop at no cost). The build is the one loop outside
+    the hot loop that holds IMAD.WIDE and exactly one loop of its own; returns
+    (instructions, loop head) or None when there is not exactly one."""
+    if not a.table_trips:
+        return None
+    kids = {k: [j for j in range(len(loops)) if parent[j] == k] for k in range(len(loops))}
+    cand = [k for k in others if len(kids[k]) == 1 and stats[k][0]['IMAD.WIDE'] and not kids[kids[k][0]]]
+    if len(cand) != 1:
+        print(f'  corrected estimate: P table build not found ({len(cand)} candidate loops); counted once')
+        return None
+    k, = cand
+    j = kids[k][0]
+    outer_t, inner_t = (int(t) for t in a.table_trips.split(','))
+    body_paths, inner_paths = pass_costs(code, *loops[k], skip=loops[j]), pass_costs(code, *loops[j])
+    if not body_paths or not inner_paths:
+        print(f'  corrected estimate: P table build 0x{loops[k][0]:x}: no path through it; counted once')
+        return None
+    body, inner = max(body_paths.values()), max(inner_paths.values())
+    x = outer_t * body + inner_t * inner - stats[k][0]['n']
+    print(f'  P table build 0x{loops[k][0]:x}: {outer_t} passes of {body:,} (its longest path) + {inner_t} rescales '
+          f'of {inner:,}: {x:+,} against one pass of each loop\'s whole body')
+    return x, loops[k][0]
+
+
+def corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra, table_extra=None):
+    """Per row, each inner loop counted by what its passes execute (pass_costs)
+    times the passes the source states (--loop-trips, one spec per inner loop in
+    address order: "T" passes of its longest path, or "TP,TG" passes of its
+    longest path without / with a global load); the rest of the hot loop body
+    once per window. Returns warp-instructions or None when the specs do not
+    match the loops."""
+    if not a.loop_trips:
+        return None
+    if len(a.loop_trips) != len(inner):
+        print(f'  corrected estimate: n/a ({len(a.loop_trips)} --loop-trips for {len(inner)} inner loops)')
+        return None
+    total, terms = 0, []
+    for k, spec in zip(inner, a.loop_trips):
+        trips = [int(t) for t in spec.split(',')]
+        paths = pass_costs(code, *loops[k])
+        if paths is None or len(trips) not in (1, 2) or (len(trips) == 2 and not (False in paths and True in paths)):
+            print(f'  corrected estimate: n/a (inner loop 0x{loops[k][0]:x}: paths {paths}, trips {spec})')
+            return None
+        if len(trips) == 1:
+            longest = max(paths.values())
+            total += trips[0] * longest
+            terms.append(f'{trips[0]} x {longest:,}')
+        else:
+            total += trips[0] * paths[False] + trips[1] * paths[True]
+            terms.append(f'{trips[0]} x {paths[False]:,} (no LDG) + {trips[1]} x {paths[True]:,} (LDG)')
+    tx = table_extra[0] if table_extra else 0
+    per_row = total + a.windows * rest + outside + sum(x for _, x in sub_extra) + tx
+    print('  corrected (each inner loop pass counted by its own path, the P table build by its passes; issue 30):')
+    print(f'    inner loops = {" + ".join(terms)} = {total:,}')
+    print(f'    per row     = {total:,} + {a.windows} windows x {rest:,} + {outside:,} outside the loop'
+          f'{"".join(f" + {x:,}" for _, x in sub_extra)}' + (f' + {tx:,} (P table build)' if table_extra else '')
+          + f' = {per_row:,} thread-instructions')
+    print(f'    warp-instructions per row = {per_row:,} / 32 = {per_row / 32:,.0f}')
+    return per_row / 32
+
+
 def report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how):
     """Prints the hot loop and the per-row estimate; returns target figures."""
     h, e = loops[hot]
@@ -421,17 +526,21 @@ def report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how):
     extra_terms = ''.join(f' + {x:,} ({n} loops)' for n, x in sub_extra)
     print(f'  per row    = {a.windows} windows x {per_window:,} + {outside:,} outside the loop (each once)'
           f'{extra_terms} = {per_row:,} thread-instructions')
-    print(f'  warp-instructions per row = {per_row:,} / 32 = {per_row / 32:,.0f}')
+    print(f'  warp-instructions per row = {per_row:,} / 32 = {per_row / 32:,.0f}  (old method: every inner loop '
+          f'body whole, INNER_TRIPS times a window)')
     anc, k = set(), parent[hot]
     while k is not None:
         anc.add(k)
         k = parent[k]
     others = [k for k in range(len(loops)) if k != hot and k not in anc and (parent[k] is None or parent[k] in anc)
               and not h <= loops[k][0] < e]
-    if others:
-        print(f'  note: {len(others)} other loop(s) outside the hot loop counted once (each extra pass adds its size): '
-              + ', '.join(f'0x{loops[k][0]:x} ({stats[k][0]["n"]:,})' for k in others[:8]) + (' ...' if len(others) > 8 else ''))
-    return foot / 1024, c['LDL'] + c['STL'], len(data) + in_callees, per_row / 32
+    table_extra = table_build_extra(a, code, loops, parent, stats, others) if a.loop_trips else None
+    corrected = corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra, table_extra)
+    once = [k for k in others if not table_extra or loops[k][0] != table_extra[1]]
+    if once:
+        print(f'  note: {len(once)} other loop(s) outside the hot loop counted once (each extra pass adds its size): '
+              + ', '.join(f'0x{loops[k][0]:x} ({stats[k][0]["n"]:,})' for k in once[:8]) + (' ...' if len(once) > 8 else ''))
+    return foot / 1024, c['LDL'] + c['STL'], len(data) + in_callees, per_row / 32, corrected
 
 
 def main():
@@ -444,6 +553,11 @@ def main():
     ap.add_argument('--inner-trips', type=int, default=4, help='passes of each inner loop per window')
     ap.add_argument('--min-skip', type=int, default=16, help='branch heuristic: instructions skipped')
     ap.add_argument('--hot-loop', help='force the hot loop: hex address of its head')
+    ap.add_argument('--loop-trips', action='append', metavar='T | TP,TG',
+                    help='passes per row of each inner loop of the hot loop, in address order: T of its longest '
+                         'path, or TP without and TG with a global load (the corrected estimate)')
+    ap.add_argument('--table-trips', metavar='OUTER,INNER',
+                    help='passes per row of the P table build loop and (in all) of its rescaling loop')
     ap.add_argument('--sub-trips', action='append', metavar='NAME=T1,T2,...',
                     help='trip counts of the loops of a once-per-row subroutine, in address order')
     ap.add_argument('--arch-log', action='append', metavar='ARCH:PTXAS_LOG',
@@ -494,11 +608,11 @@ def main():
             print(f'  #{k:<3} 0x{h:06x}..0x{e - 16:06x}  in {par:5} {stats[k][0]["n"]:9,} '
                   f'{stats[k][0]["IMAD.WIDE"]:7,} {stats[k][0]["STG"]:3}')
     hot, how = pick_hot_loop(code, loops, stats, a.hot_loop)
-    hot_kib = hot_ldst = divergent = est = None
+    hot_kib = hot_ldst = divergent = est = est_corrected = None
     if hot is None:
         print(f'hot loop                     : n/a ({how})')
     else:
-        hot_kib, hot_ldst, divergent, est = report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how)
+        hot_kib, hot_ldst, divergent, est, est_corrected = report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how)
 
     prim = probe_costs(a.probe)
     print('field primitives (marginal SASS instructions per call, probe (x16 - x1) / 15):')
@@ -519,6 +633,8 @@ def main():
             ('hot loop data-dependent branches', divergent, 0), ('fe_mul SASS', pget('mul'), 170),
             ('fe_sqr SASS', pget('sqr'), 110), ('fe_add SASS', pget('add'), 32), ('fe_sub SASS', pget('sub'), 32),
             ('cubin KiB', cubin_bytes / 1024, 256), ('est. warp-instructions per ECDSA row', est, 12000)]
+    if est_corrected is not None:
+        rows.append(('  corrected (per-path passes)', est_corrected, 12000))
     for name, v, target in rows:
         verdict = 'n/a' if v is None else 'OK' if v <= target else 'MISS'
         spec = ',.1f' if isinstance(v, float) and v < 100 else ',.0f'

@@ -13,15 +13,20 @@
 //    holds for any incomplete-addition ladder, whatever its windows. Both rows
 //    are invalid.
 //  * A doubling and a cancellation in the middle of the ladder, in VALID rows.
-//    These follow kernel v2's recoding as kernels/ecmult32.hpp documents it
-//    (the only part of this file that does): the P scalar u2 is recoded from
-//    c = (u2 + K) / 2 = c1 + lambda c2 with v_i = c_i + 2^128 in signed odd
-//    4-bit windows (digit 2b - 15), the G scalar from
-//    vg = (u1 + 2^272 - 1) / 2 in 8-bit windows (digit 2b - 255), and the
-//    ladder starts from the top windows: (d1 + d2 lambda) P, then + dg G.
-//    With c small (c1 = c, c2 = 0) both top P digits are -13, with vg small
-//    the top G digit is -255: the third addition is
-//    -13 (1 + lambda) P + (-255 G), degenerate when P = +-255 / (13 (1 + lambda)) G.
+//    These follow the GPU kernel's recoding as kernels/ecmult32.hpp documents
+//    it and with its constants (the only part of this file that does): the P
+//    scalar u2 is recoded from c = (u2 + K) / 2 = c1 + lambda c2 with
+//    v_i = c_i + 2^128 in signed odd 4-bit windows (digit 2b - 15), the G
+//    scalar from vg = (u1 + 2^L - 1) / 2, L = 2 kGTableBits, in w-bit windows
+//    (w = kGWindowBits, digit 2b - (2^w - 1)), the top one of the first G
+//    table added in P window j_g = kGStep (kGWindowsPerTable - 1), after the
+//    P additions of windows 32 .. j_g. With c small (c1 = c, c2 = 0) the top P
+//    digits are -13 and those below -15, so the accumulator is then
+//    -A (1 + lambda) P with A = 13 16^k + 15 (16^(k-1) + ... + 1) = 14 16^k - 1,
+//    k = 32 - j_g; with vg small the G digit is -(2^w - 1): that addition is
+//    degenerate when P = +-(2^w - 1) / (A (1 + lambda)) G. (12-bit windows:
+//    j_g = 30, A = 3583, digit -4095; the 8-bit windows before issue 30 had
+//    j_g = 32, A = 13, digit -255.)
 //    The signature is then made valid for the scalars chosen: R = u1 G + u2 P,
 //    r = R.x mod n, s = r / u2, z = u1 s.
 // Each row is checked through the kernel's row entry point
@@ -192,7 +197,7 @@ DegenerateRow schnorr_infinity(const ModN& m, std::uint64_t seed) {
     return {std::vector<std::uint8_t>(p, p + sizeof rec), wire::RecordKind::schnorr, "BIP-340, s G - e P = O"};
 }
 
-// An ECDSA row whose ladder's third addition is a doubling (sign +1) or a
+// An ECDSA row whose ladder's first G addition is a doubling (sign +1) or a
 // cancellation (sign -1); c and vg pick the scalars (small, see the top).
 // valid: r = R.x mod n; else r = R.x + 1 (mod n), the same scalars u1, u2
 // (s and z follow r), so the same ladder, and an invalid signature.
@@ -201,9 +206,12 @@ DegenerateRow ecdsa_ladder_meets(const ModN& m, int sign, std::uint64_t c, std::
     const Scalar k_offset = m.mul(ModN::hex("0000000000000000000000000000000DFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF"),
                                   one_plus_lambda);                            // K
     const Scalar u2 = m.sub(m.add(ModN::small(c), ModN::small(c)), k_offset);  // 2c - K
-    const Scalar g_offset = m.sub(m.pow2(272), ModN::small(1));                // 2^272 - 1
-    const Scalar u1 = m.sub(m.add(ModN::small(vg), ModN::small(vg)), g_offset);  // 2 vg - (2^272 - 1)
-    Scalar d = m.mul(ModN::small(255), m.inv(m.mul(ModN::small(13), one_plus_lambda)));
+    const Scalar g_offset = m.sub(m.pow2(2 * kernels::kGTableBits), ModN::small(1));  // 2^L - 1
+    const Scalar u1 = m.sub(m.add(ModN::small(vg), ModN::small(vg)), g_offset);        // 2 vg - (2^L - 1)
+    const int k = (kernels::kV2Windows - 1) - kernels::kGStep * (kernels::kGWindowsPerTable - 1);
+    const std::uint64_t a = 14 * (std::uint64_t(1) << (4 * k)) - 1;  // A = 14 16^k - 1
+    const std::uint64_t g_digit = (std::uint64_t(1) << kernels::kGWindowBits) - 1;
+    Scalar d = m.mul(ModN::small(g_digit), m.inv(m.mul(ModN::small(a), one_plus_lambda)));
     if (sign < 0) d = m.neg(d);
     // R = (u1 + u2 d) G; r = R.x mod n; s = r / u2; z = u1 s.
     const auto big_r = m.point(m.add(u1, m.mul(u2, d)));
@@ -211,7 +219,7 @@ DegenerateRow ecdsa_ladder_meets(const ModN& m, int sign, std::uint64_t c, std::
     const Scalar s = m.mul(r, m.inv(u2));
     const Scalar z = m.mul(u1, s);
     return as_row(ecdsa_record(z, m.point(d), r, s),
-                  std::string("ECDSA, ") + (valid ? "valid" : "invalid") + ", the ladder's third addition is a " +
+                  std::string("ECDSA, ") + (valid ? "valid" : "invalid") + ", the ladder's first G addition is a " +
                       (sign > 0 ? "doubling" : "cancellation") +
                       " (c " + std::to_string(c) + ", vg " + std::to_string(vg) + ")");
 }

@@ -224,7 +224,7 @@ TEST_CASE("ecmult32: the uniform ladder equals double-and-add, or flags the row"
     int flagged = 0, exact = 0;
     for (const Ge& p : points) {
         for (const Sc& na : scalars) {
-            for (const Sc& ng : {scalars[0], scalars[1], scalars[3], scalars.back()}) {
+            for (const Sc& ng : {scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars.back()}) {
                 Gej want;
                 ecmult_simple(want, p, na, ng);
                 Pt32 r;
@@ -251,4 +251,118 @@ TEST_CASE("ecmult32: the uniform ladder equals double-and-add, or flags the row"
     }
     INFO("flagged " << flagged << ", exact " << exact);
     REQUIRE(exact > 300);
+}
+
+namespace {
+
+// a mod n as a scalar, from a BIGNUM.
+Sc sc_of_bn(const Bn& a, const Bn& n, BnCtx& ctx) {
+    Bn r;
+    BN_nnmod(r.b, a.b, n.b, ctx.ctx);
+    unsigned char be[32];
+    BN_bn2binpad(r.b, be, 32);
+    Sc s;
+    REQUIRE_FALSE(sc_set_bytes(s, be, ByteOrder::big));
+    return s;
+}
+
+void sc_to_bn(const Sc& a, Bn& out) {
+    unsigned char be[32];
+    sc_get_b32(be, a);
+    BN_bin2bn(be, 32, out.b);
+}
+
+}  // namespace
+
+// Issue 30's wider G windows: the identity that the ladder relies on, proven
+// with BIGNUM, independently of the scalar code that computes v_g: for every
+// ng, the windows b the ladder reads (through the same scratch reader) give
+// sum over both tables t and windows k of (2 b - (2^w - 1)) 2^(t mw + w k) = ng
+// (mod n), and every G window sits on a P window of the ladder.
+TEST_CASE("ecmult32: the G stream's signed windows sum to ng (BIGNUM)", "[kernels][unit]") {
+    static_assert(kGWindowsPerTable * kGStep <= kV2Windows && kGStep * 4 == kGWindowBits);
+    BnCtx ctx;
+    const Bn n("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141");
+    std::vector<Sc> ngs;
+    auto add_bn = [&](const Bn& x) { ngs.push_back(sc_of_bn(x, n, ctx)); };
+    for (const char* h : {"0", "1", "2", "3", "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364140",
+                          "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD036413F",
+                          "7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0",
+                          "7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A1",
+                          "14551231950B75FC4402DA1732FC9BEBF"})
+        add_bn(Bn(h));
+    for (int k : {11, 12, 31, 32, 63, 64, 127, 128, 131, 132, 133, 143, 191, 192, 252, 255}) {
+        Bn p, one, pm1;
+        BN_one(one.b);
+        BN_lshift(p.b, one.b, k);
+        add_bn(p);
+        BN_sub(pm1.b, p.b, one.b);
+        add_bn(pm1);
+    }
+    std::mt19937_64 rng(0x6e67);
+    for (int i = 0; i < 3000; ++i) {
+        Sc s;
+        for (auto& w : s.v) {
+            const auto k = rng() % 6;
+            w = k == 0 ? 0 : k == 1 ? ~0ull : rng();
+        }
+        unsigned char be[32];
+        sc_get_b32(be, s);
+        Bn x;
+        BN_bin2bn(be, 32, x.b);
+        add_bn(x);
+    }
+    HostScratch32 scratch;
+    const PTable32 ptab = scratch.view();
+    const long offset = (1L << kGWindowBits) - 1;
+    for (const Sc& ng : ngs) {
+        Recoded32 rc;
+        u32 degenerate = 0;
+        recode32(rc, sc_zero(), ng, degenerate);
+        ptab.store_stream(2, rc.glo);
+        ptab.store_stream(3, rc.ghi);
+        Bn sum, term, digit, want;
+        BN_zero(sum.b);
+        for (int t = 0; t < 2; ++t) {
+            for (int k = 0; k < kGWindowsPerTable; ++k) {
+                // the ladder reads window k of table t in P window j = k kGStep at bit 4 j
+                const u32 b = ptab.window_any(2 + t, 4 * (k * kGStep), kGWindowBits);
+                REQUIRE(b < (1u << kGWindowBits));
+                BN_set_word(digit.b, 2 * static_cast<unsigned long>(b));
+                BN_sub_word(digit.b, static_cast<unsigned long>(offset));  // may go negative: BN is signed
+                BN_lshift(term.b, digit.b, t * kGTableBits + kGWindowBits * k);
+                BN_add(sum.b, sum.b, term.b);
+            }
+        }
+        BN_nnmod(sum.b, sum.b, n.b, ctx.ctx);
+        sc_to_bn(ng, want);
+        INFO("ng " << hex(want));
+        REQUIRE(BN_cmp(sum.b, want.b) == 0);
+    }
+}
+
+// The G tables the ladder reads (and the device uploads): entry i of table t
+// is (2i + 1) 2^(t kV2GHighShift) G, checked by double-and-add at the edges and
+// in the middle of both.
+TEST_CASE("ecmult32: the G tables hold the odd multiples of G and of 2^(mw) G", "[kernels][unit]") {
+    BnCtx ctx;
+    const Bn n("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141");
+    const std::vector<GeStorage> tables = build_g_tables32();
+    REQUIRE(tables.size() == std::size_t(2 * kV2GEntries));
+    const GTable32 view{tables.data()};
+    for (int t = 0; t < 2; ++t) {
+        for (int i : {0, 1, 2, 3, kV2GEntries / 2 - 1, kV2GEntries / 2, kV2GEntries - 2, kV2GEntries - 1}) {
+            Bn k;
+            BN_set_word(k.b, 2 * static_cast<unsigned long>(i) + 1);
+            BN_lshift(k.b, k.b, t * kV2GHighShift);
+            Gej want;
+            ecmult_simple(want, ge_generator(), sc_zero(), sc_of_bn(k, n, ctx));
+            Ge wa;
+            ge_set_gej(wa, want);
+            const Aff32 e = g_table_entry(view, t * kV2GEntries + i);
+            INFO("table " << t << " entry " << i);
+            REQUIRE(fe32_equal(e.x, fe32_from_fe(wa.x)));
+            REQUIRE(fe32_equal(e.y, fe32_from_fe(wa.y)));
+        }
+    }
 }
