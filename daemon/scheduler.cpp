@@ -593,6 +593,8 @@ void Scheduler::worker_loop(unsigned worker) {
 
         // Reads only the job's submitter-set fields, which nobody writes while it runs.
         std::size_t verified_end = end;
+        // Only small batches' confirmations are the lane's: a bulk batch's run on the bulk workers.
+        const bool small_job = j.rows.count <= kLaneWorkerRows;
         const auto chunk_start = std::chrono::steady_clock::now();
         const ChunkResult r = run_chunk(worker, j, begin, end, may_yield ? &verified_end : nullptr);
         // The CPU confirmations of a checked primary's verdicts: its time beyond the primary's own.
@@ -607,7 +609,7 @@ void Scheduler::worker_loop(unsigned worker) {
 
         lock.lock();
         ++chunks_run_;
-        charge_lane_debt(q->account_, confirm_s);
+        if (small_job) charge_lane_debt(q->account_, confirm_s);
         if (lane_worker) {
             // q's next small batch may go to a lane worker again.
             --q->lane_running_;
@@ -634,7 +636,7 @@ void Scheduler::worker_loop(unsigned worker) {
             j.ledger.reset();
             const double repair_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - repair_start).count();
             lock.lock();
-            if (repairs) charge_lane_debt(q->account_, repair_s);
+            if (repairs && small_job) charge_lane_debt(q->account_, repair_s);
             if (repair != shm::Status::ok && j.status == shm::Status::ok) j.status = repair;
             const shm::Status status = j.status;
             const reference::Tally tally = j.tally;

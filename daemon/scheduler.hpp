@@ -51,10 +51,13 @@
 // (Backend::set_lane_workers, passed on by StripedBackend and CheckedBackend
 // to each GPU). The kernel still shares the GPU's SMs with the bulk launches
 // running there (it waits for SMs, at most about one wave). Confirmations
-// are charged to the client: every chunk's CPU confirmation time (its time
-// beyond the primary's own, ChunkResult::primary_seconds) and every job-end
-// repair add to the lane debt of the queue's account (the client's uid, given
-// to make_queue), which is repaid at kLaneDebtRepay seconds a second. An
+// of small batches are charged to the client: the CPU confirmation time of
+// every chunk of a small batch (its time beyond the primary's own,
+// ChunkResult::primary_seconds), wherever it ran, and its job-end repair add
+// to the lane debt of the queue's account (the client's uid, given to
+// make_queue), which is repaid at kLaneDebtRepay seconds a second. A bulk
+// batch's confirmations (a node's own multisig attempts) are not the lane's
+// and charge nothing. An
 // account owing more than kLaneDebtLimit holds at most one lane worker at a
 // time, whatever its sessions, and lane workers serve accounts that owe
 // nothing first; its other small batches wait for that lane worker or go to
@@ -166,8 +169,10 @@ public:
     // Lane debt (see Lane workers above): confirmation seconds an account may
     // owe before it holds at most one lane worker, and how fast it is repaid
     // (seconds a second: a tenth of a core). A block of 4,096 invalid rows
-    // (~160 ms of libsecp256k1) is repaid in about 1.6 s.
-    static constexpr double kLaneDebtLimit = 0.010;
+    // (~160 ms of libsecp256k1) puts its client in debt for about 1.6 s; an
+    // honest block's failed multisig attempts (a few hundred rows, strict
+    // rule) stay below the limit.
+    static constexpr double kLaneDebtLimit = 0.050;
     static constexpr double kLaneDebtRepay = 0.1;
 
     Scheduler(Backend& backend, Backend* cpu_fallback, std::size_t chunk_rows);
