@@ -37,9 +37,13 @@
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
 #            every gpu_check_<variant> carried (see VCOMMITS and VDEFS below;
-#            prepare builds GPU_VARIANTS, default "v2d pglobal": v2d is the
-#            kernel of V2D_COMMIT (e237445, before kernels/ had one
-#            generation), pglobal this one with the P table in global memory;
+#            prepare builds GPU_VARIANTS, default "v2d pglobal allshared": v2d
+#            is the kernel of V2D_COMMIT (e237445, before kernels/ had one
+#            generation), pglobal this one with the P table in global memory
+#            on every architecture (on sm_90 too, where the default keeps it in
+#            shared memory), allshared with all of the scratch in shared memory
+#            (688 B a thread, the placement before issue 30's 12 warps: 8 on
+#            an H200) and registers left to ptxas;
 #            v2 that of V2_COMMIT (66d7ca7, before the divsteps)), then the default
 #            build with 64, 256 and 32 threads per block; or the runs RUNS
 #            names ("name:binary args;...", e.g. "t96:gpu_check --tpb 96");
@@ -65,7 +69,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY="$ROOT/build-gpu-carry"
 DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2d pglobal}"
+read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2d pglobal allshared}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
 # Earlier kernels, each built from `git archive` of its commit, to measure
 # side by side with this one in the same run:
@@ -75,9 +79,9 @@ declare -A VCOMMITS=(
 )
 # Variants of this kernel (compile switches of kernels/gpu_verifier.cu):
 declare -A VDEFS=(
-    [pglobal]="-DSV_P_TABLE_GLOBAL"                # the P table in global memory (through L1): 176 B shared a thread
-    [r168]="-DSV_MAX_REGS=168"                     # 168 registers: 3 blocks of 128 by registers (spills today)
-    [r128]="-DSV_MAX_REGS=128"                     # 128 registers: 4 blocks of 128 by registers
+    [pglobal]="-DSV_P_TABLE_GLOBAL"                # the P table in global memory (through L1) everywhere: 176 B shared a thread
+    [allshared]="-DSV_SCRATCH_ALL_SHARED -DSV_UNCAPPED_REGS"  # all 688 B in shared memory, registers uncapped: 8 warps on sm_90
+    [r128]="-DSV_MAX_REGS=128"                     # 128 registers: 4 blocks of 128 by registers (16 warps; spills)
 )
 
 stage() {

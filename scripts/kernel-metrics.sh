@@ -99,15 +99,27 @@ for arch in ${ARCHS-75 80 86 89 100 120}; do
   if [ "$running" -ge 2 ]; then wait -n || true; running=$((running - 1)); fi
 done
 wait || true
-# Shared memory per thread and threads per block of the launch, from the source.
+# Shared memory per thread and threads per block of the launch, from the source:
+# per architecture where the source places the scratch by architecture
+# (scratch_placement, issue 30), else one figure, kSharedWordsPerThread as DEFS
+# configure it (or kScratchWords: sources from before issue 30's global P table
+# had all of it in shared memory).
 smem_src=$OUT/smem_per_thread.cpp
-# kSharedWordsPerThread as DEFS configure it (sources from before issue 30's
-# global P table had all of kScratchWords in shared memory).
-smem_name=kSharedWordsPerThread
-grep -q 'kSharedWordsPerThread' "$SRC/kernels/ecmult32.hpp" || smem_name=kScratchWords
-printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::%s * 4)); }\n' \
-  "$smem_name" >"$smem_src"
-smem=$(c++ -std=c++20 -I"$SRC" -I"$SRC/shm_protocol/include" "${defs[@]}" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" || echo)
+all_archs="90 ${ARCHS-75 80 86 89 100 120}"
+if grep -q 'scratch_placement' "$SRC/kernels/ecmult32.hpp"; then
+  printf '%s\n' '#include <cstdio>' '#include <cstdlib>' '#include "kernels/ecmult32.hpp"' \
+    'int main(int argc, char** argv) { namespace k = sigverify::kernels;' \
+    '  for (int a = 1; a < argc; ++a) { const int arch = std::atoi(argv[a]);' \
+    '    std::printf("%s%d:%d", a > 1 ? "," : "", arch, k::shared_words_per_thread(k::scratch_placement(arch * 10)) * 4); }' \
+    '  std::printf("\n"); }' >"$smem_src"
+else
+  smem_name=kSharedWordsPerThread
+  grep -q 'kSharedWordsPerThread' "$SRC/kernels/ecmult32.hpp" || smem_name=kScratchWords
+  printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::%s * 4)); }\n' \
+    "$smem_name" >"$smem_src"
+fi
+# shellcheck disable=SC2086  # one argument per architecture
+smem=$(c++ -std=c++20 -I"$SRC" -I"$SRC/shm_protocol/include" "${defs[@]}" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" $all_archs || echo)
 tpb=${TPB:-$(sed -n 's/^ *int threads_per_block = \([0-9]*\);.*/\1/p' "$SRC/kernels/gpu_verifier.hpp" | head -n 1)}
 
 rev=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')

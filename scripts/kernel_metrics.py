@@ -286,24 +286,34 @@ def occupancy(arch, regs, smem_per_thread, tpb):
     return blocks * wpb, ' and '.join(k for k, v in limits.items() if v == blocks)
 
 
-def report_occupancy(arch_logs, entry_of, smem_per_thread, tpb):
-    """Prints per architecture: registers, stack, spills and theoretical warps per
-    SM; returns (stack or spills anywhere, {arch: warps})."""
-    print(f'occupancy at the launch configuration ({tpb} threads per block, {smem_per_thread:,} B shared per thread):')
-    print('   arch    regs  stack  spills  warps/SM  limited by')
+def parse_smem(spec):
+    """--smem-per-thread: one figure for every architecture ("688") or one per
+    architecture ("90:592,120:176"); returns (default or None, {arch: bytes})."""
+    if ':' not in spec:
+        return int(spec), {}
+    return None, {int(a): int(v) for a, v in (x.split(':') for x in spec.split(',') if x)}
+
+
+def report_occupancy(arch_logs, entry_of, smem_spec, tpb):
+    """Prints per architecture: registers, stack, spills, shared memory per thread
+    and theoretical warps per SM; returns (stack or spills anywhere, {arch: warps})."""
+    smem_all, smem_by_arch = parse_smem(smem_spec)
+    print(f'occupancy at the launch configuration ({tpb} threads per block):')
+    print('   arch    regs  stack  spills  shared B/thread  warps/SM  limited by')
     bad, warps = [], {}
     for arch, log in arch_logs:
         regs, stack, sst, sld = parse_ptxas(log, entry_of)
-        if regs is None or arch not in ARCH_LIMITS:
-            print(f'   sm_{arch:<4} n/a (no ptxas report in {log})')
+        smem = smem_by_arch.get(arch, smem_all)
+        if regs is None or arch not in ARCH_LIMITS or smem is None:
+            print(f'   sm_{arch:<4} n/a (no ptxas report in {log}, or no shared memory figure)')
             bad.append(arch)
             continue
-        w, why = occupancy(arch, regs, smem_per_thread, tpb)
+        w, why = occupancy(arch, regs, smem, tpb)
         warps[arch] = w
         spills = (sst or 0) + (sld or 0)
         if stack or spills:
             bad.append(arch)
-        print(f'   sm_{arch:<4} {regs:4}  {stack:5}  {spills:6}  {w:8}  {why}')
+        print(f'   sm_{arch:<4} {regs:4}  {stack:5}  {spills:6}  {smem:15,}  {w:8}  {why}')
     return bad, warps
 
 
@@ -448,7 +458,8 @@ def main():
                     help='trip counts of the loops of a once-per-row subroutine, in address order')
     ap.add_argument('--arch-log', action='append', metavar='ARCH:PTXAS_LOG',
                     help='ptxas -v report of the kernel built for another architecture (occupancy table)')
-    ap.add_argument('--smem-per-thread', type=int, help='dynamic shared memory per thread, bytes')
+    ap.add_argument('--smem-per-thread', help='dynamic shared memory per thread, bytes: N for every '
+                    'architecture or ARCH:N,ARCH:N,... per architecture')
     ap.add_argument('--tpb', type=int, default=128, help='threads per block of the launch configuration')
     ap.add_argument('--no-strict', action='store_true', help='exit 0 even with stack/spills')
     ap.add_argument('--verbose', action='store_true', help='list every loop of the kernel')

@@ -252,3 +252,68 @@ TEST_CASE("ecmult32: the uniform ladder equals double-and-add, or flags the row"
     INFO("flagged " << flagged << ", exact " << exact);
     REQUIRE(exact > 300);
 }
+
+// The device scratch's addresses (ecmult32.hpp: ScratchPlacement, the per-warp
+// [word][lane] layout) as the kernel computes them in gpu_verifier.cu, checked
+// on the host for every placement a build can choose: every word of every
+// thread of a launch has its own address, inside the shared memory the launch
+// gives a block and the global scratch it allocates, and a warp's 32 lanes
+// read 32 consecutive words. Overlapping rows would be wrong verdicts on a GPU
+// that no host twin computes, so this is the only place they show.
+TEST_CASE("ecmult32: the device scratch layout gives every thread its own words, in bounds", "[kernels][unit]") {
+    const ScratchRegion regions[] = {ScratchRegion::p_table, ScratchRegion::streams, ScratchRegion::zg};
+    const u32 region_words[] = {kPTableWords, kStreamWords, kZgWords};
+    struct Case {
+        const char* name;
+        ScratchPlacement place;
+    };
+    const Case cases[] = {{"sm_90", scratch_placement(900)},
+                          {"sm_89", scratch_placement(890)},
+                          {"sm_120", scratch_placement(1200)},
+                          {"all shared", ScratchPlacement{true, true, true}},
+                          {"P table global", ScratchPlacement{false, true, true}},
+                          {"all global", ScratchPlacement{false, false, false}}};
+    for (const Case& c : cases) {
+        const ScratchPlacement p = c.place;
+        const u32 shared_words = u32(shared_words_per_thread(p)), global_words = u32(global_words_per_thread(p));
+        u32 in_shared = 0;
+        for (int r = 0; r < 3; ++r) in_shared += region_in_shared(p, regions[r]) ? region_words[r] : 0;
+        REQUIRE(in_shared == shared_words);
+        REQUIRE(shared_words + global_words == u32(kScratchWords));
+        for (const u32 tpb : {32u, 96u, 128u, 256u}) {
+            for (const u32 count : {1u, 33u, 1000u}) {
+                INFO(c.name << ", " << tpb << " threads per block, " << count << " rows");
+                const u64 global_size = u64(count + 31) / 32 * 32 * global_words;
+                const u64 blocks = (count + tpb - 1) / tpb;
+                // owner of each word: shared memory per block, then the global scratch
+                std::vector<int> owner(std::size_t(blocks * tpb * shared_words + global_size), -1);
+                bool in_bounds = true, distinct = true, coalesced = true;
+                for (u32 i = 0; i < count; ++i) {
+                    const u32 tib = i % tpb, block = i / tpb;
+                    for (int r = 0; r < 3; ++r) {
+                        const bool sh = region_in_shared(p, regions[r]);
+                        const u64 base = sh ? u64(shared_warp_start(p, tib)) + tib % kScratchLanes
+                                            : global_warp_start(p, i) + i % kScratchLanes;
+                        // lane 0 of the warp: this lane's word 0 is `lane` words on
+                        const u32 lane = (sh ? tib : i) % kScratchLanes;
+                        const u64 lane0 = sh ? u64(shared_warp_start(p, tib - lane)) : global_warp_start(p, i - lane);
+                        coalesced &= base == lane0 + lane;
+                        for (u32 w = 0; w < region_words[r]; ++w) {
+                            const u64 at = base + u64(kScratchLanes) * (region_start(p, regions[r]) + w);
+                            const u64 limit = sh ? u64(tpb) * shared_words : global_size;
+                            in_bounds &= at < limit;
+                            if (at >= limit) continue;
+                            int& o = owner[std::size_t(sh ? u64(block) * tpb * shared_words + at
+                                                          : blocks * tpb * shared_words + at)];
+                            distinct &= o == -1;
+                            o = int(i);
+                        }
+                    }
+                }
+                CHECK(in_bounds);
+                CHECK(distinct);
+                CHECK(coalesced);
+            }
+        }
+    }
+}
