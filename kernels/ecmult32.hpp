@@ -86,7 +86,7 @@ SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenera
 
 // A row's scratch: the P table, the recoded scalars and zg^2, zg^3, zg -- the
 // per-row state that the ladder reads rather than keeps in registers (it
-// would not fit the 168 registers that 12 warps per SM allow). Three regions:
+// would not fit the 128-168 registers that 12-16 warps per SM allow). Three regions:
 //  * the P table, kPTableWords: entry e at e * 16 (x then y);
 //  * the streams, kStreamWords: the four recoded scalars, 5 words each;
 //  * zg^2, zg^3 and zg, kZgWords (kZg2, kZg3, kZg1: 8 words each).
@@ -113,23 +113,22 @@ constexpr u32 kScratchStride = 1;
 #endif
 
 // Which regions a build puts in shared memory (the rest is global memory,
-// through L1). The goal is 12 resident warps (384 threads) per SM with at
-// most 168 registers a thread:
-//  * sm_90 (228 KiB of shared memory an SM) holds the P table and the
-//    streams in shared memory, 592 B a thread (3 blocks of 128 threads and
-//    the 1 KiB each block reserves: 230,400 B); zg's 96 B are global (in
-//    shared memory, 688 B a thread, they would cap it at 8 warps);
-//  * every other SM keeps the P table in global memory and the streams and
-//    zg in shared memory, 176 B a thread: those with 64-164 KiB because 592 B
-//    would not fit 12 warps, sm_100 (228 KiB) because there the first
-//    placement needs an 8-byte stack frame at 168 registers.
-// (Streams in global memory cost registers: the window index is a 64-bit
-// address computation; with the streams global on sm_90, 168 registers spill.)
-// The host learns the placement of the code it runs from the kernel's PTX
-// version (gpu_verifier.cu), so both sides agree on the layout.
-// SV_P_TABLE_GLOBAL forces the second placement and SV_SCRATCH_ALL_SHARED
-// the layout before issue 30 (688 B shared a thread) on every architecture:
-// gpu-check variants.
+// through L1). The goal is 16 resident warps (512 threads) per SM, at most 128
+// registers and 448 B of shared memory a thread (1 KiB reserved a block), and
+// at least 12 (384 threads: 168 registers, ~590 B on sm_90 and ~256 B on the
+// 100 KiB SMs of RTX 30/40/50). By default every architecture keeps the P
+// table (512 B) in global memory and the streams and zg in shared memory,
+// 176 B a thread: 16 warps by shared memory everywhere from sm_80 up, and the
+// registers decide (gpu_verifier.cu: 128 on sm_90, 168 elsewhere).
+// SV_SM90_P_TABLE_SHARED keeps the P table and the streams in shared memory
+// on sm_90 instead, 592 B a thread (3 blocks of 128 and their reserve:
+// 230,400 of 233,472 B), zg's 96 B global: 12 warps with the table out of L1's
+// way. (Streams in global memory cost registers: the window index becomes a
+// 64-bit address computation; with the streams global on sm_90, 168
+// registers spill.) SV_SCRATCH_ALL_SHARED is the layout before issue 30 (688
+// B shared a thread: 8 warps on sm_90, 4 on the consumer SMs). Both are
+// gpu-check variants. The host learns the placement of the code it runs from
+// the kernel's PTX version (gpu_verifier.cu), so both sides agree on it.
 struct ScratchPlacement {
     bool p_table_shared, streams_shared, zg_shared;
 };
@@ -137,10 +136,10 @@ struct ScratchPlacement {
 SV_HD constexpr ScratchPlacement scratch_placement(int arch) {
 #if defined(SV_SCRATCH_ALL_SHARED)
     return (void)arch, ScratchPlacement{true, true, true};
-#elif defined(SV_P_TABLE_GLOBAL)
-    return (void)arch, ScratchPlacement{false, true, true};
-#else
+#elif defined(SV_SM90_P_TABLE_SHARED)
     return arch == 900 ? ScratchPlacement{true, true, false} : ScratchPlacement{false, true, true};
+#else
+    return (void)arch, ScratchPlacement{false, true, true};
 #endif
 }
 // Words per thread in shared and in global memory of a placement.
@@ -151,10 +150,14 @@ SV_HD constexpr int shared_words_per_thread(ScratchPlacement p) {
 SV_HD constexpr int global_words_per_thread(ScratchPlacement p) { return kScratchWords - shared_words_per_thread(p); }
 #if !defined(SV_SCRATCH_ALL_SHARED)
 // 12 warps (3 blocks of 128 threads, 1 KiB reserved a block) fit the shared
-// memory of sm_90 (228 KiB an SM) and of the consumer SMs (100 KiB).
+// memory of sm_90 (228 KiB an SM) and of the consumer SMs (100 KiB); 16 warps
+// (4 blocks) where the P table is global.
 static_assert(3 * (128 * 4 * shared_words_per_thread(scratch_placement(900)) + 1024) <= 228 * 1024);
-static_assert(3 * (128 * 4 * shared_words_per_thread(scratch_placement(890)) + 1024) <= 100 * 1024);
-static_assert(3 * (128 * 4 * shared_words_per_thread(scratch_placement(1200)) + 1024) <= 100 * 1024);
+static_assert(4 * (128 * 4 * shared_words_per_thread(scratch_placement(890)) + 1024) <= 100 * 1024);
+static_assert(4 * (128 * 4 * shared_words_per_thread(scratch_placement(1200)) + 1024) <= 100 * 1024);
+#if !defined(SV_SM90_P_TABLE_SHARED)
+static_assert(4 * (128 * 4 * shared_words_per_thread(scratch_placement(900)) + 1024) <= 228 * 1024);
+#endif
 #endif
 
 // The regions of a thread's scratch, in the order each memory holds them.
@@ -203,12 +206,17 @@ struct PTable32 {
         SV_UNROLL
         for (int i = 0; i < 8; ++i) zword(w + i) = a.v[i];
     }
+    // load_zg() through volatile reads (see reload()).
+    SV_HD void reload_zg(int w, Fe32& a) const {
+        const volatile u32* const z = zg;
+        SV_UNROLL
+        for (int i = 0; i < 8; ++i) a.v[i] = z[u32(w + i) * kScratchStride];
+    }
     SV_HD void load_zg(int w, Fe32& a) const {
         SV_UNROLL
         for (int i = 0; i < 8; ++i) a.v[i] = zword(w + i);
     }
-    // Entry e of the P table (x, then y: the order the first kernel used,
-    // which ptxas allocates 178 registers for).
+    // Entry e of the P table (x, then y).
     SV_HD void store(int e, const Fe32& x, const Fe32& y) const {
         SV_UNROLL
         for (int i = 0; i < 8; ++i) tword(e * 16 + i) = x.v[i];
@@ -289,6 +297,9 @@ SV_HD void build_p_table32(const PTable32& tab, const Aff32& p, Fe32& zg, u32& d
     fe32_mul(e.y, p.y, zd3);
     e.z = fe32_one();
     tab.store(0, e.x, e.y);
+    // Z(2P) waits in zg's words until the end (8 registers fewer live across
+    // the loop; the caller writes zg there after).
+    tab.store_zg(kZg1, d.z);
     SV_NO_UNROLL
     for (int i = 1; i < kV2PEntries; ++i) {
         Fe32 h, h2, h3;
@@ -305,7 +316,9 @@ SV_HD void build_p_table32(const PTable32& tab, const Aff32& p, Fe32& zg, u32& d
         }
         tab.store(i, e.x, e.y);
     }
-    fe32_mul(zg, e.z, d.z);
+    Fe32 zd;
+    tab.reload_zg(kZg1, zd);
+    fe32_mul(zg, e.z, zd);
 }
 
 // The recoded scalars (window values) of v1, v2 (P and lambda P) and of the

@@ -40,20 +40,32 @@ constexpr int kMaxThreadsPerBlock = 256;
 // thread of the launch. Verdicts are 0, 1 or kVerdictRecheck (the host
 // resolves those with the exact path).
 constexpr int kRowsPerThread = 1;
-// The register budget: 12 warps (384 threads) resident per SM leave 65,536 /
-// 384 registers a thread, 168 in ptxas' allocation unit of 8. The bound names
-// 384 threads (one block of them, or 3 of 128) so that blocks of up to
-// kMaxThreadsPerBlock still launch; 0 stack and 0 spills at 168 on every
-// architecture (scripts/kernel-metrics.sh checks it). SV_MAX_REGS caps them
-// elsewhere and SV_UNCAPPED_REGS leaves them to ptxas (gpu-check variants).
-constexpr int kResidentThreadsGoal = 384;
-static_assert(kResidentThreadsGoal >= kMaxThreadsPerBlock, "the bound must admit every block size the options allow");
+// The register budget, per architecture: R resident threads per SM leave
+// 65,536 / R registers a thread (ptxas allocates them in units of 8). sm_90
+// runs 16 warps (512 threads: 128 registers), every other architecture 12
+// (384: 168): at 128 the Blackwell builds (sm_100, sm_120) spill ~200 B, the
+// sm_80/86/89 ones 8 B; 0 stack and 0 spills at these bounds on every
+// architecture (scripts/kernel-metrics.sh checks it, CI refuses anything
+// else). The bound names the threads of one SM (one block of them, or several
+// of 128) so that blocks of up to kMaxThreadsPerBlock still launch; it may
+// depend on __CUDA_ARCH__ (the host pass sees the default, and the runtime
+// reports the machine code's own limits). SV_RESIDENT_THREADS overrides it,
+// SV_MAX_REGS caps registers instead and SV_UNCAPPED_REGS leaves them to ptxas
+// (gpu-check variants).
+#if defined(SV_RESIDENT_THREADS)
+#define SV_KERNEL_RESIDENT_THREADS SV_RESIDENT_THREADS
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && !defined(SV_SM90_P_TABLE_SHARED)
+#define SV_KERNEL_RESIDENT_THREADS 512
+#else
+#define SV_KERNEL_RESIDENT_THREADS 384
+#endif
+static_assert(SV_KERNEL_RESIDENT_THREADS >= kMaxThreadsPerBlock, "the bound must admit every block size the options allow");
 #if defined(SV_MAX_REGS)
 #define SV_KERNEL_BOUNDS __maxnreg__(SV_MAX_REGS)
 #elif defined(SV_UNCAPPED_REGS)
 #define SV_KERNEL_BOUNDS __launch_bounds__(kMaxThreadsPerBlock, 1)
 #else
-#define SV_KERNEL_BOUNDS __launch_bounds__(kResidentThreadsGoal, 1)
+#define SV_KERNEL_BOUNDS __launch_bounds__(SV_KERNEL_RESIDENT_THREADS, 1)
 #endif
 
 // The scratch's shape, shared words | global words << 16 per thread: the host
@@ -244,11 +256,11 @@ struct DeviceVerifier::Impl {
         SV_CUDA(cudaMemcpy(d_table, table.data(), table.size() * sizeof(k::GeStorage), cudaMemcpyHostToDevice));
         // a chunk of the smallest records holds the most rows
         max_rows_per_chunk = options.chunk_bytes / wire::kSchnorrRecordSize;
-        // One launch covers at most four waves of resident threads, so a
-        // global P-table scratch (SV_P_TABLE_GLOBAL) stays small (H200 at 12
-        // warps: 202,752 rows, 99 MiB a lane) whatever the chunk size; a
-        // larger chunk runs as several launches on its stream, one after the
-        // other.
+        // One launch covers at most four waves of resident threads, so the
+        // global scratch (the P table, 512 B a row by default) stays small
+        // (H200 at 16 warps: 270,336 rows, 132 MiB a lane) whatever the chunk
+        // size; a larger chunk runs as several launches on its stream, one
+        // after the other.
         const std::size_t waves = std::size_t(info.sm_count) * std::size_t(resident_warps > 0 ? resident_warps : 8) * 32 * 4;
         launch_rows = std::min(max_rows_per_chunk, waves);
         lanes.resize(static_cast<std::size_t>(options.streams));

@@ -37,13 +37,15 @@
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
 #            every gpu_check_<variant> carried (see VCOMMITS and VDEFS below;
-#            prepare builds GPU_VARIANTS, default "v2d pglobal allshared": v2d
-#            is the kernel of V2D_COMMIT (e237445, before kernels/ had one
-#            generation), pglobal this one with the P table in global memory
-#            on every architecture (on sm_90 too, where the default keeps it in
-#            shared memory), allshared with all of the scratch in shared memory
-#            (688 B a thread, the placement before issue 30's 12 warps: 8 on
-#            an H200) and registers left to ptxas;
+#            prepare builds GPU_VARIANTS, default "v2d p12shared g12 allshared":
+#            v2d is the kernel of V2D_COMMIT (e237445, before kernels/ had one
+#            generation); of this one (whose default on sm_90 is the P table in
+#            global memory, 128 registers, 16 warps), p12shared keeps the P
+#            table and streams in shared memory on sm_90 (592 B a thread,
+#            168 registers, 12 warps), g12 the default placement at 12 warps
+#            (168 registers), allshared all of the scratch in shared memory
+#            (688 B a thread, registers uncapped: 8 warps, the placement before
+#            issue 30's occupancy work);
 #            v2 that of V2_COMMIT (66d7ca7, before the divsteps)), then the default
 #            build with 64, 256 and 32 threads per block; or the runs RUNS
 #            names ("name:binary args;...", e.g. "t96:gpu_check --tpb 96");
@@ -69,7 +71,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY="$ROOT/build-gpu-carry"
 DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2d pglobal allshared}"
+read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2d p12shared g12 allshared}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
 # Earlier kernels, each built from `git archive` of its commit, to measure
 # side by side with this one in the same run:
@@ -79,7 +81,8 @@ declare -A VCOMMITS=(
 )
 # Variants of this kernel (compile switches of kernels/gpu_verifier.cu):
 declare -A VDEFS=(
-    [pglobal]="-DSV_P_TABLE_GLOBAL"                # the P table in global memory (through L1) everywhere: 176 B shared a thread
+    [p12shared]="-DSV_SM90_P_TABLE_SHARED"         # sm_90: P table + streams in shared memory (592 B a thread), 12 warps
+    [g12]="-DSV_RESIDENT_THREADS=384"              # the default placement (P table global) at 12 warps: 168 registers
     [allshared]="-DSV_SCRATCH_ALL_SHARED -DSV_UNCAPPED_REGS"  # all 688 B in shared memory, registers uncapped: 8 warps on sm_90
     [r128]="-DSV_MAX_REGS=128"                     # 128 registers: 4 blocks of 128 by registers (16 warps; spills)
 )
