@@ -24,8 +24,7 @@ constexpr u8 kVerdictRecheck = 2;
 // curve.
 SV_HD bool aff32_lift_x(Aff32& r, const Fe32& x, bool odd) {
     Fe32 c;
-    fe32_sqr(c, x);
-    fe32_mul(c, c, x);
+    c = fe32_mul_call(fe32_sqr_call(x), x);
     fe32_add(c, c, Fe32{{7, 0, 0, 0, 0, 0, 0, 0}});
     const Fe32Root y = fe32_sqrt(c);
     if (!y.is_square) return false;
@@ -38,8 +37,8 @@ SV_HD bool aff32_lift_x(Aff32& r, const Fe32& x, bool odd) {
 // X == a Z^2 (mod p): the affine x of (X, Y, Z) equals a.
 SV_HD bool pt32_x_equals(const Pt32& r, const Fe32& a) {
     Fe32 z2, t;
-    fe32_sqr(z2, r.z);
-    fe32_mul(t, a, z2);
+    z2 = fe32_sqr_call(r.z);
+    t = fe32_mul_call(a, z2);
     return fe32_equal(t, r.x);
 }
 
@@ -114,9 +113,8 @@ SV_HD u8 finish32(const Job32& j, const Pt32& R) {
     // y = Y / Z^3 must be even (one inversion, only for rows that got here)
     Fe32 zi3, y;
     const Fe32 zi = fe32_inv(R.z);
-    fe32_sqr(zi3, zi);
-    fe32_mul(zi3, zi3, zi);
-    fe32_mul(y, R.y, zi3);
+    zi3 = fe32_mul_call(fe32_sqr_call(zi), zi);
+    y = fe32_mul_call(R.y, zi3);
     return fe32_is_odd(y) ? kVerdictInvalid : kVerdictValid;
 }
 
