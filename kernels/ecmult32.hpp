@@ -32,22 +32,6 @@
 
 namespace sigverify::kernels {
 
-// The products of a row's straight-line code outside the ladder and the
-// table build's loop (the table's first entries, zg's powers, the lift of x,
-// the final checks) as real calls: one copy of each product in the machine
-// code for all those call sites instead of one a site. Arguments and result
-// in registers; each runs a few times a row.
-SV_HD_NOINLINE Fe32 fe32_mul_call(Fe32 a, Fe32 b) {
-    Fe32 r;
-    fe32_mul(r, a, b);
-    return r;
-}
-SV_HD_NOINLINE Fe32 fe32_sqr_call(Fe32 a) {
-    Fe32 r;
-    fe32_sqr(r, a);
-    return r;
-}
-
 struct Pt32 {  // Jacobian (X, Y, Z) = (X/Z^2, Y/Z^3)
     Fe32 x, y, z;
 };

@@ -130,7 +130,8 @@ args=("$OUT/kernel.cubin" "$OUT/ptxas.txt" "${probe[@]}" --windows "${WINDOWS:-3
 # calls, read from the source (the estimate would otherwise count each loop
 # once): the divsteps batches of the scalar inversion, the squaring runs of the
 # square-root chain (field.hpp: fe_chain_246 then fe_chain_sqrt_tail; named
-# fe_chain_223 in sources before it took in the shared 23 + 22 bits). The
+# fe_chain_223 in sources before it took in the shared 23 + 22 bits; one
+# called run, fe32_sqr_n_call, since issue 30's cold-code calls). The
 # field inversion (BIP-340 rows only) stays counted once. SUB_TRIPS replaces
 # the list ("NAME=t1,t2,... NAME=...", e.g. for an older source).
 if [ -z "${SUB_TRIPS+x}" ]; then
@@ -149,7 +150,16 @@ runs = []
 for fn in ('fe_chain_246', 'fe_chain_223', 'fe_chain_sqrt_tail'):
     body = re.search(r'SV_HD void ' + fn + r'\(.*?\n}\n', field, re.S)
     runs += re.findall(r'fe_sqr_n\([^;]*,\s*(\d+)\);', body.group(0)) if body else []
-if runs:
+# Since the square root's runs are calls of one rolled run (fe32_sqr_n_call,
+# fe32.hpp) the loop is that callee's, counted once per call site: its extra
+# passes are sum(runs) - len(runs), given as one trip count.
+try:
+    runs_called = 'fe32_sqr_n_call' in open(f'{src}/kernels/fe32.hpp').read()
+except OSError:
+    runs_called = False
+if runs and runs_called:
+    out.append(f'kernels::fe32_sqr_n_call={sum(map(int, runs)) - len(runs) + 1}')
+elif runs:
     out.append('kernels::fe32_sqrt=' + ','.join(runs))
 print(' '.join(out))
 PY
