@@ -291,18 +291,23 @@ SV_HD void build_p_table32(const PTable32& tab, const Aff32& p, Fe32& zg, u32& d
     Fe32 zd2, zd3;
     zd2 = fe32_sqr_call(d.z);
     zd3 = fe32_mul_call(zd2, d.z);
-    const Aff32 d_aff{d.x, d.y};
     Pt32 e;
     e.x = fe32_mul_call(p.x, zd2);
     e.y = fe32_mul_call(p.y, zd3);
     e.z = fe32_one();
     tab.store(0, e.x, e.y);
-    // Z(2P) waits in zg's words until the end (8 registers fewer live across
-    // the loop; the caller writes zg there after).
+    // 2P and Z(2P) wait in zg's words (the caller writes zg's powers there
+    // after): 24 registers fewer live across the loop, 2P read again each
+    // pass.
+    tab.store_zg(kZg2, d.x);
+    tab.store_zg(kZg3, d.y);
     tab.store_zg(kZg1, d.z);
     SV_NO_UNROLL
     for (int i = 1; i < kV2PEntries; ++i) {
         Fe32 h, h2, h3;
+        Aff32 d_aff;
+        tab.reload_zg(kZg2, d_aff.x);
+        tab.reload_zg(kZg3, d_aff.y);
         pt32_add_affine(e, e, d_aff, degenerate, h);
         fe32_sqr(h2, h);
         fe32_mul(h3, h2, h);
@@ -345,7 +350,7 @@ SV_HD void recode32(Recoded32& rc, const Sc& na, const Sc& ng, u32& degenerate) 
     Sc s, s1, s2;
     sc_add(s, na, k);
     sc_half(s, s);
-    sc_split_lambda(s1, s2, s);
+    sc32_split_lambda(s1, s2, s);
     offset_half(rc.v1, s1, degenerate);
     offset_half(rc.v2, s2, degenerate);
     // 2^272 - 1 = 2^16 (2^256 - n) - 1 (mod n)
