@@ -37,15 +37,14 @@
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
 #            every gpu_check_<variant> carried (see VCOMMITS and VDEFS below;
-#            prepare builds GPU_VARIANTS, default "v2d p12shared g12 allshared":
+#            prepare builds GPU_VARIANTS, default "v2d p12shared allshared":
 #            v2d is the kernel of V2D_COMMIT (e237445, before kernels/ had one
 #            generation); of this one (whose default on sm_90 is the P table in
 #            global memory, 128 registers, 16 warps), p12shared keeps the P
-#            table and streams in shared memory on sm_90 (592 B a thread,
-#            168 registers, 12 warps), g12 the default placement at 12 warps
-#            (168 registers), allshared all of the scratch in shared memory
-#            (688 B a thread, registers uncapped: 8 warps, the placement before
-#            issue 30's occupancy work);
+#            table and streams in shared memory on sm_90 (592 B a thread:
+#            12 warps), allshared all of the scratch in shared memory (688 B a
+#            thread, registers uncapped: 8 warps, the placement before issue
+#            30's occupancy work);
 #            v2 that of V2_COMMIT (66d7ca7, before the divsteps)), then the default
 #            build with 64, 256 and 32 threads per block; or the runs RUNS
 #            names ("name:binary args;...", e.g. "t96:gpu_check --tpb 96");
@@ -71,7 +70,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY="$ROOT/build-gpu-carry"
 DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2d p12shared g12 allshared}"
+read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2d p12shared allshared}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
 # Earlier kernels, each built from `git archive` of its commit, to measure
 # side by side with this one in the same run:
@@ -82,9 +81,8 @@ declare -A VCOMMITS=(
 # Variants of this kernel (compile switches of kernels/gpu_verifier.cu):
 declare -A VDEFS=(
     [p12shared]="-DSV_SM90_P_TABLE_SHARED"         # sm_90: P table + streams in shared memory (592 B a thread), 12 warps
-    [g12]="-DSV_RESIDENT_THREADS=384"              # the default placement (P table global) at 12 warps: 168 registers
     [allshared]="-DSV_SCRATCH_ALL_SHARED -DSV_UNCAPPED_REGS"  # all 688 B in shared memory, registers uncapped: 8 warps on sm_90
-    [r128]="-DSV_MAX_REGS=128"                     # 128 registers: 4 blocks of 128 by registers (16 warps; spills)
+    [r168]="-DSV_MAX_REGS=168"                     # a 168-register bound: sm_90 still uses 128, scheduled without the 128 bound
 )
 
 stage() {
