@@ -86,7 +86,8 @@ SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenera
 
 // A row's scratch: the P table, the recoded scalars and zg^2, zg^3, zg -- the
 // per-row state that the ladder reads rather than keeps in registers (it
-// would not fit the 128-168 registers that 12-16 warps per SM allow). Three regions:
+// would not fit the 128-168 registers that 12-16 warps per SM allow). Three
+// regions:
 //  * the P table, kPTableWords: entry e at e * 16 (x then y);
 //  * the streams, kStreamWords: the four recoded scalars, 5 words each;
 //  * zg^2, zg^3 and zg, kZgWords (kZg2, kZg3, kZg1: 8 words each).
@@ -119,7 +120,8 @@ constexpr u32 kScratchStride = 1;
 // 100 KiB SMs of RTX 30/40/50). By default every architecture keeps the P
 // table (512 B) in global memory and the streams and zg in shared memory,
 // 176 B a thread: 16 warps by shared memory everywhere from sm_80 up, and the
-// registers decide (gpu_verifier.cu: 128 on sm_90, 168 elsewhere).
+// registers decide (gpu_verifier.cu: 128 on sm_80 to sm_90, 168 on the
+// others).
 // SV_SM90_P_TABLE_SHARED keeps the P table and the streams in shared memory
 // on sm_90 instead, 592 B a thread (3 blocks of 128 and their reserve:
 // 230,400 of 233,472 B), zg's 96 B global: 12 warps with the table out of L1's
@@ -166,8 +168,9 @@ enum class ScratchRegion { p_table, streams, zg };
 // Where a thread's device scratch lies: each region in shared memory (words
 // from the start of the block's dynamic shared memory) or in global memory
 // (region_in_shared false: words from the start of the launch's scratch);
-// each memory holds per warp [word][lane] of its regions, one after the other. thread_in_block and
-// thread_in_launch are threadIdx.x and blockIdx.x * blockDim.x + threadIdx.x:
+// each memory holds per warp [word][lane] of its regions, one after the
+// other. thread_in_block and thread_in_launch are threadIdx.x and
+// blockIdx.x * blockDim.x + threadIdx.x:
 // blocks are whole warps, so the warp of a thread in the launch is
 // thread_in_launch / 32. The shared memory of a block of B threads is B x
 // shared_words_per_thread words; the global scratch of a launch of n rows is

@@ -45,8 +45,9 @@ constexpr int kRowsPerThread = 1;
 // to sm_90 run 16 warps (512 threads: 128 registers), the others 12 (384:
 // 168): at 128 the Blackwell builds (sm_100, sm_120) spill ~200-300 B; 0 stack
 // and 0 spills at these bounds on every architecture (scripts/kernel-metrics.sh
-// checks it, CI refuses anything else). The bound names the threads of one SM (one block of them, or several
-// of 128) so that blocks of up to kMaxThreadsPerBlock still launch; it may
+// checks it, CI refuses anything else). The bound names the threads of one SM
+// (one block of them, or several of 128) so that blocks of up to
+// kMaxThreadsPerBlock still launch; it may
 // depend on __CUDA_ARCH__ (the host pass sees the default, and the runtime
 // reports the machine code's own limits). SV_RESIDENT_THREADS overrides it,
 // SV_MAX_REGS caps registers instead and SV_UNCAPPED_REGS leaves them to ptxas
