@@ -317,3 +317,27 @@ TEST_CASE("ecmult32: the device scratch layout gives every thread its own words,
         }
     }
 }
+
+// The table build's first doubling (aff32_double_call: pt32_double's formula
+// with Z1 = 1, through the once-per-row calls) against pt32_double itself on
+// G and random multiples: the same point, the same Z (= Y).
+TEST_CASE("pt32: the affine doubling of the table build equals pt32_double", "[kernels][unit]") {
+    std::mt19937_64 rng(0xd0b1e);
+    Ge p = ge_generator();
+    for (int rep = 0; rep < 24; ++rep) {
+        INFO("point " << rep);
+        const Aff32 a{fe32_from_fe(p.x), fe32_from_fe(p.y)};
+        Pt32 want, got;
+        pt32_double(want, Pt32{a.x, a.y, fe32_one()});
+        aff32_double_call(got, a);
+        CHECK(fe32_equal(got.x, want.x));
+        CHECK(fe32_equal(got.y, want.y));
+        CHECK(fe32_equal(got.z, want.z));
+        Sc k = sc_zero();
+        k.v[0] = rng() | 1;
+        k.v[1] = rng();
+        Gej q;
+        ecmult_simple(q, p, k, sc_zero());
+        ge_set_gej(p, q);
+    }
+}
