@@ -135,6 +135,43 @@ SV_HD void fe_sub(Fe32& r, const Fe32& a, const Fe32& b) { fe32_sub(r, a, b); }
 SV_HD void fe_sqr(Fe32& r, const Fe32& a) { fe32_sqr(r, a); }
 SV_HD void fe_sqr_n(Fe32& r, const Fe32& a, int n) { fe32_sqr_n(r, a, n); }
 
+// The products of a row's once-per-row code as real calls on the device: one
+// copy of the product, of the square and of a run of squarings in the machine
+// code for all their call sites instead of one a site (the table's first
+// entries, zg's powers, the lift of x, the square root's chain, the final
+// checks; not the ladder nor the table build's loop). Arguments and result in
+// registers.
+SV_HD_NOINLINE Fe32 fe32_mul_call(Fe32 a, Fe32 b) {
+    Fe32 r;
+    fe32_mul(r, a, b);
+    return r;
+}
+SV_HD_NOINLINE Fe32 fe32_sqr_call(Fe32 a) {
+    Fe32 r;
+    fe32_sqr(r, a);
+    return r;
+}
+SV_HD_NOINLINE Fe32 fe32_sqr_n_call(Fe32 a, int n) {
+    Fe32 r;
+    fe32_sqr_n(r, a, n);
+    return r;
+}
+// An Fe32 whose fe_mul / fe_sqr / fe_sqr_n (the names field.hpp's addition
+// chains call) are those real calls: the square root's chain runs on it.
+struct Fe32Chain {
+    Fe32 f;
+};
+SV_HD void fe_sqr_n(Fe32Chain& r, const Fe32Chain& a, int n) { r.f = fe32_sqr_n_call(a.f, n); }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
+// sm_120 (168 registers): with the chain's products as calls too the kernel
+// needs a 48-byte stack frame; there only the squaring runs are calls.
+SV_HD void fe_mul(Fe32Chain& r, const Fe32Chain& a, const Fe32Chain& b) { fe32_mul(r.f, a.f, b.f); }
+SV_HD void fe_sqr(Fe32Chain& r, const Fe32Chain& a) { fe32_sqr(r.f, a.f); }
+#else
+SV_HD void fe_mul(Fe32Chain& r, const Fe32Chain& a, const Fe32Chain& b) { r.f = fe32_mul_call(a.f, b.f); }
+SV_HD void fe_sqr(Fe32Chain& r, const Fe32Chain& a) { r.f = fe32_sqr_call(a.f); }
+#endif
+
 // 1/a mod p by divsteps (safegcd32.hpp; 0 maps to 0), from the canonical
 // value. A real call on the device (argument and result in registers): once
 // per BIP-340 row whose x matched. It replaced the addition chain a^(p-2)
@@ -152,11 +189,11 @@ struct Fe32Root {
     u32 is_square;
 };
 SV_HD_NOINLINE Fe32Root fe32_sqrt(Fe32 a) {
-    Fe32 x246, x2, r, t;
-    fe_chain_246(x246, x2, a);
+    Fe32Chain x246, x2, r;
+    fe_chain_246(x246, x2, Fe32Chain{a});
     fe_chain_sqrt_tail(r, x246, x2);
-    fe32_sqr(t, r);
-    return Fe32Root{r, u32(fe32_equal(t, a))};
+    const Fe32 t = fe32_sqr_call(r.f);
+    return Fe32Root{r.f, u32(fe32_equal(t, a))};
 }
 
 // beta (a cube root of unity mod p; lambda (x, y) = (beta x, y)).

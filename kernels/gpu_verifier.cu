@@ -33,39 +33,82 @@ constexpr int kMaxThreadsPerBlock = 256;
 
 // The kernel (kernels/verify32.hpp): one row per thread, one control flow for
 // every lane, state in registers, the row's P table, recoded scalars and zg
-// powers in shared memory (one column of words per thread: bank-conflict
-// free); SV_P_TABLE_GLOBAL moves the P table to global memory (`scratch`, one
-// column of kPTableWords words per row of the launch; ecmult32.hpp). Verdicts
-// are 0, 1 or kVerdictRecheck (the host resolves those with the exact path).
+// powers in a scratch laid out per warp ([warp][word][lane]: bank-conflict
+// free in shared memory, one 128-byte line per warp-wide word in global
+// memory), each region in shared or global memory as the architecture's
+// placement says (ecmult32.hpp); the global part is `scratch`, its words per
+// thread of the launch. Verdicts are 0, 1 or kVerdictRecheck (the host
+// resolves those with the exact path).
 constexpr int kRowsPerThread = 1;
-constexpr std::size_t kSharedBytesPerThread = std::size_t(k::kSharedWordsPerThread) * sizeof(std::uint32_t);
-constexpr std::size_t kScratchBytesPerRow =
-    k::kPTableInShared ? 0 : std::size_t(k::kPTableWords) * sizeof(std::uint32_t);
-// Registers are left to ptxas (no minimum of resident blocks): 12 warps per
-// SM need at most 168 a thread, and a cap of 168 spills today (SV_MAX_REGS=168:
-// 8 B of stack on sm_90, 80 B on sm_120); capping them (gpu-check variants) or
-// asking for 2 blocks of 256 never beat the uncapped build on the H200 while
-// shared memory bounded the resident warps as well (BENCHMARKS.md).
+// The register budget, per architecture: R resident threads per SM leave
+// 65,536 / R registers a thread (ptxas allocates them in units of 8). sm_80
+// to sm_89 run 16 warps (512 threads: 128 registers), the others 12 (384:
+// 168): at 128 the Blackwell builds (sm_100, sm_120) spill ~200-300 B, and
+// sm_90 24 B of stack since the 12-bit G windows and the G additions over
+// Z·zg joined the per-warp scratch (the `w16` gpu-check variant, 16 warps on
+// sm_90 with that spill, is there to measure which wins on an H200); 0 stack
+// and 0 spills at these bounds on every architecture (scripts/kernel-metrics.sh
+// checks it, CI refuses anything else). The bound names the threads of one SM
+// (one block of them, or several of 128) so that blocks of up to
+// kMaxThreadsPerBlock still launch; it may
+// depend on __CUDA_ARCH__ (the host pass sees the default, and the runtime
+// reports the machine code's own limits). SV_RESIDENT_THREADS overrides it,
+// SV_MAX_REGS caps registers instead and SV_UNCAPPED_REGS leaves them to ptxas
+// (gpu-check variants).
+#if defined(SV_RESIDENT_THREADS)
+#define SV_KERNEL_RESIDENT_THREADS SV_RESIDENT_THREADS
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && __CUDA_ARCH__ < 900
+#define SV_KERNEL_RESIDENT_THREADS 512
+#else
+#define SV_KERNEL_RESIDENT_THREADS 384
+#endif
+static_assert(SV_KERNEL_RESIDENT_THREADS >= kMaxThreadsPerBlock, "the bound must admit every block size the options allow");
 #if defined(SV_MAX_REGS)
 #define SV_KERNEL_BOUNDS __maxnreg__(SV_MAX_REGS)
-#else
+#elif defined(SV_UNCAPPED_REGS)
 #define SV_KERNEL_BOUNDS __launch_bounds__(kMaxThreadsPerBlock, 1)
+#else
+#define SV_KERNEL_BOUNDS __launch_bounds__(SV_KERNEL_RESIDENT_THREADS, 1)
 #endif
+
+// The scratch's shape, shared words | global words << 16 per thread: the host
+// passes what it sized the launch for and the kernel compares it with its own
+// placement; a mismatch (which would be a host bug) sends every row to the
+// exact path (kVerdictRecheck), never out of bounds or to a verdict.
+__host__ __device__ constexpr std::uint32_t scratch_shape(k::ScratchPlacement p) {
+    return std::uint32_t(k::shared_words_per_thread(p)) | std::uint32_t(k::global_words_per_thread(p)) << 16;
+}
+
 __global__ void SV_KERNEL_BOUNDS
     verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
                   int schnorr, int compact, const k::GeStorage* __restrict__ table,
-                  std::uint32_t* __restrict__ scratch, std::uint8_t* __restrict__ verdicts) {
-    extern __shared__ std::uint32_t shared_words[];
+                  std::uint32_t* __restrict__ scratch, std::uint32_t shape, std::uint8_t* __restrict__ verdicts) {
+#if defined(__CUDA_ARCH__)
+    constexpr k::ScratchPlacement place = k::scratch_placement(__CUDA_ARCH__);
+#else
+    constexpr k::ScratchPlacement place = k::scratch_placement(0);
+#endif
+    extern __shared__ std::uint32_t shared_memory[];
     // one row per thread (the launch covers every row): nothing but the
     // kernel parameters is live across the calls of the row's verification
     const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
-#if defined(SV_P_TABLE_GLOBAL)
-    const k::PTable32 ptab{scratch + i, count, shared_words + threadIdx.x, blockDim.x};
-#else
-    (void)scratch;
-    const k::PTable32 ptab{shared_words + threadIdx.x, blockDim.x};
-#endif
+    if (shape != scratch_shape(place)) {
+        verdicts[i] = k::kVerdictRecheck;
+        return;
+    }
+    // (the memory of each region is a constant of the placement: each pointer
+    // is one of shared or global memory, known to the compiler)
+    constexpr k::ScratchRegion kTable = k::ScratchRegion::p_table, kStreams = k::ScratchRegion::streams,
+                               kZg = k::ScratchRegion::zg;
+    constexpr bool table_shared = k::region_in_shared(place, kTable), streams_shared = k::region_in_shared(place, kStreams),
+                   zg_shared = k::region_in_shared(place, kZg);
+    std::uint32_t* const in_sh = shared_memory + k::shared_warp_start(place, threadIdx.x) + threadIdx.x % k::kScratchLanes;
+    std::uint32_t* const in_gl = scratch + k::global_warp_start(place, i) + i % k::kScratchLanes;
+    auto region = [&](k::ScratchRegion r, bool in_shared) {
+        return (in_shared ? in_sh : in_gl) + k::kScratchLanes * k::region_start(place, r);
+    };
+    const k::PTable32 ptab{region(kTable, table_shared), region(kStreams, streams_shared), region(kZg, zg_shared)};
     const k::GTable32 gtab{table};
     verdicts[i] = k::verify_row32(rows + std::uint64_t(i) * stride, schnorr != 0, compact != 0, ptab, gtab);
 }
@@ -174,7 +217,7 @@ struct DeviceVerifier::Impl {
         std::uint8_t* h_rows = nullptr;  // pinned
         std::uint8_t* d_rows = nullptr;
         std::uint8_t* d_verdicts = nullptr;
-        std::uint32_t* d_scratch = nullptr;  // the P tables of one launch (kScratchBytesPerRow a row)
+        std::uint32_t* d_scratch = nullptr;  // the global scratch of one launch (scratch_bytes_per_row a row)
         std::uint8_t* h_verdicts = nullptr;  // pinned
         cudaEvent_t k_start = nullptr, k_stop = nullptr, done = nullptr;
         // chunk in flight
@@ -185,6 +228,9 @@ struct DeviceVerifier::Impl {
     std::size_t max_rows_per_chunk = 0;
     Timing timing;
     int launch_tpb = 0;      // threads per block of a full launch (choose_launch)
+    // The scratch of the kernel's machine code for this device (choose_launch).
+    std::size_t shared_bytes_per_thread = 0, scratch_bytes_per_row = 0;
+    std::uint32_t shape = 0;
     int resident_warps = 0;  // warps per SM at launch_tpb (0: unknown)
     std::size_t launch_rows = 0;  // rows of one kernel launch at most (the scratch holds that many)
 
@@ -213,11 +259,11 @@ struct DeviceVerifier::Impl {
         SV_CUDA(cudaMemcpy(d_table, table.data(), table.size() * sizeof(k::GeStorage), cudaMemcpyHostToDevice));
         // a chunk of the smallest records holds the most rows
         max_rows_per_chunk = options.chunk_bytes / wire::kSchnorrRecordSize;
-        // One launch covers at most four waves of resident threads, so a
-        // global P-table scratch (SV_P_TABLE_GLOBAL) stays small (H200 at 12
-        // warps: 202,752 rows, 99 MiB a lane) whatever the chunk size; a
-        // larger chunk runs as several launches on its stream, one after the
-        // other.
+        // One launch covers at most four waves of resident threads, so the
+        // global scratch (the P table, 512 B a row by default) stays small
+        // (H200 at 16 warps: 270,336 rows, 132 MiB a lane) whatever the chunk
+        // size; a larger chunk runs as several launches on its stream, one
+        // after the other.
         const std::size_t waves = std::size_t(info.sm_count) * std::size_t(resident_warps > 0 ? resident_warps : 8) * 32 * 4;
         launch_rows = std::min(max_rows_per_chunk, waves);
         lanes.resize(static_cast<std::size_t>(options.streams));
@@ -229,7 +275,9 @@ struct DeviceVerifier::Impl {
             SV_CUDA(cudaMallocHost(&l.h_rows, options.chunk_bytes));
             SV_CUDA(cudaMalloc(&l.d_rows, options.chunk_bytes));
             SV_CUDA(cudaMalloc(&l.d_verdicts, max_rows_per_chunk));
-            if (kScratchBytesPerRow != 0) SV_CUDA(cudaMalloc(&l.d_scratch, launch_rows * kScratchBytesPerRow));
+            // whole warps: the last one's columns lie past the last row
+            if (scratch_bytes_per_row != 0)
+                SV_CUDA(cudaMalloc(&l.d_scratch, (launch_rows + 31) / 32 * 32 * scratch_bytes_per_row));
             SV_CUDA(cudaMallocHost(&l.h_verdicts, max_rows_per_chunk));
             SV_CUDA(cudaEventCreate(&l.k_start));
             SV_CUDA(cudaEventCreate(&l.k_stop));
@@ -238,30 +286,39 @@ struct DeviceVerifier::Impl {
         return Status::success();
     }
 
-    // The launch follows the device's limits. Kernel v2's scratch is shared
-    // memory per thread, and the most a block may use differs by GPU (64 KiB
-    // on Turing, 99 KiB on RTX 30/40/50, 227 KiB on Hopper): at most that many
-    // threads per block (and at most options.threads_per_block), and of those
-    // block sizes the one that keeps the most warps resident on an SM, as the
-    // runtime computes it from this kernel's registers and shared memory
-    // (ties: the larger block).
+    // The launch follows the device's limits. The scratch's placement is the
+    // one the kernel's code was compiled with: __CUDA_ARCH__ of the PTX it
+    // came from (machine code for this SM, or PTX JIT-compiled for it), which
+    // the runtime reports as ptxVersion (major * 10 + minor). Shared memory
+    // per block differs by GPU (64 KiB on Turing, 99 KiB on RTX 30/40/50, 227
+    // KiB on Hopper): at most that many threads per block (and at most
+    // options.threads_per_block), and of those block sizes the one that keeps
+    // the most warps resident on an SM, as the runtime computes it from this
+    // kernel's registers and shared memory (ties: the larger block).
     Status choose_launch() {
+        cudaFuncAttributes attr{};
+        SV_CUDA(cudaFuncGetAttributes(&attr, verify_kernel));
+        const k::ScratchPlacement place = k::scratch_placement(attr.ptxVersion * 10);
+        shared_bytes_per_thread = std::size_t(k::shared_words_per_thread(place)) * sizeof(std::uint32_t);
+        scratch_bytes_per_row = std::size_t(k::global_words_per_thread(place)) * sizeof(std::uint32_t);
+        shape = scratch_shape(place);
         launch_tpb = options.threads_per_block;
         int optin = 0;
         SV_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, info.index));
-        const int fit = int(std::size_t(optin) / kSharedBytesPerThread) / 32 * 32;
+        const int fit = shared_bytes_per_thread == 0 ? kMaxThreadsPerBlock
+                                                     : int(std::size_t(optin) / shared_bytes_per_thread) / 32 * 32;
         const int cap = fit < options.threads_per_block ? fit : options.threads_per_block;
         if (cap < 32)
             return Status{Code::cuda_error, "device allows " + std::to_string(optin) +
                                                 " B of shared memory per block, one warp needs " +
-                                                std::to_string(32 * kSharedBytesPerThread)};
+                                                std::to_string(32 * shared_bytes_per_thread)};
         SV_CUDA(cudaFuncSetAttribute(verify_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     int(kSharedBytesPerThread * std::size_t(cap))));
+                                     int(shared_bytes_per_thread * std::size_t(cap))));
         int best = -1;
         for (int tpb = cap; tpb >= 32; tpb -= 32) {
             int blocks = 0;
             SV_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, verify_kernel, tpb,
-                                                                  kSharedBytesPerThread * std::size_t(tpb)));
+                                                                  shared_bytes_per_thread * std::size_t(tpb)));
             if (blocks * (tpb / 32) > best) {
                 best = blocks * (tpb / 32);
                 launch_tpb = tpb;
@@ -282,10 +339,11 @@ struct DeviceVerifier::Impl {
             const int tpb = spread_threads_per_block(m, launch_tpb, info.sm_count, kRowsPerThread);
             const std::size_t per_block = std::size_t(tpb) * kRowsPerThread;
             const unsigned blocks = static_cast<unsigned>((m + per_block - 1) / per_block);
-            verify_kernel<<<blocks, tpb, kSharedBytesPerThread * std::size_t(tpb), l.stream>>>(
+            verify_kernel<<<blocks, tpb, shared_bytes_per_thread * std::size_t(tpb), l.stream>>>(
                 l.d_rows + first * stride, static_cast<std::uint32_t>(stride), static_cast<std::uint32_t>(m),
                 rows.kind == wire::RecordKind::schnorr ? 1 : 0,
-                rows.encoding == wire::SigEncoding::compact ? 1 : 0, d_table, l.d_scratch, l.d_verdicts + first);
+                rows.encoding == wire::SigEncoding::compact ? 1 : 0, d_table, l.d_scratch, shape,
+                l.d_verdicts + first);
             SV_CUDA(cudaGetLastError());
         }
         return Status::success();

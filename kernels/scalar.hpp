@@ -167,18 +167,28 @@ SV_HD Sc sc_mul_shift384(const Sc& k, const Sc& g) {
 }
 
 // k = k1 + k2 * lambda (mod n), with k1 and k2 of magnitude < 2^128 when
-// read as signed (v or v - n).
-SV_HD void sc_split_lambda(Sc& k1, Sc& k2, const Sc& k) {
-    const Sc c1 = sc_mul_shift384(k, glv_g1());
-    const Sc c2 = sc_mul_shift384(k, glv_g2());
-    const Sc mb1 = sc_glv_minus_b1(), mb2 = sc_glv_minus_b2(), lam = sc_lambda();
-    Sc t1, t2;
-    sc_mul(t1, c1, mb1);
-    sc_mul(t2, c2, mb2);
+// read as signed (v or v - n). mul(a, b) is a product mod n (canonical) and
+// mul_shift(k, g) sc_mul_shift384, as the caller computes them (the GPU
+// kernel: its own product, scalar32.hpp).
+template <class Mul, class MulShift>
+SV_HD void sc_split_lambda_with(Sc& k1, Sc& k2, const Sc& k, const Mul& mul, const MulShift& mul_shift) {
+    const Sc c1 = mul_shift(k, glv_g1());
+    const Sc c2 = mul_shift(k, glv_g2());
+    const Sc t1 = mul(c1, sc_glv_minus_b1());
+    const Sc t2 = mul(c2, sc_glv_minus_b2());
     sc_add(k2, t1, t2);
-    Sc t3;
-    sc_mul(t3, k2, lam);
+    const Sc t3 = mul(k2, sc_lambda());
     sc_sub(k1, k, t3);
+}
+SV_HD void sc_split_lambda(Sc& k1, Sc& k2, const Sc& k) {
+    sc_split_lambda_with(
+        k1, k2, k,
+        [](const Sc& a, const Sc& b) {
+            Sc r;
+            sc_mul(r, a, b);
+            return r;
+        },
+        [](const Sc& a, const Sc& g) { return sc_mul_shift384(a, g); });
 }
 
 }  // namespace sigverify::kernels

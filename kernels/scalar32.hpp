@@ -27,6 +27,22 @@ SV_HD void sc32_mul(Sc& r, const Sc& a, const Sc& b) {
     for (int i = 0; i < 4; ++i) r.v[i] = u64(t32[2 * i]) | (u64(t32[2 * i + 1]) << 32);
 }
 
+// sc_split_lambda (scalar.hpp) with the kernel's product mod n (the
+// generated 32-bit one, ~310 SASS instructions, instead of the 64-bit
+// mul_wide and sc_reduce512 of the exact path: about twice that). Its three
+// products stay inline: as real calls they made the 128-register builds spill
+// (the recoding's other values live across them).
+SV_HD void sc32_split_lambda(Sc& k1, Sc& k2, const Sc& k) {
+    sc_split_lambda_with(
+        k1, k2, k,
+        [](const Sc& a, const Sc& b) {
+            Sc r;
+            sc32_mul(r, a, b);
+            return r;
+        },
+        [](const Sc& a, const Sc& g) { return sc_mul_shift384(a, g); });
+}
+
 // 1/a mod n by divsteps (safegcd32.hpp; 0 maps to 0). A real call on the
 // device (argument and result in registers): once per ECDSA row. It
 // replaced a 336-product addition chain for a^(n-2) (~103k thread-

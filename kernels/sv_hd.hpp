@@ -12,7 +12,7 @@
 #include <cstdint>
 
 // SV_HD_NOINLINE marks the once-per-row subroutines (inversions, square
-// root, SHA-256 compression): on the device they stay real calls with
+// root, the products of the once-per-row code): on the device they stay real calls with
 // arguments and results in registers, which keeps them out of the ladder's
 // code and cuts nvcc's compile time.
 #if defined(__CUDACC__)

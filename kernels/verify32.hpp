@@ -24,8 +24,7 @@ constexpr u8 kVerdictRecheck = 2;
 // curve.
 SV_HD bool aff32_lift_x(Aff32& r, const Fe32& x, bool odd) {
     Fe32 c;
-    fe32_sqr(c, x);
-    fe32_mul(c, c, x);
+    c = fe32_mul_call(fe32_sqr_call(x), x);
     fe32_add(c, c, Fe32{{7, 0, 0, 0, 0, 0, 0, 0}});
     const Fe32Root y = fe32_sqrt(c);
     if (!y.is_square) return false;
@@ -38,8 +37,8 @@ SV_HD bool aff32_lift_x(Aff32& r, const Fe32& x, bool odd) {
 // X == a Z^2 (mod p): the affine x of (X, Y, Z) equals a.
 SV_HD bool pt32_x_equals(const Pt32& r, const Fe32& a) {
     Fe32 z2, t;
-    fe32_sqr(z2, r.z);
-    fe32_mul(t, a, z2);
+    z2 = fe32_sqr_call(r.z);
+    t = fe32_mul_call(a, z2);
     return fe32_equal(t, r.x);
 }
 
@@ -51,6 +50,26 @@ struct Job32 {
     Fe32 x_target, x_alt;
     bool has_alt, even_y;
 };
+
+// The x targets of a record that prepare_*32 accepted, from the record's
+// bytes: x_target and x_alt are read again after the ladder rather than kept
+// through it (16 registers live across every window otherwise).
+SV_HD void x_targets32(Job32& j, const u8* record, bool schnorr, bool compact) {
+    if (schnorr) {
+        fe32_set_b32(j.x_target, record + kSchnorrSig);  // < p: prepare_schnorr32 checked it
+        j.x_alt = j.x_target;
+        j.has_alt = false;
+        j.even_y = true;
+        return;
+    }
+    Sc r;
+    sc_set_bytes(r, record + kEcdsaSig, compact ? ByteOrder::big : ByteOrder::little);
+    // R.x mod n == r: x == r, or x == r + n when r + n < p
+    j.x_target = fe32_from_fe(Fe{{r.v[0], r.v[1], r.v[2], r.v[3]}});
+    j.has_alt = limbs_gt(sc_p_minus_n().v, r.v);
+    fe32_add(j.x_alt, j.x_target, fe32_from_fe(Fe{{kN0, kN1, kN2, kN3}}));
+    j.even_y = false;
+}
 
 SV_HD bool prepare_ecdsa32(Job32& j, const u8* record, bool compact) {
     const ByteOrder order = compact ? ByteOrder::big : ByteOrder::little;
@@ -67,11 +86,7 @@ SV_HD bool prepare_ecdsa32(Job32& j, const u8* record, bool compact) {
     const Sc sinv = sc32_inv(s);  // high-S is valid: (r, n - s) verifies iff (r, s) does
     sc32_mul(j.ng, z, sinv);
     sc32_mul(j.na, r, sinv);
-    // R.x mod n == r: x == r, or x == r + n when r + n < p
-    j.x_target = fe32_from_fe(Fe{{r.v[0], r.v[1], r.v[2], r.v[3]}});
-    j.has_alt = limbs_gt(sc_p_minus_n().v, r.v);
-    fe32_add(j.x_alt, j.x_target, fe32_from_fe(Fe{{kN0, kN1, kN2, kN3}}));
-    j.even_y = false;
+    x_targets32(j, record, false, compact);
     return true;
 }
 
@@ -87,9 +102,7 @@ SV_HD bool prepare_schnorr32(Job32& j, const u8* record) {
                       (u64(h[0]) << 32) | h[1]};
     sc_reduce_once(j.na, e, 0);  // e = digest mod n
     sc_neg(j.na, j.na);          // R = s G - e P
-    j.x_alt = j.x_target;
-    j.has_alt = false;
-    j.even_y = true;
+    x_targets32(j, record, true, false);
     return true;
 }
 
@@ -100,9 +113,8 @@ SV_HD u8 finish32(const Job32& j, const Pt32& R) {
     // y = Y / Z^3 must be even (one inversion, only for rows that got here)
     Fe32 zi3, y;
     const Fe32 zi = fe32_inv(R.z);
-    fe32_sqr(zi3, zi);
-    fe32_mul(zi3, zi3, zi);
-    fe32_mul(y, R.y, zi3);
+    zi3 = fe32_mul_call(fe32_sqr_call(zi), zi);
+    y = fe32_mul_call(R.y, zi3);
     return fe32_is_odd(y) ? kVerdictInvalid : kVerdictValid;
 }
 
@@ -117,7 +129,9 @@ SV_HD u8 verify_row32(const u8* record, bool schnorr, bool compact, const PTable
     Pt32 R;
     ecmult32(R, j.p, j.na, j.ng, ptab, gtab, degenerate);
     if (degenerate) return kVerdictRecheck;
-    return finish32(j, R);
+    Job32 t;
+    x_targets32(t, record, schnorr, compact);
+    return finish32(t, R);
 }
 
 SV_HD u8 ecdsa_verify32(const u8* record, bool compact, const PTable32& ptab, const GTable32& gtab) {

@@ -37,9 +37,14 @@
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
 #            every gpu_check_<variant> carried (see VCOMMITS and VDEFS below;
-#            prepare builds GPU_VARIANTS, default "v2d pglobal": v2d is the
-#            kernel of V2D_COMMIT (e237445, before kernels/ had one
-#            generation), pglobal this one with the P table in global memory;
+#            prepare builds GPU_VARIANTS, default "v2d p12shared allshared w16":
+#            v2d is the kernel of V2D_COMMIT (e237445, before kernels/ had one
+#            generation); of this one (whose default on sm_90 is the P table in
+#            global memory, 128 registers, 16 warps), p12shared keeps the P
+#            table and streams in shared memory on sm_90 (592 B a thread:
+#            12 warps), allshared all of the scratch in shared memory (688 B a
+#            thread, registers uncapped: 8 warps, the placement before issue
+#            30's occupancy work);
 #            v2 that of V2_COMMIT (66d7ca7, before the divsteps)), then the default
 #            build with 64, 256 and 32 threads per block; or the runs RUNS
 #            names ("name:binary args;...", e.g. "t96:gpu_check --tpb 96");
@@ -65,7 +70,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY="$ROOT/build-gpu-carry"
 DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2d pglobal}"
+read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2d p12shared allshared w16}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
 # Earlier kernels, each built from `git archive` of its commit, to measure
 # side by side with this one in the same run:
@@ -75,9 +80,10 @@ declare -A VCOMMITS=(
 )
 # Variants of this kernel (compile switches of kernels/gpu_verifier.cu):
 declare -A VDEFS=(
-    [pglobal]="-DSV_P_TABLE_GLOBAL"                # the P table in global memory (through L1): 176 B shared a thread
-    [r168]="-DSV_MAX_REGS=168"                     # 168 registers: 3 blocks of 128 by registers (spills today)
-    [r128]="-DSV_MAX_REGS=128"                     # 128 registers: 4 blocks of 128 by registers
+    [p12shared]="-DSV_SM90_P_TABLE_SHARED"         # sm_90: P table + streams in shared memory (592 B a thread), 12 warps
+    [allshared]="-DSV_SCRATCH_ALL_SHARED -DSV_UNCAPPED_REGS"  # all 688 B in shared memory, registers uncapped: 8 warps on sm_90
+    [r168]="-DSV_MAX_REGS=168"                     # a 168-register cap instead of the launch bound
+    [w16]="-DSV_RESIDENT_THREADS=512"              # sm_90 at 16 warps (128 registers; 24 B of stack and spills)
     [g8]="-DSV_G_WINDOW_BITS=8"                    # 8-bit G windows: 32 G additions, two 8 KiB tables
     [g16]="-DSV_G_WINDOW_BITS=16"                  # 16-bit G windows: 16 G additions, two 2 MiB tables (L2)
     [gnopf]="-DSV_G_PREFETCH=0"                    # 12-bit G windows without the L1 prefetch a window ahead

@@ -19,7 +19,8 @@
 #                   loop inside it per window (4), for the old-method estimate
 #      LOOP_TRIPS   "T TP,TG ...": passes per row of each loop inside the hot loop, for
 #                   the corrected estimate (each pass counted by the path it runs; T: the
-#                   longest path, TP,TG: the longest without / with a global load);
+#                   longest path, TP,TG: the longest P and G passes, told apart by their
+#                   LDG count: a multiple of 16 for a P pass, see p_and_g_paths);
 #                   default: read from kernels/ecmult32.hpp (kLadder*), "" for none
 #      TABLE_TRIPS  "OUTER,INNER": passes per row of the P table build loop and, in all,
 #                   of its rescaling loop (corrected estimate; default from ecmult32.hpp,
@@ -106,15 +107,27 @@ for arch in ${ARCHS-75 80 86 89 100 120}; do
   if [ "$running" -ge 2 ]; then wait -n || true; running=$((running - 1)); fi
 done
 wait || true
-# Shared memory per thread and threads per block of the launch, from the source.
+# Shared memory per thread and threads per block of the launch, from the source:
+# per architecture where the source places the scratch by architecture
+# (scratch_placement, issue 30), else one figure, kSharedWordsPerThread as DEFS
+# configure it (or kScratchWords: sources from before issue 30's global P table
+# had all of it in shared memory).
 smem_src=$OUT/smem_per_thread.cpp
-# kSharedWordsPerThread as DEFS configure it (sources from before issue 30's
-# global P table had all of kScratchWords in shared memory).
-smem_name=kSharedWordsPerThread
-grep -q 'kSharedWordsPerThread' "$SRC/kernels/ecmult32.hpp" || smem_name=kScratchWords
-printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::%s * 4)); }\n' \
-  "$smem_name" >"$smem_src"
-smem=$(c++ -std=c++20 -I"$SRC" -I"$SRC/shm_protocol/include" "${defs[@]}" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" || echo)
+all_archs="90 ${ARCHS-75 80 86 89 100 120}"
+if grep -q 'scratch_placement' "$SRC/kernels/ecmult32.hpp"; then
+  printf '%s\n' '#include <cstdio>' '#include <cstdlib>' '#include "kernels/ecmult32.hpp"' \
+    'int main(int argc, char** argv) { namespace k = sigverify::kernels;' \
+    '  for (int a = 1; a < argc; ++a) { const int arch = std::atoi(argv[a]);' \
+    '    std::printf("%s%d:%d", a > 1 ? "," : "", arch, k::shared_words_per_thread(k::scratch_placement(arch * 10)) * 4); }' \
+    '  std::printf("\n"); }' >"$smem_src"
+else
+  smem_name=kSharedWordsPerThread
+  grep -q 'kSharedWordsPerThread' "$SRC/kernels/ecmult32.hpp" || smem_name=kScratchWords
+  printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::%s * 4)); }\n' \
+    "$smem_name" >"$smem_src"
+fi
+# shellcheck disable=SC2086  # one argument per architecture
+smem=$(c++ -std=c++20 -I"$SRC" -I"$SRC/shm_protocol/include" "${defs[@]}" -o "$OUT/smem_per_thread" "$smem_src" 2>"$OUT/smem_per_thread.log" && "$OUT/smem_per_thread" $all_archs || echo)
 # Passes per row of the ladder's inner loops and of the P table build's two
 # loops (the corrected estimate), from the source's constants; sources before
 # issue 30's G windows have none (LOOP_TRIPS, TABLE_TRIPS give them).
@@ -141,7 +154,8 @@ args=("$OUT/kernel.cubin" "$OUT/ptxas.txt" "${probe[@]}" --windows "${WINDOWS:-3
 # calls, read from the source (the estimate would otherwise count each loop
 # once): the divsteps batches of the scalar inversion, the squaring runs of the
 # square-root chain (field.hpp: fe_chain_246 then fe_chain_sqrt_tail; named
-# fe_chain_223 in sources before it took in the shared 23 + 22 bits). The
+# fe_chain_223 in sources before it took in the shared 23 + 22 bits; one
+# called run, fe32_sqr_n_call, since issue 30's cold-code calls). The
 # field inversion (BIP-340 rows only) stays counted once. SUB_TRIPS replaces
 # the list ("NAME=t1,t2,... NAME=...", e.g. for an older source).
 if [ -z "${SUB_TRIPS+x}" ]; then
@@ -160,7 +174,16 @@ runs = []
 for fn in ('fe_chain_246', 'fe_chain_223', 'fe_chain_sqrt_tail'):
     body = re.search(r'SV_HD void ' + fn + r'\(.*?\n}\n', field, re.S)
     runs += re.findall(r'fe_sqr_n\([^;]*,\s*(\d+)\);', body.group(0)) if body else []
-if runs:
+# Since the square root's runs are calls of one rolled run (fe32_sqr_n_call,
+# fe32.hpp) the loop is that callee's, counted once per call site: its extra
+# passes are sum(runs) - len(runs), given as one trip count.
+try:
+    runs_called = 'fe32_sqr_n_call' in open(f'{src}/kernels/fe32.hpp').read()
+except OSError:
+    runs_called = False
+if runs and runs_called:
+    out.append(f'kernels::fe32_sqr_n_call={sum(map(int, runs)) - len(runs) + 1}')
+elif runs:
     out.append('kernels::fe32_sqrt=' + ','.join(runs))
 print(' '.join(out))
 PY

@@ -286,24 +286,34 @@ def occupancy(arch, regs, smem_per_thread, tpb):
     return blocks * wpb, ' and '.join(k for k, v in limits.items() if v == blocks)
 
 
-def report_occupancy(arch_logs, entry_of, smem_per_thread, tpb):
-    """Prints per architecture: registers, stack, spills and theoretical warps per
-    SM; returns (stack or spills anywhere, {arch: warps})."""
-    print(f'occupancy at the launch configuration ({tpb} threads per block, {smem_per_thread:,} B shared per thread):')
-    print('   arch    regs  stack  spills  warps/SM  limited by')
+def parse_smem(spec):
+    """--smem-per-thread: one figure for every architecture ("688") or one per
+    architecture ("90:592,120:176"); returns (default or None, {arch: bytes})."""
+    if ':' not in spec:
+        return int(spec), {}
+    return None, {int(a): int(v) for a, v in (x.split(':') for x in spec.split(',') if x)}
+
+
+def report_occupancy(arch_logs, entry_of, smem_spec, tpb):
+    """Prints per architecture: registers, stack, spills, shared memory per thread
+    and theoretical warps per SM; returns (stack or spills anywhere, {arch: warps})."""
+    smem_all, smem_by_arch = parse_smem(smem_spec)
+    print(f'occupancy at the launch configuration ({tpb} threads per block):')
+    print('   arch    regs  stack  spills  shared B/thread  warps/SM  limited by')
     bad, warps = [], {}
     for arch, log in arch_logs:
         regs, stack, sst, sld = parse_ptxas(log, entry_of)
-        if regs is None or arch not in ARCH_LIMITS:
-            print(f'   sm_{arch:<4} n/a (no ptxas report in {log})')
+        smem = smem_by_arch.get(arch, smem_all)
+        if regs is None or arch not in ARCH_LIMITS or smem is None:
+            print(f'   sm_{arch:<4} n/a (no ptxas report in {log}, or no shared memory figure)')
             bad.append(arch)
             continue
-        w, why = occupancy(arch, regs, smem_per_thread, tpb)
+        w, why = occupancy(arch, regs, smem, tpb)
         warps[arch] = w
         spills = (sst or 0) + (sld or 0)
         if stack or spills:
             bad.append(arch)
-        print(f'   sm_{arch:<4} {regs:4}  {stack:5}  {spills:6}  {w:8}  {why}')
+        print(f'   sm_{arch:<4} {regs:4}  {stack:5}  {spills:6}  {smem:15,}  {w:8}  {why}')
     return bad, warps
 
 
@@ -374,17 +384,17 @@ def subroutine_loop_extra(code, sub_trips):
 
 
 def pass_costs(code, lo, hi, skip=None):
-    """What one pass of the loop [lo, hi) executes, path by path: {reads_global:
-    instructions} for the longest path from the head to the back edge (or an exit)
-    that does (True) or does not (False) contain an LDG, callees expanded. Every
+    """What one pass of the loop [lo, hi) executes, path by path: {LDGs on the
+    path: instructions} for the longest path from the head to the back edge (or an
+    exit) with that many global loads (up to 63), callees expanded. Every
     branch of the body must go forward (no loop inside) but in skip, a loop
     [h, e) inside it that a path crosses at no cost (its passes are counted on
     their own); returns None otherwise. Predicated instructions count as
     issued, as they are."""
     ins = code.region(lo, hi)
     best = [None] * (len(ins) + 1)
-    best[len(ins)] = {False: 0}
-    end = {False: 0}
+    best[len(ins)] = {0: 0}
+    end = {0: 0}
     for k in range(len(ins) - 1, -1, -1):
         i = ins[k]
         if skip and skip[0] <= i.addr < skip[1]:
@@ -406,10 +416,27 @@ def pass_costs(code, lo, hi, skip=None):
         res = {}
         for d in succ:
             for ldg, v in d.items():
-                f = ldg or i.op == 'LDG'
+                f = min(63, ldg + (i.op == 'LDG'))
                 res[f] = max(res.get(f, -1), v + cost)
         best[k] = res
     return best[0]
+
+
+def p_and_g_paths(paths):
+    """The ladder's stream-loop paths as {False: a P pass, True: a G pass}: a G
+    pass reads its table entry with global loads (4 of 128 bits); a P pass reads
+    its entry from the P table, 16 words, none of them global when the table is
+    in shared memory and 16 32-bit LDGs when it is in global memory (the
+    per-warp [word][lane] layout: a lane's words are not adjacent). So a path
+    whose LDG count is a multiple of 16 is a P pass, any other a G pass; each
+    side its longest path."""
+    if paths is None:
+        return None
+    out = {}
+    for n, v in paths.items():
+        g = n % 16 != 0
+        out[g] = max(out.get(g, -1), v)
+    return out
 
 
 def table_build_extra(a, code, loops, parent, stats, others):
@@ -445,7 +472,7 @@ def corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra, t
     """Per row, each inner loop counted by what its passes execute (pass_costs)
     times the passes the source states (--loop-trips, one spec per inner loop in
     address order: "T" passes of its longest path, or "TP,TG" passes of its
-    longest path without / with a global load); the rest of the hot loop body
+    longest P and G passes, p_and_g_paths); the rest of the hot loop body
     once per window. Returns warp-instructions or None when the specs do not
     match the loops."""
     if not a.loop_trips:
@@ -456,7 +483,7 @@ def corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra, t
     total, terms = 0, []
     for k, spec in zip(inner, a.loop_trips):
         trips = [int(t) for t in spec.split(',')]
-        paths = pass_costs(code, *loops[k])
+        paths = p_and_g_paths(pass_costs(code, *loops[k]))
         if paths is None or len(trips) not in (1, 2) or (len(trips) == 2 and not (False in paths and True in paths)):
             print(f'  corrected estimate: n/a (inner loop 0x{loops[k][0]:x}: paths {paths}, trips {spec})')
             return None
@@ -466,7 +493,7 @@ def corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra, t
             terms.append(f'{trips[0]} x {longest:,}')
         else:
             total += trips[0] * paths[False] + trips[1] * paths[True]
-            terms.append(f'{trips[0]} x {paths[False]:,} (no LDG) + {trips[1]} x {paths[True]:,} (LDG)')
+            terms.append(f'{trips[0]} x {paths[False]:,} (P) + {trips[1]} x {paths[True]:,} (G)')
     tx = table_extra[0] if table_extra else 0
     per_row = total + a.windows * rest + outside + sum(x for _, x in sub_extra) + tx
     print('  corrected (each inner loop pass counted by its own path, the P table build by its passes; issue 30):')
@@ -555,14 +582,15 @@ def main():
     ap.add_argument('--hot-loop', help='force the hot loop: hex address of its head')
     ap.add_argument('--loop-trips', action='append', metavar='T | TP,TG',
                     help='passes per row of each inner loop of the hot loop, in address order: T of its longest '
-                         'path, or TP without and TG with a global load (the corrected estimate)')
+                         'path, or TP and TG passes of its longest P and G paths (the corrected estimate)')
     ap.add_argument('--table-trips', metavar='OUTER,INNER',
                     help='passes per row of the P table build loop and (in all) of its rescaling loop')
     ap.add_argument('--sub-trips', action='append', metavar='NAME=T1,T2,...',
                     help='trip counts of the loops of a once-per-row subroutine, in address order')
     ap.add_argument('--arch-log', action='append', metavar='ARCH:PTXAS_LOG',
                     help='ptxas -v report of the kernel built for another architecture (occupancy table)')
-    ap.add_argument('--smem-per-thread', type=int, help='dynamic shared memory per thread, bytes')
+    ap.add_argument('--smem-per-thread', help='dynamic shared memory per thread, bytes: N for every '
+                    'architecture or ARCH:N,ARCH:N,... per architecture')
     ap.add_argument('--tpb', type=int, default=128, help='threads per block of the launch configuration')
     ap.add_argument('--no-strict', action='store_true', help='exit 0 even with stack/spills')
     ap.add_argument('--verbose', action='store_true', help='list every loop of the kernel')

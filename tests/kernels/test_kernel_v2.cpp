@@ -366,3 +366,92 @@ TEST_CASE("ecmult32: the G tables hold the odd multiples of G and of 2^(mw) G", 
         }
     }
 }
+
+// The device scratch's addresses (ecmult32.hpp: ScratchPlacement, the per-warp
+// [word][lane] layout) as the kernel computes them in gpu_verifier.cu, checked
+// on the host for every placement a build can choose: every word of every
+// thread of a launch has its own address, inside the shared memory the launch
+// gives a block and the global scratch it allocates, and a warp's 32 lanes
+// read 32 consecutive words. Overlapping rows would be wrong verdicts on a GPU
+// that no host twin computes, so this is the only place they show.
+TEST_CASE("ecmult32: the device scratch layout gives every thread its own words, in bounds", "[kernels][unit]") {
+    const ScratchRegion regions[] = {ScratchRegion::p_table, ScratchRegion::streams, ScratchRegion::zg};
+    const u32 region_words[] = {kPTableWords, kStreamWords, kZgWords};
+    struct Case {
+        const char* name;
+        ScratchPlacement place;
+    };
+    const Case cases[] = {{"sm_90", scratch_placement(900)},
+                          {"sm_89", scratch_placement(890)},
+                          {"sm_120", scratch_placement(1200)},
+                          {"all shared", ScratchPlacement{true, true, true}},
+                          {"P table global", ScratchPlacement{false, true, true}},
+                          {"all global", ScratchPlacement{false, false, false}}};
+    for (const Case& c : cases) {
+        const ScratchPlacement p = c.place;
+        const u32 shared_words = u32(shared_words_per_thread(p)), global_words = u32(global_words_per_thread(p));
+        u32 in_shared = 0;
+        for (int r = 0; r < 3; ++r) in_shared += region_in_shared(p, regions[r]) ? region_words[r] : 0;
+        REQUIRE(in_shared == shared_words);
+        REQUIRE(shared_words + global_words == u32(kScratchWords));
+        for (const u32 tpb : {32u, 96u, 128u, 256u}) {
+            for (const u32 count : {1u, 33u, 1000u}) {
+                INFO(c.name << ", " << tpb << " threads per block, " << count << " rows");
+                const u64 global_size = u64(count + 31) / 32 * 32 * global_words;
+                const u64 blocks = (count + tpb - 1) / tpb;
+                // owner of each word: shared memory per block, then the global scratch
+                std::vector<int> owner(std::size_t(blocks * tpb * shared_words + global_size), -1);
+                bool in_bounds = true, distinct = true, coalesced = true;
+                for (u32 i = 0; i < count; ++i) {
+                    const u32 tib = i % tpb, block = i / tpb;
+                    for (int r = 0; r < 3; ++r) {
+                        const bool sh = region_in_shared(p, regions[r]);
+                        const u64 base = sh ? u64(shared_warp_start(p, tib)) + tib % kScratchLanes
+                                            : global_warp_start(p, i) + i % kScratchLanes;
+                        // lane 0 of the warp: this lane's word 0 is `lane` words on
+                        const u32 lane = (sh ? tib : i) % kScratchLanes;
+                        const u64 lane0 = sh ? u64(shared_warp_start(p, tib - lane)) : global_warp_start(p, i - lane);
+                        coalesced &= base == lane0 + lane;
+                        for (u32 w = 0; w < region_words[r]; ++w) {
+                            const u64 at = base + u64(kScratchLanes) * (region_start(p, regions[r]) + w);
+                            const u64 limit = sh ? u64(tpb) * shared_words : global_size;
+                            in_bounds &= at < limit;
+                            if (at >= limit) continue;
+                            int& o = owner[std::size_t(sh ? u64(block) * tpb * shared_words + at
+                                                          : blocks * tpb * shared_words + at)];
+                            distinct &= o == -1;
+                            o = int(i);
+                        }
+                    }
+                }
+                CHECK(in_bounds);
+                CHECK(distinct);
+                CHECK(coalesced);
+            }
+        }
+    }
+}
+
+// The table build's first doubling (aff32_double_call: pt32_double's formula
+// with Z1 = 1, through the once-per-row calls) against pt32_double itself on
+// G and random multiples: the same point, the same Z (= Y).
+TEST_CASE("pt32: the affine doubling of the table build equals pt32_double", "[kernels][unit]") {
+    std::mt19937_64 rng(0xd0b1e);
+    Ge p = ge_generator();
+    for (int rep = 0; rep < 24; ++rep) {
+        INFO("point " << rep);
+        const Aff32 a{fe32_from_fe(p.x), fe32_from_fe(p.y)};
+        Pt32 want, got;
+        pt32_double(want, Pt32{a.x, a.y, fe32_one()});
+        aff32_double_call(got, a);
+        CHECK(fe32_equal(got.x, want.x));
+        CHECK(fe32_equal(got.y, want.y));
+        CHECK(fe32_equal(got.z, want.z));
+        Sc k = sc_zero();
+        k.v[0] = rng() | 1;
+        k.v[1] = rng();
+        Gej q;
+        ecmult_simple(q, p, k, sc_zero());
+        ge_set_gej(p, q);
+    }
+}
