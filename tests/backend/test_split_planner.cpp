@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -68,6 +69,24 @@ std::vector<std::uint8_t> run(CountingGpu& gpu, SplitPlanner& planner, Data& d, 
     return results;
 }
 
+// The calling thread on the first CPU of its affinity mask while this lives
+// (threads it starts meanwhile inherit that), the mask restored after.
+struct OnOneCpu {
+    cpu_set_t saved{};
+    OnOneCpu() {
+        REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+        int first = 0;
+        while (!CPU_ISSET(first, &saved)) ++first;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(first, &one);
+        REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+    }
+    ~OnOneCpu() { (void)sched_setaffinity(0, sizeof saved, &saved); }
+    OnOneCpu(const OnOneCpu&) = delete;
+    OnOneCpu& operator=(const OnOneCpu&) = delete;
+};
+
 }  // namespace
 
 TEST_CASE("the split: all CPU while the CPU beats a launch, else both finish together", "[split]") {
@@ -104,16 +123,10 @@ TEST_CASE("the split: all CPU while the CPU beats a launch, else both finish tog
 // affinity mask of the thread that builds it (the daemon's main thread).
 TEST_CASE("the split counts no more CPU workers than the cores the daemon may run on", "[split]") {
     const SplitEstimates h200;
-    cpu_set_t saved;
-    REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
-    int first = 0;
-    while (!CPU_ISSET(first, &saved)) ++first;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
-    const SplitPlanner p(h200, 32);
-    REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+    const SplitPlanner p = [&] {
+        const OnOneCpu pinned;
+        return SplitPlanner(h200, 32);
+    }();
     for (std::size_t n : {std::size_t(4096), std::size_t(65536)}) {
         const std::size_t g = p.gpu_rows(n, 15);
         INFO("n = " << n << ", GPU rows " << g);
@@ -147,14 +160,7 @@ TEST_CASE("the planner learns one core's cost per row, not the wall time of a cr
         }
         one_core /= double(d.span.count);
     }
-    cpu_set_t saved;
-    REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
-    int first = 0;
-    while (!CPU_ISSET(first, &saved)) ++first;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);  // the workers inherit it
+    std::optional<OnOneCpu> pinned(std::in_place);  // the workers inherit it
     // A launch of 10 s: every row goes to the CPU, in chunks of 16 rows over the 4 workers.
     SplitPlanner planner(SplitEstimates{10.0, 1e-6, one_core}, 1, kWorkers);
     CountingGpu gpu;
@@ -168,7 +174,7 @@ TEST_CASE("the planner learns one core's cost per row, not the wall time of a cr
         scheduler.start();
         results = test::run_results_job_and_stop(scheduler, d.span);
     }
-    REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+    pinned.reset();
     CHECK(results == d.truth);
     CHECK(gpu.rows == 0);
     const double learnt = planner.estimates().cpu_row_s;
