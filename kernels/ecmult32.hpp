@@ -111,23 +111,41 @@ SV_HD void pt32_double(Pt32& r, const Pt32& a) {
 // the result is back on the scaled curve (its Z times h) -- the entry needs
 // no rescaling by zg^2, zg^3. degenerate |= all ones when the x-coordinates
 // agree (the two points equal or opposite), where the formula does not hold.
+// The formula on any field type F (fe_sqr, fe_mul, fe_sub): Fe32 inline in
+// the ladder, Fe32Chain (products as real calls) in the table build.
+template <class F>
+SV_HD void add_affine_over(F& x3, F& y3, F& z3, F& h, const F& ax, const F& ay, const F& az, const F& zf, const F& bx,
+                           const F& by) {
+    F z1z1, u2, s2, rr;
+    fe_sqr(z1z1, zf);
+    fe_mul(u2, bx, z1z1);
+    fe_mul(s2, zf, z1z1);
+    fe_mul(s2, s2, by);
+    fe_sub(h, u2, ax);
+    fe_sub(rr, s2, ay);
+    point_add_xy(x3, y3, h, rr, ax, ay);
+    fe_mul(z3, az, h);
+}
 SV_HD void pt32_add_affine_over(Pt32& r, const Pt32& a, const Fe32& zf, const Aff32& b, u32& degenerate, Fe32& h) {
-    Fe32 z1z1, u2, s2, rr, x3, y3;
-    fe32_sqr(z1z1, zf);
-    fe32_mul(u2, b.x, z1z1);
-    fe32_mul(s2, zf, z1z1);
-    fe32_mul(s2, s2, b.y);
-    fe32_sub(h, u2, a.x);
-    fe32_sub(rr, s2, a.y);
+    Fe32 x3, y3, z3;
+    add_affine_over(x3, y3, z3, h, a.x, a.y, a.z, zf, b.x, b.y);
     degenerate |= fe32_zero_mask(h);
-    point_add_xy(x3, y3, h, rr, a.x, a.y);
-    fe32_mul(r.z, a.z, h);
-    r.x = x3;
-    r.y = y3;
+    r = Pt32{x3, y3, z3};
 }
 
 SV_HD void pt32_add_affine(Pt32& r, const Pt32& a, const Aff32& b, u32& degenerate, Fe32& h) {
     pt32_add_affine_over(r, a, a.z, b, degenerate, h);
+}
+
+// pt32_add_affine with its products as real calls (once-per-row code: one
+// copy of the products in the machine code instead of one an addition).
+SV_HD void pt32_add_affine_call(Pt32& r, const Pt32& a, const Aff32& b, u32& degenerate, Fe32& h) {
+    Fe32Chain x3, y3, z3, hc;
+    add_affine_over(x3, y3, z3, hc, Fe32Chain{a.x}, Fe32Chain{a.y}, Fe32Chain{a.z}, Fe32Chain{a.z}, Fe32Chain{b.x},
+                    Fe32Chain{b.y});
+    h = hc.f;
+    degenerate |= fe32_zero_mask(h);
+    r = Pt32{x3.f, y3.f, z3.f};
 }
 
 // A row's scratch: the P table, the recoded scalars and zg -- the
@@ -401,7 +419,7 @@ SV_HD void build_p_table32(const PTable32& tab, const Aff32& p, Fe32& zg, u32& d
         Aff32 d_aff;
         tab.reload_zg(kZgParkX, d_aff.x);
         tab.reload_zg(kZgParkY, d_aff.y);
-        pt32_add_affine(e, e, d_aff, degenerate, h);
+        pt32_add_affine_call(e, e, d_aff, degenerate, h);
         fe32_sqr(h2, h);
         fe32_mul(h3, h2, h);
         SV_NO_UNROLL

@@ -139,7 +139,7 @@ SV_HD void fe_sqr_n(Fe32& r, const Fe32& a, int n) { fe32_sqr_n(r, a, n); }
 // copy of the product, of the square and of a run of squarings in the machine
 // code for all their call sites instead of one a site (the table's first
 // entries, zg's powers, the lift of x, the square root's chain, the final
-// checks; not the ladder nor the table build's loop). Arguments and result in
+// checks, the table build's additions; not the ladder). Arguments and result in
 // registers.
 SV_HD_NOINLINE Fe32 fe32_mul_call(Fe32 a, Fe32 b) {
     Fe32 r;
@@ -162,6 +162,7 @@ struct Fe32Chain {
     Fe32 f;
 };
 SV_HD void fe_sqr_n(Fe32Chain& r, const Fe32Chain& a, int n) { r.f = fe32_sqr_n_call(a.f, n); }
+SV_HD void fe_sub(Fe32Chain& r, const Fe32Chain& a, const Fe32Chain& b) { fe32_sub(r.f, a.f, b.f); }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1200
 // sm_120 (168 registers): with the chain's products as calls too the kernel
 // needs a 48-byte stack frame; there only the squaring runs are calls.
