@@ -214,8 +214,7 @@ void Scheduler::charge_lane_debt(std::uint32_t account, double seconds) {
     if (!(seconds > 0) || lane_workers_ == 0) return;
     const auto now = std::chrono::steady_clock::now();
     LaneDebt& d = lane_debts_[account];
-    if (d.seconds > 0) d.seconds = std::max(0.0, d.seconds - kLaneDebtRepay * std::chrono::duration<double>(now - d.at).count());
-    d.seconds = std::min(d.seconds + seconds, 3600.0);  // bounded: repaid within 10 h whatever was charged
+    d.seconds = std::min(std::max(0.0, d.owed(now)) + seconds, 3600.0);  // bounded: repaid within 10 h whatever was charged
     d.at = now;
 }
 
@@ -243,13 +242,12 @@ void Scheduler::runnable_changed() {
     if (!lane_debts_.empty()) {
         const auto now = std::chrono::steady_clock::now();
         for (auto it = lane_debts_.begin(); it != lane_debts_.end();) {
-            LaneDebt& d = it->second;
-            const double owed = d.seconds - kLaneDebtRepay * std::chrono::duration<double>(now - d.at).count();
+            const double owed = it->second.owed(now);
             if (owed <= 0) {
                 it = lane_debts_.erase(it);
                 continue;
             }
-            d.over_limit = owed > kLaneDebtLimit;
+            it->second.over_limit = owed > kLaneDebtLimit;
             ++it;
         }
     }
@@ -567,7 +565,9 @@ void Scheduler::worker_loop(unsigned worker) {
         }
         const std::uint32_t index = q->pending_.front();
         Job& j = q->jobs_[index];
-        if (metrics_ != nullptr && indebted(*q) && j.rows.count <= kLaneWorkerRows)
+        // Only small batches' confirmations are the lane's: a bulk batch's run on the bulk workers.
+        const bool small_job = j.rows.count <= kLaneWorkerRows;
+        if (metrics_ != nullptr && small_job && indebted(*q))
             metrics_->lane_indebted_chunks.fetch_add(1, std::memory_order_relaxed);
         std::uint64_t begin = 0, end = 0;
         if (!j.returned.empty()) {
@@ -593,8 +593,6 @@ void Scheduler::worker_loop(unsigned worker) {
 
         // Reads only the job's submitter-set fields, which nobody writes while it runs.
         std::size_t verified_end = end;
-        // Only small batches' confirmations are the lane's: a bulk batch's run on the bulk workers.
-        const bool small_job = j.rows.count <= kLaneWorkerRows;
         const auto chunk_start = std::chrono::steady_clock::now();
         const ChunkResult r = run_chunk(worker, j, begin, end, may_yield ? &verified_end : nullptr);
         // The CPU confirmations of a checked primary's verdicts: its time beyond the primary's own.

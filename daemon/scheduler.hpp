@@ -320,6 +320,10 @@ private:
         double seconds = 0;                          // owed as of `at`
         std::chrono::steady_clock::time_point at{};
         bool over_limit = false;                     // as of the last runnable_changed
+        // What is owed at `now`, kLaneDebtRepay a second repaid since `at` (<= 0: nothing).
+        double owed(std::chrono::steady_clock::time_point now) const {
+            return seconds - kLaneDebtRepay * std::chrono::duration<double>(now - at).count();
+        }
     };
     std::unordered_map<std::uint32_t, LaneDebt> lane_debts_;  // accounts that owe anything
     unsigned indebted_lane_running_ = 0;   // lane workers running a chunk of an indebted account
