@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "daemon/metrics.hpp"
+#include "daemon/thread_name.hpp"
 #include "shm_protocol/spin_wait.hpp"
 #include "shm_protocol/verdict_publish.hpp"
 
@@ -51,6 +52,16 @@ void keep_to_core(unsigned n) {
         (void)sched_setaffinity(0, sizeof one, &one);
         return;
     }
+}
+
+// Moves the calling thread to SCHED_IDLE (see Lane workers in
+// scheduler.hpp): the kernel preempts it as soon as a thread of normal
+// policy wakes on its core, rather than at the end of its slice. Lowering a
+// thread's policy needs no privilege (systemd's RestrictRealtime= allows it);
+// false when it was refused.
+bool enter_idle_policy() {
+    sched_param none{};
+    return sched_setscheduler(0, SCHED_IDLE, &none) == 0;
 }
 
 // This thread's CPU time: what a CPU chunk cost one core, however long it
@@ -482,10 +493,14 @@ shm::Status Scheduler::repair_groups(unsigned worker, const Job& j) {
 void Scheduler::worker_loop(unsigned worker) {
     // Lane workers take only small batches (see Lane workers in scheduler.hpp).
     const bool lane_worker = worker >= bulk_workers_;
-    const int nice_offset = worker_nice_ + (lane_worker || lane_workers_ == 0 ? 0 : bulk_nice_);
+    const bool bulk_beside_lane = !lane_worker && lane_workers_ != 0;
+    name_this_thread(lane_worker ? "sv-lane-" + std::to_string(worker - bulk_workers_)
+                                 : "sv-worker-" + std::to_string(worker));
+    // Linux scheduling is per thread, and lowering it needs no privilege. A
+    // refusal (a sandbox) leaves the worker at the daemon's priority.
+    int nice_offset = worker_nice_;
+    if (bulk_beside_lane && !(bulk_idle_ && enter_idle_policy())) nice_offset += kBulkNice;
     if (nice_offset > 0) {
-        // Linux nice values are per thread; raising one needs no privilege. A
-        // refusal (a sandbox) leaves the worker at the daemon's priority.
         const int nice_now = ::getpriority(PRIO_PROCESS, 0);
         (void)::setpriority(PRIO_PROCESS, 0, std::min(19, nice_now + nice_offset));
     }

@@ -38,9 +38,20 @@
 // small batches holds the lane workers with one batch, never with several
 // at once. The other (bulk) workers work as
 // before and serve the lane first, except that while a lane worker is idle
-// they leave small batches to it (bulk_may_take); they run kBulkNice lower
-// than the lane workers (set_bulk_nice), so a small batch's CPU rows take a
-// core from bulk confirmations at once. A small batch planned while every
+// they leave small batches to it (bulk_may_take); when the daemon is alone
+// in its CPU scheduling group (daemon/cpu_group.hpp: the unit's cgroup, or
+// its own session's autogroup) they run SCHED_IDLE (set_bulk_idle), else
+// kBulkNice lower than the lane workers. So a small batch's CPU rows take a
+// core from bulk confirmations at once, and so does every hop of a small
+// batch (the session thread that reads it, the lane worker that takes it): a
+// waking thread of normal policy preempts a SCHED_IDLE one on the spot, where
+// beside a nice-10 bulk worker it waited for that worker's slice (a 1-row
+// batch's p99 beside four bulk clients on two cores, sleeping GPU, split
+// off: 4.4-5.1 ms with nice 10, 3.3-3.9 ms with SCHED_IDLE; BENCHMARKS.md
+// §13). The bulk workers still get every cycle the daemon's other threads
+// leave, and the kernel weighs the group against other processes as before,
+// so only the daemon's own latency work goes first; in a group shared with
+// other processes SCHED_IDLE would starve them behind any busy neighbour. A small batch planned while every
 // bulk worker is busy splits its rows for the GPU and the lane workers'
 // cores only (plan_job): one lane worker waits on its launch, so its CPU
 // share is sized for the others (sized for both, a block's CPU share ran
@@ -164,7 +175,8 @@ public:
     static constexpr unsigned kLaneWorkers = 2;
     // The largest batch a lane worker takes (a block's signature checks).
     static constexpr std::uint64_t kLaneWorkerRows = 16384;
-    // Nice offset of the bulk workers over the lane workers (weights 1024 : 110).
+    // Nice offset of the bulk workers over the lane workers (weights 1024 :
+    // 110) where SCHED_IDLE is refused, or without set_bulk_idle.
     static constexpr int kBulkNice = 10;
     // Lane debt (see Lane workers above): confirmation seconds an account may
     // owe before it holds at most one lane worker, and how fast it is repaid
@@ -232,9 +244,10 @@ public:
     // the latency lane (see Lane workers above; at most concurrency() - 1;
     // 0: none, the default). Set before start().
     void set_lane_workers(unsigned workers) { lane_workers_ = workers; }
-    // With lane workers, the other workers raise their nice value by `offset`
-    // more than --worker-nice (kBulkNice). Set before start().
-    void set_bulk_nice(int offset) { bulk_nice_ = offset; }
+    // With lane workers, the other workers run SCHED_IDLE (on: see Lane
+    // workers above), or, where the kernel refuses it, kBulkNice above
+    // --worker-nice. Set before start().
+    void set_bulk_idle(bool on) { bulk_idle_ = on; }
     // Each worker thread raises its own nice value by `offset` when it starts
     // (--worker-nice; unprivileged). Set before start().
     void set_worker_nice(int offset) { worker_nice_ = offset; }
@@ -312,7 +325,7 @@ private:
     int worker_nice_ = 0;
     unsigned lane_workers_ = 0;
     unsigned bulk_workers_ = 0;  // workers [0, bulk_workers_) take any work; the rest the lane's
-    int bulk_nice_ = 0;
+    bool bulk_idle_ = false;
     std::atomic<bool> lane_ready_{false};  // some runnable queue has work a lane worker may take
     std::atomic<bool> bulk_ready_{false};  // some runnable queue has work a bulk worker may take
     unsigned idle_lane_workers_ = 0;       // lane workers waiting for lane work

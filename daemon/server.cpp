@@ -17,10 +17,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/cpu_group.hpp"
 #include "daemon/exit_codes.hpp"
 #include "daemon/logging.hpp"
 #include "daemon/mapping_guard.hpp"
 #include "daemon/reload.hpp"
+#include "daemon/thread_name.hpp"
 #include "sigverify/shm_protocol/segment_layout.hpp"
 #include "sigverify/version.h"  // generated from the CMake project version
 
@@ -84,7 +86,12 @@ int Server::start() {
     if (backends_.has_gpus()) {
         // The GPU path's chunks are not cut: small batches get workers of their own.
         scheduler_->set_lane_workers(Scheduler::kLaneWorkers);
-        scheduler_->set_bulk_nice(Scheduler::kBulkNice);
+        // SCHED_IDLE only where no other process shares the daemon's CPU
+        // group (daemon/cpu_group.hpp): there it would starve behind them.
+        const CpuGroup group = own_cpu_group();
+        scheduler_->set_bulk_idle(group.own);
+        log.info("bulk workers: {} ({})", group.own ? "SCHED_IDLE beside the lane workers" : "nice +10",
+                 group.own ? "alone in " + group.reason : group.reason);
     }
     ctx_.scheduler = scheduler_.get();
     ctx_.backends = [this] { return backends_.describe(); };
@@ -276,7 +283,10 @@ void Server::start_session(int fd, const ucred& cred) {
     ctx_.metrics.connections_accepted.fetch_add(1, std::memory_order_relaxed);
     auto session = std::make_shared<Session>(ctx_, fd, cred, next_session_id_++);
     try {
-        std::thread t([session] { session->run(); });
+        std::thread t([session] {
+            name_this_thread("sv-session");
+            session->run();
+        });
         sessions_.emplace_back(session, std::move(t));
     } catch (const std::exception& e) {
         ctx_.log->error("cannot start a session thread: {}", e.what());

@@ -40,7 +40,8 @@
 #            prepare builds GPU_VARIANTS, default "v2d p12shared allshared w16":
 #            v2d is the kernel of V2D_COMMIT (e237445, before kernels/ had one
 #            generation); of this one (whose default on sm_90 is the P table in
-#            global memory, 128 registers, 16 warps), p12shared keeps the P
+#            global memory, 146 registers, 12 warps; w16 the same at 128
+#            registers, 16 warps, with a 24-byte spill), p12shared keeps the P
 #            table and streams in shared memory on sm_90 (592 B a thread:
 #            12 warps), allshared all of the scratch in shared memory (688 B a
 #            thread, registers uncapped: 8 warps, the placement before issue

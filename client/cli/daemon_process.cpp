@@ -54,7 +54,12 @@ void DaemonProcess::start() {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     // posix_spawnp: a bare name is looked up in PATH.
-    if (const int e = posix_spawnp(&pid_, binary.c_str(), nullptr, nullptr, argv.data(), environ); e != 0) {
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    if (options_.own_session) posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+    const int e = posix_spawnp(&pid_, binary.c_str(), nullptr, &attr, argv.data(), environ);
+    posix_spawnattr_destroy(&attr);
+    if (e != 0) {
         pid_ = -1;
         throw std::runtime_error("cannot spawn " + binary + ": " + std::strerror(e));
     }

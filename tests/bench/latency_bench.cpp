@@ -5,11 +5,15 @@
 //
 //   sigverify_latency_bench [--gpu sleeping|host-kernel] [--window-ms 6000]
 //                           [--bulk-rows N] [--invalid-rows N] [--bulk N] [--bulk-invalid N]
-//                           [--block-rows 4096] [--daemon PATH]
+//                           [--block-rows 4096] [--daemon PATH] [--same-session]
 //                           [-- SIGVERIFYD-ARGS...]
 //
 // --daemon: another build of the daemon executable (an earlier commit's, to
 // compare), in place of the one built next to this program.
+// --same-session: the daemon stays in this program's session, and so in the
+// clients' CPU group (daemon/cpu_group.hpp: its bulk workers take nice 10
+// instead of SCHED_IDLE); by default it gets a session of its own, as the
+// systemd unit gives it a cgroup of its own.
 // --gpu sleeping runs sigverifyd_sleeping_gpu (a GPU's time, asleep:
 // tests/daemon/sleeping_gpu.hpp); host-kernel runs sigverifyd --backend
 // host-kernel (the kernel math on this machine's cores). Without
@@ -41,7 +45,7 @@ int usage() {
     std::fprintf(stderr,
                  "usage: sigverify_latency_bench [--gpu sleeping|host-kernel] [--window-ms MS] [--bulk-rows N] "
                  "[--invalid-rows N] "
-                 "[--bulk N] [--bulk-invalid N] [--block-rows N] [--daemon PATH] [-- SIGVERIFYD-ARGS...]\n");
+                 "[--bulk N] [--bulk-invalid N] [--block-rows N] [--daemon PATH] [--same-session] [-- SIGVERIFYD-ARGS...]\n");
     return 2;
 }
 
@@ -74,6 +78,7 @@ int main(int argc, char** argv) {
     spec.window = std::chrono::milliseconds(6000);
     std::vector<std::string> daemon_args;
     std::string daemon_bin;
+    bool same_session = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool has = i + 1 < argc;
@@ -85,6 +90,7 @@ int main(int argc, char** argv) {
         else if (a == "--bulk-invalid" && has) spec.bulk_invalid = unsigned(std::atoi(argv[++i]));
         else if (a == "--block-rows" && has) spec.block_rows = std::strtoull(argv[++i], nullptr, 10);
         else if (a == "--daemon" && has) daemon_bin = argv[++i];
+        else if (a == "--same-session") same_session = true;
         else if (a == "--") {
             for (++i; i < argc; ++i) daemon_args.push_back(argv[i]);
         } else return usage();
@@ -99,6 +105,8 @@ int main(int argc, char** argv) {
     o.args = {"--backend", "host-kernel", "--gpus", "0"};
     o.args.insert(o.args.end(), daemon_args.begin(), daemon_args.end());
     o.temp_template = "/tmp/sigverifyd-bench-XXXXXX";
+    // A CPU group of its own, as under its systemd unit (daemon/cpu_group.hpp).
+    o.own_session = !same_session;
     cli::DaemonProcess d(o);
     spec.runtime_dir = d.dir();
     std::printf("daemon: %s", o.binary.c_str());

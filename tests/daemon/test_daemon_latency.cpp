@@ -36,6 +36,7 @@ cli::DaemonProcessOptions sleeping_daemon(std::vector<std::string> extra = {}) {
     o.args = {"--backend", "host-kernel", "--gpus", "0", "--cpu-threads", "8"};
     o.args.insert(o.args.end(), extra.begin(), extra.end());
     o.temp_template = "/tmp/sigverifyd-test-XXXXXX";
+    o.own_session = true;  // its own CPU group, as under its unit: bulk workers SCHED_IDLE
     return o;
 }
 

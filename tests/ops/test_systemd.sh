@@ -41,7 +41,7 @@ for key in 'Type=notify' 'NotifyAccess=main' 'WatchdogSec=' 'Restart=on-failure'
            'DevicePolicy=closed' 'DeviceAllow=char-nvidiactl' 'DeviceAllow=char-nvidia-uvm' 'EnvironmentFile=' \
            'ExecReload=/bin/kill -HUP $MAINPID' 'SystemCallFilter=@system-service' 'SystemCallErrorNumber=EPERM' \
            'SystemCallArchitectures=native' 'PrivateNetwork=yes' 'IPAddressDeny=any' 'ProtectProc=invisible' \
-           'PrivateMounts=yes' 'UMask=0007' 'RestrictNamespaces=yes' 'LockPersonality=yes'; do
+           'PrivateMounts=yes' 'UMask=0007' 'RestrictNamespaces=yes' 'LockPersonality=yes' 'CPUWeight=100'; do
   grep -q "^$key" "$UNIT" || fail "unit lacks $key"
 done
 grep -qx 'CapabilityBoundingSet=' "$UNIT" || fail "unit lacks an empty CapabilityBoundingSet="
