@@ -18,14 +18,22 @@
 #include <catch2/catch.hpp>
 
 #include <sched.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <dirent.h>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/cli/daemon_process.hpp"
@@ -165,4 +173,58 @@ TEST_CASE("CPU daemon: workers keep the daemon's policy, --worker-nice raises th
     const int daemon_nice = getpriority(PRIO_PROCESS, 0);  // the daemon inherits this process's
     for (const ThreadInfo& t : all)
         if (t.name.rfind("sv-worker-", 0) == 0) CHECK(t.nice == std::min(19, daemon_nice + 5));
+}
+
+TEST_CASE("GPU daemon started without --foreground: its session's autogroup is its own", "[daemon][priority]") {
+    // daemonize(): fork, setsid, fork: the daemon is alone in a session whose
+    // leader has exited (a zombie until reaped, which runs nothing: counting
+    // it, the daemon took nice 10 here).
+    if (!autogroups_apply()) {
+        WARN("skipped: a session of its own is no CPU group of its own here");
+        return;
+    }
+    char tmpl[] = "/tmp/sigverifyd-test-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    const std::string dir = tmpl, log = dir + "/daemon.log";
+    // sigverifyd itself (the sleeping GPU's test daemon runs in the foreground only).
+    std::vector<std::string> args = {SIGVERIFYD_BIN, "--runtime-dir", dir, "--log-file", log};
+    args.insert(args.end(), kGpuArgs.begin(), kGpuArgs.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t launcher = -1;
+    REQUIRE(posix_spawn(&launcher, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+    int status = 0;
+    REQUIRE(waitpid(launcher, &status, 0) == launcher);
+    CHECK(WIFEXITED(status));
+    // The daemon: the process whose command line names this runtime directory.
+    auto find_daemon = [&]() -> pid_t {
+        DIR* proc = opendir("/proc");
+        pid_t found = -1;
+        while (dirent* e = proc != nullptr ? readdir(proc) : nullptr) {
+            char* end = nullptr;
+            const long pid = std::strtol(e->d_name, &end, 10);
+            if (end == e->d_name || *end != '\0') continue;
+            std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline");
+            std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+            if (cmdline.find(dir) != std::string::npos && cmdline.find("--foreground") == std::string::npos) found = pid;
+        }
+        if (proc != nullptr) closedir(proc);
+        return found;
+    };
+    std::string text;
+    for (int i = 0; i < 1000 && text.find("listening on") == std::string::npos; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        std::ifstream f(log);
+        text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    }
+    INFO(text);
+    const pid_t daemon = find_daemon();
+    REQUIRE(daemon > 0);
+    CHECK(text.find("bulk workers: SCHED_IDLE beside the lane workers (alone in the autogroup") != std::string::npos);
+    CHECK(policies(threads_of(daemon), "sv-worker-") == std::map<int, int>{{SCHED_IDLE, 8}});
+    kill(daemon, SIGTERM);
+    for (int i = 0; i < 2000 && kill(daemon, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(kill(daemon, 0) != 0);
+    std::filesystem::remove_all(dir);
 }
