@@ -75,6 +75,26 @@ std::vector<ThreadInfo> threads_of(pid_t pid) {
     return out;
 }
 
+// The threads of pid once `workers` of them are named "sv-worker-N" or
+// "sv-lane-N" and settled(thread) holds for each (workers name themselves,
+// then set their policy and nice value, as they start: on a loaded machine
+// that may be after the daemon logged "listening on"), or after 10 s.
+template <class Settled>
+std::vector<ThreadInfo> settled_threads_of(pid_t pid, int workers, Settled settled) {
+    std::vector<ThreadInfo> all;
+    for (int i = 0; i < 1000; ++i) {
+        all = threads_of(pid);
+        int ready = 0;
+        for (const ThreadInfo& t : all)
+            if ((t.name.rfind("sv-lane-", 0) == 0 || t.name.rfind("sv-worker-", 0) == 0) && settled(t)) ++ready;
+        if (ready >= workers) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return all;
+}
+
+bool is_bulk(const ThreadInfo& t) { return t.name.rfind("sv-worker-", 0) == 0; }
+
 // Threads whose name starts with prefix, by policy.
 std::map<int, int> policies(const std::vector<ThreadInfo>& all, const std::string& prefix) {
     std::map<int, int> by_policy;
@@ -135,7 +155,8 @@ TEST_CASE("GPU daemon in a CPU group of its own: bulk workers run SCHED_IDLE, la
     o.runtime_dir = d.dir();
     auto c = Client::connect(o);
     REQUIRE(c->connected());
-    const auto all = threads_of(d.pid());
+    const auto all =
+        settled_threads_of(d.pid(), 10, [](const ThreadInfo& t) { return !is_bulk(t) || t.policy == SCHED_IDLE; });
     std::string names;  // shown when a check fails
     for (const ThreadInfo& t : all) names += t.name + ":" + std::to_string(t.policy) + " ";
     INFO(names);
@@ -150,13 +171,15 @@ TEST_CASE("GPU daemon sharing its CPU group: bulk workers take nice 10, not SCHE
     // In this process's session (and CPU group) SCHED_IDLE bulk workers would
     // starve behind this process's and its other children's busy threads.
     cli::DaemonProcess d(daemon_options(SIGVERIFYD_SLEEPING_BIN, kGpuArgs, false));
-    const auto all = threads_of(d.pid());
+    const int daemon_nice = getpriority(PRIO_PROCESS, 0);  // the daemon inherits this process's
+    const auto all = settled_threads_of(d.pid(), 10, [&](const ThreadInfo& t) {
+        return !is_bulk(t) || t.nice == std::min(19, daemon_nice + 10);
+    });
     std::string names;  // shown when a check fails
     for (const ThreadInfo& t : all) names += t.name + ":" + std::to_string(t.policy) + "/" + std::to_string(t.nice) + " ";
     INFO(names);
     CHECK(policies(all, "sv-worker-") == std::map<int, int>{{SCHED_OTHER, 8}});
     CHECK(policies(all, "sv-lane-") == std::map<int, int>{{SCHED_OTHER, 2}});
-    const int daemon_nice = getpriority(PRIO_PROCESS, 0);
     for (const ThreadInfo& t : all) {
         if (t.name.rfind("sv-worker-", 0) == 0) CHECK(t.nice == std::min(19, daemon_nice + 10));
         if (t.name.rfind("sv-lane-", 0) == 0) CHECK(t.nice == daemon_nice);
@@ -167,10 +190,10 @@ TEST_CASE("GPU daemon sharing its CPU group: bulk workers take nice 10, not SCHE
 TEST_CASE("CPU daemon: workers keep the daemon's policy, --worker-nice raises their nice value", "[daemon][priority]") {
     cli::DaemonProcess d(
         daemon_options(SIGVERIFYD_BIN, {"--backend", "cpu", "--cpu-threads", "3", "--worker-nice", "5"}, true));
-    const auto all = threads_of(d.pid());
+    const int daemon_nice = getpriority(PRIO_PROCESS, 0);  // the daemon inherits this process's
+    const auto all = settled_threads_of(d.pid(), 3, [&](const ThreadInfo& t) { return t.nice == std::min(19, daemon_nice + 5); });
     CHECK(policies(all, "sv-lane-").empty());
     CHECK(policies(all, "sv-worker-") == std::map<int, int>{{SCHED_OTHER, 3}});
-    const int daemon_nice = getpriority(PRIO_PROCESS, 0);  // the daemon inherits this process's
     for (const ThreadInfo& t : all)
         if (t.name.rfind("sv-worker-", 0) == 0) CHECK(t.nice == std::min(19, daemon_nice + 5));
 }
@@ -222,7 +245,9 @@ TEST_CASE("GPU daemon started without --foreground: its session's autogroup is i
     const pid_t daemon = find_daemon();
     REQUIRE(daemon > 0);
     CHECK(text.find("bulk workers: SCHED_IDLE beside the lane workers (alone in the autogroup") != std::string::npos);
-    CHECK(policies(threads_of(daemon), "sv-worker-") == std::map<int, int>{{SCHED_IDLE, 8}});
+    const auto all =
+        settled_threads_of(daemon, 10, [](const ThreadInfo& t) { return !is_bulk(t) || t.policy == SCHED_IDLE; });
+    CHECK(policies(all, "sv-worker-") == std::map<int, int>{{SCHED_IDLE, 8}});
     kill(daemon, SIGTERM);
     for (int i = 0; i < 2000 && kill(daemon, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     CHECK(kill(daemon, 0) != 0);
