@@ -39,21 +39,35 @@ std::vector<std::unique_ptr<GpuBackend>> GpuBackend::open_all(const std::string&
         std::unique_ptr<GpuBackend> backend(new GpuBackend());
         backend->device_ = index;
         backend->chunk_rows_ = chunk_rows;
-        gpu::Status st;
-        for (std::size_t k = 0; k < slots_per_device && st.ok(); ++k)
+        DeviceSlots tally;
+        tally.bulk_wanted = slots_per_device;
+        const auto note = [&tally](const gpu::Status& st) {
+            tally.wrong_verdict = tally.wrong_verdict || st.code == gpu::Code::self_test_failed;
+            if (tally.failure.ok()) tally.failure = st;
+        };
+        // Up to the first slot that does not open: the next would find the
+        // device as short of memory.
+        for (std::size_t k = 0; k < slots_per_device && tally.failure.ok(); ++k) {
+            gpu::Status st;
             if (auto slot = open_slot(options, chunk_rows, st)) backend->slots_.push_back(std::move(slot));
+            else note(st);
+        }
+        tally.bulk_opened = backend->slots_.size();
         // The lane workers' slot: the same buffers, never shared with bulk
         // work, its stream at the device's greatest priority.
-        gpu::Options lane_options = options;
-        lane_options.high_priority = true;
-        if (st.ok()) backend->lane_slot_ = open_slot(lane_options, chunk_rows, st);
-        if (st.ok()) {
-            report.usable = true;
-            report.self_test = "passed";
+        if (tally.failure.ok()) {
+            gpu::Options lane_options = options;
+            lane_options.high_priority = true;
+            gpu::Status st;
+            backend->lane_slot_ = open_slot(lane_options, chunk_rows, st);
+            if (!backend->lane_slot_) note(st);
+        }
+        tally.lane_opened = backend->lane_slot_ != nullptr;
+        report.usable = tally.usable();
+        report.self_test = tally.report();
+        if (report.usable) {
             slots_total += backend->slots_.size();
             opened.push_back(std::move(backend));
-        } else {
-            report.self_test = std::string(gpu::to_string(st.code)) + ": " + st.message;
         }
         reports.push_back(std::move(report));
     }
@@ -66,6 +80,18 @@ std::vector<std::unique_ptr<GpuBackend>> GpuBackend::open_all(const std::string&
     const unsigned all_workers = std::max<unsigned>(workers, unsigned(2 * slots_total));
     for (auto& b : opened) b->workers_ = all_workers;
     return opened;
+}
+
+std::string DeviceSlots::report() const {
+    const std::string why =
+        failure.ok() ? std::string() : std::string(gpu::to_string(failure.code)) + ": " + failure.message;
+    if (!usable()) return why;
+    if (failure.ok()) return "passed";
+    std::string left_out;
+    if (bulk_opened < bulk_wanted)
+        left_out = std::to_string(bulk_wanted - bulk_opened) + " of " + std::to_string(bulk_wanted) + " bulk slots";
+    if (!lane_opened) left_out += std::string(left_out.empty() ? "" : " and ") + "the lane slot";
+    return "passed; left out " + left_out + " (" + why + ")";
 }
 
 GpuBackend::~GpuBackend() = default;

@@ -50,7 +50,24 @@ namespace sigverify::daemon {
 struct GpuDeviceReport {
     gpu::DeviceInfo info;
     bool usable = false;
-    std::string self_test;  // "passed", or why the device is not used
+    std::string self_test;  // "passed" (and which slots were left out), or why the device is not used
+};
+
+// What became of one device's slots at start-up, and the rule for using it
+// (its one home): a wrong verdict on a slot's known-answer self-test leaves
+// the whole device out; a slot that cannot be opened for any other reason
+// (device memory, a stream) is left out alone, as long as one bulk slot
+// opened. Without its lane slot the device still serves: the lane workers
+// share the bulk slots (GpuBackend::slot_for), as before the lane slot.
+struct DeviceSlots {
+    std::size_t bulk_wanted = 0;
+    std::size_t bulk_opened = 0;
+    bool lane_opened = false;
+    bool wrong_verdict = false;  // a slot failed its self-test (gpu::Code::self_test_failed)
+    gpu::Status failure;         // the first slot that did not open, if any
+    bool usable() const { return !wrong_verdict && bulk_opened > 0; }
+    // "passed", "passed; left out: ..." or why the device is not used.
+    std::string report() const;
 };
 
 class GpuBackend final : public Backend {
