@@ -70,8 +70,17 @@ struct Job {
     std::uint64_t backend_chunk_rows = 0;
     std::uint64_t cpu_chunk_rows = 0;
 
+    // The groups rule's job-end repair (Scheduler::start_repair), once every
+    // chunk is done: the rows of the ledger's repair ranges, handed out in
+    // pieces like chunks, to any worker. Set for the rest of the job once the
+    // repair starts; repair_rows_left is what no worker has taken yet.
+    std::shared_ptr<const GroupLedger::Repairs> repairs;
+    std::size_t repair_range = 0;    // the range the next piece is cut from
+    std::uint64_t repair_next = 0;   // that piece's first row
+    std::uint64_t repair_rows_left = 0;
+
     // Rows no worker holds or has verified: the job is in its queue's pending line while this is not 0.
-    std::uint64_t unassigned() const { return rows.count - next_row + returned_rows; }
+    std::uint64_t unassigned() const { return rows.count - next_row + returned_rows + repair_rows_left; }
 };
 
 // Implemented by the owner of a JobQueue (a Session). Called by the scheduler,

@@ -71,6 +71,8 @@ inline void fill_job(Job& j, const shm::CheckedSubmission& c, const SubmissionMe
     j.confirm = c.strict_confirm ? ConfirmRule::strict : default_rule;
     j.results = c.mode == wire::Mode::results ? m.arena + c.results_offset : nullptr;
     j.next_row = 0;
+    j.repairs.reset();
+    j.repair_rows_left = 0;
     j.running = 0;
     j.tally = {};
     j.status = shm::Status::ok;

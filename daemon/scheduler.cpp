@@ -122,9 +122,11 @@ void Scheduler::cancel(JobQueue& q, shm::Status status) {
             j.next_row = j.rows.count;
             j.returned.clear();
             j.returned_rows = 0;
+            j.repair_rows_left = 0;
             j.status = status;
             if (j.running == 0) {
                 j.ledger.reset();
+                j.repairs.reset();
                 to_finish.push_back(index);
                 --queued_jobs_;
             }
@@ -160,10 +162,12 @@ std::size_t Scheduler::cancel_job(JobQueue& q, std::uint64_t tag) {
             j.next_row = j.rows.count;
             j.returned.clear();
             j.returned_rows = 0;
+            j.repair_rows_left = 0;
             j.status = shm::Status::cancelled;
             ++cancelled;
             if (j.running == 0) {
                 j.ledger.reset();
+                j.repairs.reset();
                 to_finish.emplace_back(index, j.tally);
                 --queued_jobs_;
             }
@@ -231,7 +235,9 @@ void Scheduler::charge_lane_debt(std::uint32_t account, double seconds) {
 
 bool Scheduler::lane_work(const JobQueue& q) const {
     const Job& front = q.jobs_[q.pending_.front()];
-    return front.returned.empty() && front.rows.count - front.next_row <= chunk_rows_ && !indebted(q);
+    // A job in its group repair is lane work only as a small batch.
+    const std::uint64_t left = front.repairs != nullptr ? front.rows.count : front.rows.count - front.next_row;
+    return front.returned.empty() && left <= chunk_rows_ && !indebted(q);
 }
 
 bool Scheduler::lane_worker_work(const JobQueue& q) const {
@@ -446,47 +452,101 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
     return r;
 }
 
-shm::Status Scheduler::repair_groups(unsigned worker, const Job& j) {
-    const GroupLedger::Repairs repairs = j.ledger->take_repairs();
-    if (repairs.ranges().empty() || j.status != shm::Status::ok) return shm::Status::ok;
+namespace {
+
+// Rows [begin, end) of repair range r, clamped to the job's rows (a range
+// comes from a chunk, but the ledger is never trusted to stay in bounds).
+std::pair<std::uint64_t, std::uint64_t> clamped(const GroupLedger::Range& r, std::uint64_t limit) {
+    const std::uint64_t end = std::min<std::uint64_t>(r.end, limit);
+    return {std::min<std::uint64_t>(r.begin, end), end};
+}
+
+}  // namespace
+
+bool Scheduler::start_repair(const std::shared_ptr<JobQueue>& q, std::uint32_t index) {
+    Job& j = q->jobs_[index];
+    auto repairs = std::make_shared<const GroupLedger::Repairs>(j.ledger->take_repairs());
+    j.ledger.reset();
+    if (j.status != shm::Status::ok) return false;
+    // The rows take_repair_piece will hand out: each row once, in order (the
+    // ranges are sorted by their first row; a row two ranges held would be
+    // taken in the first).
+    const std::uint64_t limit = j.is_columns ? j.columns.count : j.rows.count;
+    std::uint64_t rows = 0, cursor = 0;
+    for (const GroupLedger::Range& r : repairs->ranges()) {
+        const auto [b, e] = clamped(r, limit);
+        if (e > std::max(b, cursor)) rows += e - std::max(b, cursor);
+        cursor = std::max(cursor, e);
+    }
+    if (rows == 0) return false;
+    j.repairs = std::move(repairs);
+    j.repair_range = 0;
+    j.repair_next = 0;
+    j.repair_rows_left = rows;
+    // Like rows a worker handed back: older than what the queue has pending.
+    q->pending_.push_front(index);
+    if (!q->in_runnable_) {
+        q->in_runnable_ = true;
+        runnable_.push_front(q);
+    }
+    runnable_changed();
+    notify_work();
+    return true;
+}
+
+std::size_t Scheduler::take_repair_piece(Job& j, std::uint64_t& begin, std::uint64_t& end) {
+    const auto& ranges = j.repairs->ranges();
+    const std::uint64_t limit = j.is_columns ? j.columns.count : j.rows.count;
+    // Past the ranges with no rows left (repair_rows_left != 0: one has some).
+    for (;; ++j.repair_range) {
+        if (j.repair_range >= ranges.size()) {  // never, by start_repair's count
+            j.repair_rows_left = 0;
+            begin = end = 0;
+            return 0;
+        }
+        const auto [b, e] = clamped(ranges[j.repair_range], limit);
+        j.repair_next = std::max(j.repair_next, b);
+        if (j.repair_next < e) break;
+    }
+    const std::size_t range = j.repair_range;
+    const std::uint64_t range_end = clamped(ranges[range], limit).second;
+    begin = j.repair_next;
+    end = std::min<std::uint64_t>(range_end, begin + std::clamp<std::size_t>(chunk_rows_, 1, kRepairPieceRows));
+    j.repair_next = end;
+    j.repair_rows_left -= end - begin;
+    return range;
+}
+
+shm::Status Scheduler::repair_piece(unsigned worker, const Job& j, std::size_t range, std::uint64_t begin,
+                                    std::uint64_t end) {
+    const GroupLedger::Repairs& repairs = *j.repairs;
+    const GroupLedger::Range& r = repairs.ranges()[range];
     const wire::RecordKind kind = j.is_columns ? j.columns.kind : j.rows.kind;
-    const std::size_t limit = j.is_columns ? j.columns.count : j.rows.count;
     const std::size_t record = wire::record_size(kind);
-    const std::size_t piece = std::clamp<std::size_t>(chunk_rows_, 1, kRepairPieceRows);
     Staging& st = staging_[worker];
     // Unconfirmed INVALID verdicts may stand only if repaired: a repair that
     // cannot run fails the job (a non-verdict), it never completes it.
-    if (!st.reserve(piece, record)) return shm::Status::backend_error;
+    if (!st.reserve(std::size_t(end - begin), record)) return shm::Status::backend_error;
+    // The rows of the range's repaired groups, as the client's memory holds
+    // them now. A VALID verdict stands (it is trusted as any other, under the
+    // VALID sample); in collect mode a valid row's tail is zeroed, so its
+    // group no longer matches anyway.
+    st.rows.clear();
+    for (std::uint64_t i = begin; i < end; ++i) {
+        if (j.mode == wire::Mode::results && j.results[i] == 1) continue;
+        if (repairs.wanted(read_group_key(j.is_columns, j.rows, j.columns, i), r)) st.rows.push_back(i);
+    }
+    if (st.rows.empty()) return shm::Status::ok;
+    for (std::size_t k = 0; k < st.rows.size(); ++k)
+        stage_record(j.is_columns, j.rows, j.columns, st.rows[k], st.records.data() + k * record);
+    const wire::RowSpan staged{kind, 0, j.rows.encoding, st.records.data(), st.rows.size()};
+    if (cpu_fallback_->verify(worker, staged, st.verdicts.data()).status != shm::Status::ok)
+        return shm::Status::backend_error;
     const wire::TailSpan tails =
         j.is_columns ? wire::correlate_tails(j.columns.correlate, j.columns.tail_size) : wire::row_tails(j.rows);
-    std::uint64_t repaired = 0;
-    // One pass over each first chunk of a spanning group (linear in the job's
-    // rows), in pieces, each counted as progress for the watchdog.
-    for (const GroupLedger::Range& range : repairs.ranges()) {
-        const std::size_t end = std::min(range.end, limit);
-        for (std::size_t i = range.begin; i < end;) {
-            // The rows of the range's repaired groups, as the client's memory
-            // holds them now. A VALID verdict stands (it is trusted as any
-            // other, under the VALID sample); in collect mode a valid row's
-            // tail is zeroed, so its group no longer matches anyway.
-            st.rows.clear();
-            for (; i < end && st.rows.size() < piece; ++i) {
-                if (j.mode == wire::Mode::results && j.results[i] == 1) continue;
-                if (repairs.wanted(read_group_key(j.is_columns, j.rows, j.columns, i), range)) st.rows.push_back(i);
-            }
-            if (metrics_ != nullptr) metrics_->progress.fetch_add(1, std::memory_order_relaxed);
-            if (st.rows.empty()) continue;
-            for (std::size_t k = 0; k < st.rows.size(); ++k)
-                stage_record(j.is_columns, j.rows, j.columns, st.rows[k], st.records.data() + k * record);
-            const wire::RowSpan staged{kind, 0, j.rows.encoding, st.records.data(), st.rows.size()};
-            if (cpu_fallback_->verify(worker, staged, st.verdicts.data()).status != shm::Status::ok)
-                return shm::Status::backend_error;
-            for (std::size_t k = 0; k < st.rows.size(); ++k)
-                wire::publish_verdict(j.mode, tails, j.results, st.rows[k], st.verdicts[k] == 1);
-            repaired += st.rows.size();
-        }
-    }
-    if (metrics_ != nullptr) metrics_->confirm_repaired_rows.fetch_add(repaired, std::memory_order_relaxed);
+    for (std::size_t k = 0; k < st.rows.size(); ++k)
+        wire::publish_verdict(j.mode, tails, j.results, st.rows[k], st.verdicts[k] == 1);
+    if (metrics_ != nullptr) metrics_->confirm_repaired_rows.fetch_add(st.rows.size(), std::memory_order_relaxed);
     return shm::Status::ok;
 }
 
@@ -585,7 +645,11 @@ void Scheduler::worker_loop(unsigned worker) {
         if (metrics_ != nullptr && small_job && indebted(*q))
             metrics_->lane_indebted_chunks.fetch_add(1, std::memory_order_relaxed);
         std::uint64_t begin = 0, end = 0;
-        if (!j.returned.empty()) {
+        constexpr std::size_t kNotRepair = ~std::size_t(0);
+        std::size_t repair_range = kNotRepair;
+        if (j.repairs != nullptr) {
+            repair_range = take_repair_piece(j, begin, end);
+        } else if (!j.returned.empty()) {
             // Rows a yielding worker handed back go first (at most one chunk each).
             std::tie(begin, end) = j.returned.back();
             j.returned.pop_back();
@@ -609,14 +673,17 @@ void Scheduler::worker_loop(unsigned worker) {
         // Reads only the job's submitter-set fields, which nobody writes while it runs.
         std::size_t verified_end = end;
         const auto chunk_start = std::chrono::steady_clock::now();
-        const ChunkResult r = run_chunk(worker, j, begin, end, may_yield ? &verified_end : nullptr);
-        // The CPU confirmations of a checked primary's verdicts: its time beyond the primary's own.
-        const double confirm_s = r.primary_seconds.has_value()
-                                     ? std::chrono::duration<double>(std::chrono::steady_clock::now() - chunk_start)
-                                               .count() - *r.primary_seconds
-                                     : 0.0;
+        ChunkResult r;
+        if (repair_range != kNotRepair) r.status = repair_piece(worker, j, repair_range, begin, end);
+        else r = run_chunk(worker, j, begin, end, may_yield ? &verified_end : nullptr);
+        const double chunk_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - chunk_start).count();
+        // The CPU confirmations of a checked primary's verdicts: its time
+        // beyond the primary's own; a repair piece is all confirmation.
+        const double confirm_s = repair_range != kNotRepair ? chunk_s
+                                 : r.primary_seconds.has_value() ? chunk_s - *r.primary_seconds
+                                                                 : 0.0;
         if (metrics_ != nullptr) {
-            metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
+            if (repair_range == kNotRepair) metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
             metrics_->progress.fetch_add(1, std::memory_order_relaxed);
         }
 
@@ -636,21 +703,21 @@ void Scheduler::worker_loop(unsigned worker) {
         if (r.status != shm::Status::ok && j.status == shm::Status::ok) j.status = r.status;
         --j.running;
         if (j.running == 0 && j.unassigned() == 0) {
-            // j is complete: no chunk of it runs any more, cancel() leaves it
-            // alone, and its slot is not reused before finish_job. Its group
-            // repairs run before it counts as done (idle() stays false).
-            lock.unlock();
-            if (metrics_ != nullptr && backend_.confirms_by_group())
+            // j's chunks (or its repair pieces) are all done: none runs any
+            // more, cancel() leaves it alone, and its slot is not reused before
+            // finish_job. Under the groups rule its repair comes first: its
+            // pieces go back in line, and the job counts as done (idle()
+            // stays false) once the last of them is done.
+            if (j.repairs == nullptr && metrics_ != nullptr && backend_.confirms_by_group())
                 (j.ledger != nullptr ? metrics_->confirm_batches_groups : metrics_->confirm_batches_strict)
                     .fetch_add(1, std::memory_order_relaxed);
-            const auto repair_start = std::chrono::steady_clock::now();
-            const bool repairs = j.ledger != nullptr;
-            const shm::Status repair = repairs ? repair_groups(worker, j) : shm::Status::ok;
-            j.ledger.reset();
-            const double repair_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - repair_start).count();
-            lock.lock();
-            if (repairs && small_job) charge_lane_debt(q->account_, repair_s);
-            if (repair != shm::Status::ok && j.status == shm::Status::ok) j.status = repair;
+            if (j.ledger != nullptr && start_repair(q, index)) {
+                lock.unlock();
+                q.reset();
+                lock.lock();
+                continue;
+            }
+            j.repairs.reset();
             const shm::Status status = j.status;
             const reference::Tally tally = j.tally;
             --queued_jobs_;

@@ -91,10 +91,12 @@
 //               publish rule (shm_protocol/verdict_publish.hpp): result bytes,
 //               or the tails / correlate entries of valid rows zeroed.
 // A chunk that fails publishes nothing: results stay zero (fail closed),
-// tails stay as they were. Under the groups rule the worker that finishes a
-// job's last chunk re-verifies, before the completion is posted, the INVALID
-// rows of groups that more than one chunk held (GroupLedger repairs), in one
-// pass over each chunk concerned; a repair that cannot run fails the job.
+// tails stay as they were. Under the groups rule, once a job's chunks are
+// all done, libsecp256k1 re-verifies the INVALID rows of groups that more
+// than one chunk held (GroupLedger repairs) before the completion is posted:
+// one pass over each chunk concerned, cut into pieces that are handed out
+// like chunks (any worker, the lane first, round robin); a repair piece that
+// cannot run fails the job.
 //
 // Progress: every chunk, yield piece and repair piece a worker finishes
 // moves Metrics::progress, which the systemd watchdog reads (notify.hpp):
@@ -168,8 +170,9 @@ public:
     // Piece size for yielding to the lane on the CPU backend (~0.5 ms of one
     // core verifying ECDSA rows).
     static constexpr std::size_t kYieldRows = 16;
-    // Rows a job-end group repair re-verifies at a time; each piece counts as
-    // progress for the watchdog (~50 ms of one core).
+    // Rows of a job-end group repair a worker takes at a time (it re-verifies
+    // at most these); each piece counts as progress for the watchdog (~50 ms
+    // of one core when every row is re-verified).
     static constexpr std::size_t kRepairPieceRows = 1024;
     // Workers the GPU path keeps for the latency lane (see Lane workers above).
     static constexpr unsigned kLaneWorkers = 2;
@@ -300,11 +303,20 @@ private:
     void plan_job(Job& j) const;
     // Whether job j (its first chunk about to be handed out) uses the groups rule.
     bool use_groups_rule(const Job& j) const;
-    // Groups rule, job end: libsecp256k1 re-verifies the ledger's repairs (the
-    // INVALID rows of groups more than one chunk held, in the first chunk that
-    // met each) and publishes their verdicts; one pass over each such chunk.
-    // Not ok: the repair could not run, and the job must fail.
-    shm::Status repair_groups(unsigned worker, const Job& j);
+    // Groups rule, job end (lock held; j's chunks are all done): takes the
+    // ledger's repairs (the INVALID rows of groups more than one chunk held,
+    // in the first chunk that met each) and puts q's job `index` back in line
+    // with their rows as its unassigned work. False when there is nothing to
+    // repair (or the job failed): the job is complete.
+    bool start_repair(const std::shared_ptr<JobQueue>& q, std::uint32_t index);
+    // The next repair piece of j (lock held; j.repair_rows_left != 0): rows
+    // [begin, end) of range j.repair_range, which it returns.
+    std::size_t take_repair_piece(Job& j, std::uint64_t& begin, std::uint64_t& end);
+    // libsecp256k1 re-verifies the rows of [begin, end) (of repair range
+    // `range`) that the repair wants and publishes their verdicts. Not ok: the
+    // piece could not run, and the job must fail.
+    shm::Status repair_piece(unsigned worker, const Job& j, std::size_t range, std::uint64_t begin,
+                             std::uint64_t end);
 
     std::vector<Staging> staging_;  // one per worker, sized by start()
 

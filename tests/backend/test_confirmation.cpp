@@ -176,6 +176,7 @@ struct Setup {
     CrossCheckPolicy policy{0, 0, 0};  // no samples unless a test asks: the rule alone decides
     ConfirmRule rule = ConfirmRule::groups;
     std::uint8_t table = static_cast<std::uint8_t>(wire::Table::multisig);
+    daemon::Backend* fallback = nullptr;  // the scheduler's CPU fallback (null: a CpuBackend of `workers`)
 };
 
 // One results-mode job of t (rows, or its libbitcoin columns) through a
@@ -186,7 +187,7 @@ void run(Table& t, const Setup& setup, const std::function<std::uint8_t(std::siz
     primary->corrupt = corrupt;
     daemon::CheckedBackend checked(std::move(primary), setup.chunk_rows, setup.policy);
     daemon::CpuBackend cpu(setup.workers);
-    daemon::Scheduler scheduler(checked, &cpu, setup.chunk_rows);
+    daemon::Scheduler scheduler(checked, setup.fallback != nullptr ? setup.fallback : &cpu, setup.chunk_rows);
     scheduler.set_metrics(&out.metrics);
     scheduler.start();
     Sink sink;
@@ -345,6 +346,58 @@ TEST_CASE("a group split over chunks is judged whole: the first chunk's rows are
     CHECK(r.metrics.confirm_repaired_rows == 1);  // A's INVALID row; its VALID one stands
     CHECK(r.results == t.truth);
     CHECK(passes(groups_of(t, r.results)) == std::vector<bool>{true});
+}
+
+// The scheduler's CPU fallback, counting the rows each worker had it verify.
+// With an honest primary and no batch split the job-end group repair is its
+// only use.
+class CountingFallback final : public daemon::Backend {
+public:
+    explicit CountingFallback(unsigned workers) : cpu_(workers), rows_(workers) {}
+    std::string name() const override { return "counting cpu"; }
+    unsigned concurrency() const override { return cpu_.concurrency(); }
+    std::size_t preferred_chunk_rows() const override { return cpu_.preferred_chunk_rows(); }
+    ChunkResult verify(unsigned worker, const wire::RowSpan& records, std::uint8_t* verdicts) noexcept override {
+        rows_[worker] += records.count;  // one counter a worker: no other thread writes it
+        return cpu_.verify(worker, records, verdicts);
+    }
+    const std::vector<std::uint64_t>& rows() const { return rows_; }
+
+private:
+    daemon::CpuBackend cpu_;
+    std::vector<std::uint64_t> rows_;
+};
+
+TEST_CASE("the job-end repair of one batch is handed out to every worker, each wanted row verified once",
+          "[confirm][repair]") {
+    // tests/reliability/spanning_groups.hpp's long_repair_groups as a table:
+    // group g's attempts (0, 0) (valid) to (0, 7) (invalid, a signature
+    // check each) are rows 8g..8g+7, its attempt (0, 8) (invalid) row 8G + g.
+    // 64-row chunks of the first part hold whole groups, which pass there;
+    // the last part's chunks meet every group again, so the repair
+    // re-verifies 7 INVALID rows of each, 7,168 in all: ~0.3 s of one core,
+    // 128 first chunks to rescan. Before, the worker that finished the last
+    // chunk repaired alone while the other waited.
+    constexpr unsigned kGroups = 1024;
+    std::vector<Spec> spec;
+    for (unsigned g = 0; g < kGroups; ++g)
+        for (unsigned k = 0; k < 8; ++k) spec.push_back({k == 0, 0, k, std::uint16_t(g), 7});
+    for (unsigned g = 0; g < kGroups; ++g) spec.push_back({false, 0, 8, std::uint16_t(g), 7});
+    Table t = build(spec);
+    CountingFallback fallback(2);
+    Setup s;
+    s.workers = 2;
+    s.chunk_rows = 64;
+    s.fallback = &fallback;
+    Run r;
+    run(t, s, nullptr, r);
+    CHECK(r.metrics.confirm_repaired_rows == 7 * kGroups);
+    CHECK(fallback.rows()[0] + fallback.rows()[1] == 7 * kGroups);  // each wanted row once
+    INFO("rows repaired by worker 0: " << fallback.rows()[0] << ", by worker 1: " << fallback.rows()[1]);
+    CHECK(fallback.rows()[0] > 0);
+    CHECK(fallback.rows()[1] > 0);
+    CHECK(r.results == t.truth);
+    CHECK(passes(groups_of(t, r.results)) == std::vector<bool>(kGroups, true));
 }
 
 TEST_CASE("small chunks and several workers: group verdicts stay exact", "[confirm]") {
