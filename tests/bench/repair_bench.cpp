@@ -6,10 +6,13 @@
 // spanning chunks (row i in group i mod rows/4: the first chunks meet all
 // groups) and, as the control, groups of 4 consecutive rows (at most one
 // group spans each chunk boundary). libsecp256k1 verifying the same rows in
-// this process is printed beside them. Not a test; figures go to
-// BENCHMARKS.md. Give the daemon binary, so a build before the fix can be
-// measured the same way:
-//   sigverify_repair_bench SIGVERIFYD [rows=131072] [chunk_rows=65536]
+// this process is printed beside them. A third batch makes the repair
+// libsecp256k1's work (long_repair_groups: 7 signature checks of each of
+// `groups` groups, ~45 us each), which the daemon's workers share since the
+// repair is handed out in pieces. Not a test; figures go to BENCHMARKS.md.
+// Give the daemon binary, so a build before a fix can be measured the same way:
+//   sigverify_repair_bench SIGVERIFYD [rows=131072] [chunk_rows=65536] [groups=4096]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,8 +32,10 @@ namespace {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Seconds from submit to completion of rows as one job; -1 on failure.
-double one_job(const std::string& dir, const std::vector<wire::MultisigRow>& rows) {
+// Seconds from submit to completion of rows as one job; -1 on failure or
+// when other than `invalid` rows came back invalid (default: all of them).
+double one_job(const std::string& dir, const std::vector<wire::MultisigRow>& rows,
+               std::size_t invalid = ~std::size_t(0)) {
     ClientOptions o;
     o.runtime_dir = dir;
     auto c = Client::connect(o);
@@ -46,7 +51,7 @@ double one_job(const std::string& dir, const std::vector<wire::MultisigRow>& row
     const BatchResult r = c->wait(b);
     const double s = seconds_since(t0);
     c->release(b);
-    return r.ok() && r.invalid == rows.size() ? s : -1;
+    return r.ok() && r.invalid == (invalid == ~std::size_t(0) ? rows.size() : invalid) ? s : -1;
 }
 
 }  // namespace
@@ -81,5 +86,17 @@ int main(int argc, char** argv) {
     std::printf("libsecp256k1 in process, 1 thread:   %.3f s\n", libsecp);
     std::printf("daemon, groups of 4 consecutive rows: %.3f s\n", one_job(d.dir(), control));
     std::printf("daemon, every group spanning chunks:  %.3f s\n", one_job(d.dir(), spanning));
+
+    const std::size_t groups = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 4096;
+    const test::RepairBatch long_repair = test::long_repair_groups(groups);
+    const std::size_t n = long_repair.rows.size();
+    const std::size_t valid = std::size_t(std::count(long_repair.truth.begin(), long_repair.truth.end(), 1));
+    // The control: the same rows, the last part's attempts in groups of their
+    // own (nothing spans, nothing to repair; the chunks' work is the same).
+    std::vector<wire::MultisigRow> no_repair = long_repair.rows;
+    for (std::size_t g = 0; g < groups; ++g) test::write_group(no_repair[8 * groups + g], groups + g, 0, 8);
+    std::printf("daemon, the same %zu rows, no group spanning:  %.3f s\n", n, one_job(d.dir(), no_repair, n - valid));
+    std::printf("daemon, %zu rows whose repair is %zu signature checks: %.3f s\n", n, long_repair.repaired_rows,
+                one_job(d.dir(), long_repair.rows, n - valid));
     return 0;
 }
