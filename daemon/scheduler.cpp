@@ -339,14 +339,19 @@ void Scheduler::plan_job(Job& j) const {
     const unsigned cpu_workers = lane_only ? std::max(1u, lane_workers_ - 1) : std::max(1u, workers - 1);
     if (!backend_.available()) j.gpu_rows = 0;
     else if (planner_ != nullptr) j.gpu_rows = planner_->gpu_rows(n, cpu_workers);
-    // On the lane a small CPU share goes to the GPU too: the one lane worker
-    // not waiting on the launch verifies what it can while the launch runs
-    // (~75 rows of a 4,096-row block at the planner's default estimates),
-    // which takes microseconds off the launch (those rows at the GPU's
-    // rate) and holds that worker for the launch's whole length, so the next
-    // 1-row batch waited for it (1-row p99 split on 4.9-6.1 ms; BENCHMARKS.md
-    // §13). A larger share (a GPU slower than the CPU, as the host twin) stays.
-    if (lane_only && j.gpu_rows != 0 && (n - j.gpu_rows) * kLaneCpuShareMax <= n) j.gpu_rows = n;
+    // On the lane a CPU share that barely shortens the launch goes to the GPU
+    // too: the one lane worker not waiting on the launch verifies what it can
+    // while the launch runs (~75 rows of a 4,096-row block at the planner's
+    // default estimates), which takes microseconds off the launch (those rows
+    // at the GPU's rate) and holds that worker for the launch's whole length,
+    // so the next 1-row batch waited for it (1-row p99 split on 4.9-6.1 ms;
+    // BENCHMARKS.md §13). Where the GPU's rows cost more (the host twin: they
+    // are CPU work too) the share stays.
+    if (lane_only && planner_ != nullptr && j.gpu_rows != 0 && j.gpu_rows < n) {
+        const SplitEstimates e = planner_->estimates();
+        const double launch_s = e.gpu_latency_s + double(j.gpu_rows) * e.gpu_row_s;
+        if (double(n - j.gpu_rows) * e.gpu_row_s * kLaneShareToGpu <= launch_s) j.gpu_rows = n;
+    }
     const std::uint64_t cpu_rows = n - j.gpu_rows;
     const unsigned spread = j.gpu_rows == 0 ? workers : cpu_workers;
     j.cpu_chunk_rows = std::clamp<std::uint64_t>((cpu_rows + spread - 1) / spread, 1, chunk_rows_);
