@@ -58,8 +58,8 @@
 // past its launch and held both lane workers, a 1-row batch waiting), and a
 // share that would lengthen the launch by at most 1/kLaneShareToGpu goes to
 // the GPU with the rest: the other lane worker stays free for the
-// next small batch (1-row p99 split on 4.9-6.1 -> 3.9-4.0 ms, a block's
-// loaded median 5.6-5.8 -> 4.2-4.3 ms; BENCHMARKS.md §13). A lane worker's GPU share launches on the GPU's
+// next small batch (sleeping GPU, split on: 1-row p99 5.3-5.6 -> 3.7-3.8
+// ms, a block's loaded median 5.6-5.7 -> 4.2-4.3 ms; BENCHMARKS.md §13). A lane worker's GPU share launches on the GPU's
 // lane slot (the lane slot lives in GpuBackend, one per GPU: its own stream
 // and buffers, which no bulk worker uses), so it never queues behind a bulk
 // launch: start() tells the backend which workers are lane workers
