@@ -64,6 +64,21 @@ bool enter_idle_policy() {
     return sched_setscheduler(0, SCHED_IDLE, &none) == 0;
 }
 
+// A job of a queue's pending line that is cancelled or whose session ends:
+// no row or repair piece of it is handed out any more, and `status` is what
+// it completes with. True when no chunk of it runs, so it completes now.
+bool drop_unassigned(Job& j, shm::Status status) {
+    j.next_row = j.rows.count;
+    j.returned.clear();
+    j.returned_rows = 0;
+    j.repair_rows_left = 0;
+    j.status = status;
+    if (j.running != 0) return false;
+    j.ledger.reset();
+    j.repairs.reset();
+    return true;
+}
+
 // This thread's CPU time: what a CPU chunk cost one core, however long it
 // waited for one (the split planner's cpu_row).
 double thread_cpu_seconds() {
@@ -119,14 +134,7 @@ void Scheduler::cancel(JobQueue& q, shm::Status status) {
         std::lock_guard lock(mutex_);
         for (std::uint32_t index : q.pending_) {
             Job& j = q.jobs_[index];
-            j.next_row = j.rows.count;
-            j.returned.clear();
-            j.returned_rows = 0;
-            j.repair_rows_left = 0;
-            j.status = status;
-            if (j.running == 0) {
-                j.ledger.reset();
-                j.repairs.reset();
+            if (drop_unassigned(j, status)) {
                 to_finish.push_back(index);
                 --queued_jobs_;
             }
@@ -159,15 +167,8 @@ std::size_t Scheduler::cancel_job(JobQueue& q, std::uint64_t tag) {
         for (std::uint32_t index : q.pending_) {
             if (!matches(index)) continue;
             Job& j = q.jobs_[index];
-            j.next_row = j.rows.count;
-            j.returned.clear();
-            j.returned_rows = 0;
-            j.repair_rows_left = 0;
-            j.status = shm::Status::cancelled;
             ++cancelled;
-            if (j.running == 0) {
-                j.ledger.reset();
-                j.repairs.reset();
+            if (drop_unassigned(j, shm::Status::cancelled)) {
                 to_finish.emplace_back(index, j.tally);
                 --queued_jobs_;
             }
@@ -338,20 +339,10 @@ void Scheduler::plan_job(Job& j) const {
     // On the lane workers too, one of them waits on the GPU share.
     const unsigned cpu_workers = lane_only ? std::max(1u, lane_workers_ - 1) : std::max(1u, workers - 1);
     if (!backend_.available()) j.gpu_rows = 0;
-    else if (planner_ != nullptr) j.gpu_rows = planner_->gpu_rows(n, cpu_workers);
-    // On the lane a CPU share that barely shortens the launch goes to the GPU
-    // too: the one lane worker not waiting on the launch verifies what it can
-    // while the launch runs (~75 rows of a 4,096-row block at the planner's
-    // default estimates), which takes microseconds off the launch (those rows
-    // at the GPU's rate) and holds that worker for the launch's whole length,
-    // so the next 1-row batch waited for it (1-row p99 split on 4.9-6.1 ms;
-    // BENCHMARKS.md §13). Where the GPU's rows cost more (the host twin: they
-    // are CPU work too) the share stays.
-    if (lane_only && planner_ != nullptr && j.gpu_rows != 0 && j.gpu_rows < n) {
-        const SplitEstimates e = planner_->estimates();
-        const double launch_s = e.gpu_latency_s + double(j.gpu_rows) * e.gpu_row_s;
-        if (double(n - j.gpu_rows) * e.gpu_row_s * kLaneShareToGpu <= launch_s) j.gpu_rows = n;
-    }
+    // On the lane a CPU share that barely shortens the launch goes to the
+    // GPU too, leaving the other lane worker to the next small batch.
+    else if (planner_ != nullptr)
+        j.gpu_rows = lane_only ? planner_->lane_gpu_rows(n, cpu_workers) : planner_->gpu_rows(n, cpu_workers);
     const std::uint64_t cpu_rows = n - j.gpu_rows;
     const unsigned spread = j.gpu_rows == 0 ? workers : cpu_workers;
     j.cpu_chunk_rows = std::clamp<std::uint64_t>((cpu_rows + spread - 1) / spread, 1, chunk_rows_);

@@ -56,8 +56,8 @@
 // cores only (plan_job): one lane worker waits on its launch, so its CPU
 // share is sized for the others (sized for both, a block's CPU share ran
 // past its launch and held both lane workers, a 1-row batch waiting), and a
-// share that would lengthen the launch by at most 1/kLaneShareToGpu goes to
-// the GPU with the rest: the other lane worker stays free for the
+// share that would lengthen the launch by at most 1/16 goes to the GPU with
+// the rest (SplitPlanner::lane_gpu_rows): the other lane worker stays free for the
 // next small batch (sleeping GPU, split on: 1-row p99 5.3-5.6 -> 3.7-3.8
 // ms, a block's loaded median 5.6-5.7 -> 4.2-4.3 ms; BENCHMARKS.md §13). A lane worker's GPU share launches on the GPU's
 // lane slot (the lane slot lives in GpuBackend, one per GPU: its own stream
@@ -182,10 +182,6 @@ public:
     static constexpr unsigned kLaneWorkers = 2;
     // The largest batch a lane worker takes (a block's signature checks).
     static constexpr std::uint64_t kLaneWorkerRows = 16384;
-    // A lane batch's CPU share goes to the GPU with the rest when that
-    // lengthens its launch by at most 1/kLaneShareToGpu (the planner's
-    // estimates; plan_job).
-    static constexpr double kLaneShareToGpu = 16;
     // Nice offset of the bulk workers over the lane workers (weights 1024 :
     // 110) where SCHED_IDLE is refused, or without set_bulk_idle.
     static constexpr int kBulkNice = 10;

@@ -41,6 +41,14 @@ std::size_t SplitPlanner::gpu_rows(std::size_t n, unsigned cpu_workers) const {
     return rows < min_gpu_rows_ ? 0 : rows;
 }
 
+std::size_t SplitPlanner::lane_gpu_rows(std::size_t n, unsigned cpu_workers) const {
+    const std::size_t rows = gpu_rows(n, cpu_workers);
+    if (rows == 0 || rows == n) return rows;
+    const SplitEstimates e = estimates();
+    const double launch_s = e.gpu_latency_s + double(rows) * e.gpu_row_s;
+    return double(n - rows) * e.gpu_row_s * kLaneShareToGpu <= launch_s ? n : rows;
+}
+
 void SplitPlanner::calibrate(double latency_s) {
     if (!std::isfinite(latency_s) || latency_s <= 0) return;
     std::lock_guard lock(mutex_);

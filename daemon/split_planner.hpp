@@ -60,6 +60,17 @@ public:
     // Rows [0, result) of an n-row batch go to the GPU, the rest to
     // cpu_workers CPU workers (0 workers: everything to the GPU).
     std::size_t gpu_rows(std::size_t n, unsigned cpu_workers) const;
+    // The split of a batch the lane workers verify (Scheduler::plan_job: every
+    // bulk worker busy, one lane worker waiting on the launch): gpu_rows,
+    // except that a CPU share which would lengthen the launch by at most
+    // 1/kLaneShareToGpu goes to the GPU too. That share (~75 rows of a
+    // 4,096-row block at the default estimates) takes microseconds off the
+    // launch and holds the other lane worker for the launch's whole length,
+    // so the next 1-row batch waited for it (1-row p99 split on 4.9-6.1 ms;
+    // BENCHMARKS.md §13). Where a GPU row costs more (the host twin's are CPU
+    // work too) the share stays.
+    std::size_t lane_gpu_rows(std::size_t n, unsigned cpu_workers) const;
+    static constexpr double kLaneShareToGpu = 16;
     std::size_t min_gpu_rows() const { return min_gpu_rows_; }
     unsigned cores() const { return cores_; }
 
