@@ -171,6 +171,10 @@ constexpr int kPTableWords = kV2PEntries * 16;
 constexpr int kStreamWords = 4 * 5;
 constexpr int kZgWords = 3 * 8;
 constexpr int kZgParkX = 0, kZgParkY = 8, kZgZ = 16;  // word offsets in the zg region
+// Before the P table build the zg region holds an ECDSA row's 1/s (from its
+// block's batch inversion), so that it is not live in registers across the
+// lift of the key (verify32.hpp).
+constexpr int kZgSinv = kZgParkX;
 constexpr int kScratchWords = kPTableWords + kStreamWords + kZgWords;
 constexpr int kScratchLanes = 32;  // lanes of a warp: the device's column count
 #if defined(__CUDA_ARCH__)
@@ -280,6 +284,23 @@ struct PTable32 {
         const volatile u32* const z = zg;
         SV_UNROLL
         for (int i = 0; i < 8; ++i) a.v[i] = z[u32(w + i) * kScratchStride];
+    }
+    // An ECDSA row's 1/s at kZgSinv (store_sinv before the row's
+    // verification, reload_sinv in its prepare, before the P table build).
+    SV_HD void store_sinv(const Sc& a) const {
+        SV_UNROLL
+        for (int i = 0; i < 4; ++i) {
+            zword(kZgSinv + 2 * i) = u32(a.v[i]);
+            zword(kZgSinv + 2 * i + 1) = u32(a.v[i] >> 32);
+        }
+    }
+    SV_HD Sc reload_sinv() const {
+        const volatile u32* const z = zg;
+        Sc a;
+        SV_UNROLL
+        for (int i = 0; i < 4; ++i)
+            a.v[i] = u64(z[u32(kZgSinv + 2 * i) * kScratchStride]) | u64(z[u32(kZgSinv + 2 * i + 1) * kScratchStride]) << 32;
+        return a;
     }
     SV_HD void load_zg(int w, Fe32& a) const {
         SV_UNROLL

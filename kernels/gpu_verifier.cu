@@ -91,12 +91,31 @@ __global__ void SV_KERNEL_BOUNDS
     extern __shared__ std::uint32_t shared_memory[];
     // one row per thread (the launch covers every row): nothing but the
     // kernel parameters is live across the calls of the row's verification
+    // (an ECDSA row's 1/s waits in its scratch)
     const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= count) return;
-    if (shape != scratch_shape(place)) {
-        verdicts[i] = k::kVerdictRecheck;
+    if (shape != scratch_shape(place)) {  // the same in every thread: no barrier is skipped
+        if (i < count) verdicts[i] = k::kVerdictRecheck;
         return;
     }
+    const bool live = i < count;
+    // (the row's address is computed where it is used: not live across the
+    // inversion's calls)
+    auto record = [&] { return rows + std::uint64_t(i) * stride; };
+    // ECDSA: the block's s values share one inversion (batch_inverse32.hpp).
+    // The tree lies over the block's shared scratch, which no thread uses
+    // before the inversion has returned; every thread of the block takes
+    // part (schnorr is the same in all of them), a thread past the last row
+    // with the value 1.
+    static_assert(k::shared_words_per_thread(place) >= 32, "the tree's 16 L words (L < 2 B) must fit");
+    k::Sc sinv = k::sc_one();
+    if (!schnorr) {
+        const k::ScTree tree{shared_memory, k::sc_tree_leaves(blockDim.x)};
+        k::sc_batch_inverse(
+            k::DeviceBlock{}, tree,
+            [&](std::uint32_t) { return live ? k::ecdsa_batch_value32(record(), compact != 0) : k::sc_one(); },
+            [&](std::uint32_t, const k::Sc& v) { sinv = v; });
+    }
+    if (!live) return;
     // (the memory of each region is a constant of the placement: each pointer
     // is one of shared or global memory, known to the compiler)
     constexpr k::ScratchRegion kTable = k::ScratchRegion::p_table, kStreams = k::ScratchRegion::streams,
@@ -110,7 +129,8 @@ __global__ void SV_KERNEL_BOUNDS
     };
     const k::PTable32 ptab{region(kTable, table_shared), region(kStreams, streams_shared), region(kZg, zg_shared)};
     const k::GTable32 gtab{table};
-    verdicts[i] = k::verify_row32(rows + std::uint64_t(i) * stride, schnorr != 0, compact != 0, ptab, gtab);
+    if (!schnorr) ptab.store_sinv(sinv);
+    verdicts[i] = k::verify_row32(record(), schnorr != 0, compact != 0, ptab, gtab);
 }
 std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables32(); }
 

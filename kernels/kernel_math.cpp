@@ -69,12 +69,42 @@ const GTable32& host_g_table32() {
     return view;
 }
 
-std::uint8_t verify_record32(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
+namespace {
+
+// What a CUDA block does with its rows (gpu_verifier.cu's kernel), thread
+// after thread: the ECDSA rows' s values share one inversion, then each row
+// runs its verification. record(t) is row t's bytes, t < n <= kHostBlockRows.
+template <class Record>
+void verify_block32_with(std::size_t n, wire::RecordKind kind, wire::SigEncoding encoding, Record record,
+                         std::uint8_t* verdicts) {
+    const bool schnorr = kind == wire::RecordKind::schnorr, compact = encoding == wire::SigEncoding::compact;
+    Sc sinv[kHostBlockRows];
+    if (!schnorr) {
+        u32 words[sc_tree_words(kHostBlockRows)];
+        const ScTree tree{words, sc_tree_leaves(u32(n))};
+        sc_batch_inverse(
+            HostBlock{u32(n)}, tree, [&](u32 t) { return ecdsa_batch_value32(record(t), compact); },
+            [&](u32 t, const Sc& v) { sinv[t] = v; });
+    }
     HostScratch32 scratch;
     const PTable32 ptab = scratch.view();
-    if (kind == wire::RecordKind::ecdsa)
-        return ecdsa_verify32(record, encoding == wire::SigEncoding::compact, ptab, host_g_table32());
-    return schnorr_verify32(record, ptab, host_g_table32());
+    for (std::size_t t = 0; t < n; ++t) {
+        if (!schnorr) ptab.store_sinv(sinv[t]);
+        verdicts[t] = verify_row32(record(t), schnorr, compact, ptab, host_g_table32());
+    }
+}
+
+}  // namespace
+
+std::uint8_t verify_record32(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
+    std::uint8_t v = kVerdictInvalid;
+    verify_block32_with(1, kind, encoding, [&](u32) { return record; }, &v);
+    return v;
+}
+
+void verify_block32(const wire::RowSpan& rows, std::size_t begin, std::size_t n, std::uint8_t* verdicts) {
+    verify_block32_with(std::min(n, kHostBlockRows), rows.kind, rows.encoding,
+                        [&](u32 t) { return rows.row(begin + t); }, verdicts);
 }
 
 bool verify_record_exact(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding) {
@@ -97,14 +127,20 @@ HostCounts verify_range(const wire::RowSpan& rows, std::size_t begin, std::size_
                         wire::Mode mode, std::uint8_t* results) {
     HostCounts c;
     const wire::TailSpan tails = wire::row_tails(rows);
-    for (std::size_t i = begin; i < end; ++i) {
-        const bool ok = verify_record(rows.row(i), rows.kind, rows.encoding);
-        if (ok) {
-            ++c.valid;
-        } else {
-            ++c.invalid;
+    std::uint8_t verdicts[kHostBlockRows];
+    for (std::size_t b = begin; b < end; b += kHostBlockRows) {
+        const std::size_t n = std::min(kHostBlockRows, end - b);
+        verify_block32(rows, b, n, verdicts);
+        for (std::size_t t = 0; t < n; ++t) {
+            const std::size_t i = b + t;
+            const bool ok = resolve_verdict32(verdicts[t], rows.row(i), rows.kind, rows.encoding);
+            if (ok) {
+                ++c.valid;
+            } else {
+                ++c.invalid;
+            }
+            wire::publish_verdict(mode, tails, results, i, ok);
         }
-        wire::publish_verdict(mode, tails, results, i, ok);
     }
     return c;
 }

@@ -33,8 +33,18 @@ std::vector<GeStorage> build_g_tables32();
 const GTable32& host_g_table32();
 
 // The GPU kernel's verdict for one record: kVerdictValid, kVerdictInvalid or
-// kVerdictRecheck (verify32.hpp), exactly what the GPU computes.
+// kVerdictRecheck (verify32.hpp), exactly what the GPU computes (a block of
+// one row).
 std::uint8_t verify_record32(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
+
+// Rows the host twin verifies as one CUDA block (the default
+// threads_per_block, gpu_verifier.hpp): their ECDSA s values share one
+// inversion (batch_inverse32.hpp).
+constexpr std::size_t kHostBlockRows = 128;
+
+// The GPU kernel's verdicts for rows [begin, begin + min(n, kHostBlockRows))
+// of the span, verified as one block: verdicts[t] for row begin + t.
+void verify_block32(const wire::RowSpan& rows, std::size_t begin, std::size_t n, std::uint8_t* verdicts);
 
 // The exact path's verdict (exact_verify.hpp), which resolves kVerdictRecheck.
 bool verify_record_exact(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);

@@ -27,6 +27,14 @@ SV_HD void sc32_mul(Sc& r, const Sc& a, const Sc& b) {
     for (int i = 0; i < 4; ++i) r.v[i] = u64(t32[2 * i]) | (u64(t32[2 * i + 1]) << 32);
 }
 
+// sc32_mul as a real call on the device (one copy of the product for the
+// batch inversion's tree and a row's two products by 1/s).
+SV_HD_NOINLINE Sc sc32_mul_call(Sc a, Sc b) {
+    Sc r;
+    sc32_mul(r, a, b);
+    return r;
+}
+
 // sc_split_lambda (scalar.hpp) with the kernel's product mod n (the
 // generated 32-bit one, ~310 SASS instructions, instead of the 64-bit
 // mul_wide and sc_reduce512 of the exact path: about twice that). Its three

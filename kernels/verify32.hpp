@@ -10,6 +10,7 @@
 // needs it; a crafted one costs the attacker one CPU verification.
 #pragma once
 
+#include "kernels/batch_inverse32.hpp"
 #include "kernels/ecmult32.hpp"
 #include "kernels/record_layout.hpp"
 #include "kernels/sha256.hpp"
@@ -71,21 +72,35 @@ SV_HD void x_targets32(Job32& j, const u8* record, bool schnorr, bool compact) {
     j.even_y = false;
 }
 
-SV_HD bool prepare_ecdsa32(Job32& j, const u8* record, bool compact) {
+// What an ECDSA row puts into its block's batch inversion
+// (batch_inverse32.hpp): s when 1 <= s < n; 1 for any other s, whose row
+// prepare_ecdsa32 refuses (the block's product must stay nonzero).
+SV_HD Sc ecdsa_batch_value32(const u8* record, bool compact) {
+    Sc s;
+    const bool over = sc_set_bytes(s, record + kEcdsaSig + 32, compact ? ByteOrder::big : ByteOrder::little);
+    return over || sc_is_zero(s) ? sc_one() : s;
+}
+
+// ptab.reload_sinv(): 1/s mod n for the row's s, from the block's batch
+// inversion (any value when s is out of range: the row is refused before it
+// is read).
+SV_HD bool prepare_ecdsa32(Job32& j, const u8* record, bool compact, const PTable32& ptab) {
     const ByteOrder order = compact ? ByteOrder::big : ByteOrder::little;
-    Sc r, s, z;
-    bool good = !sc_set_bytes(r, record + kEcdsaSig, order);
-    good &= !sc_set_bytes(s, record + kEcdsaSig + 32, order);
-    good = good && !sc_is_zero(r) && !sc_is_zero(s);
+    // the key first: nothing of the signature is live across its lift
     const u8* key = record + kRecKey;
     Fe32 kx;
-    good = good && (key[0] == 0x02 || key[0] == 0x03) && fe32_set_b32(kx, key + 1);
+    bool good = (key[0] == 0x02 || key[0] == 0x03) && fe32_set_b32(kx, key + 1);
     good = good && aff32_lift_x(j.p, kx, key[0] == 0x03);
+    Sc r, s, z;
+    good &= !sc_set_bytes(r, record + kEcdsaSig, order);
+    good &= !sc_set_bytes(s, record + kEcdsaSig + 32, order);
+    good = good && !sc_is_zero(r) && !sc_is_zero(s);
     if (!good) return false;
     sc_set_bytes(z, record + kRecHash, ByteOrder::big);  // the hash is reduced silently
-    const Sc sinv = sc32_inv(s);  // high-S is valid: (r, n - s) verifies iff (r, s) does
-    sc32_mul(j.ng, z, sinv);
-    sc32_mul(j.na, r, sinv);
+    // high-S is valid: (r, n - s) verifies iff (r, s) does
+    const Sc sinv = ptab.reload_sinv();
+    j.ng = sc32_mul_call(z, sinv);
+    j.na = sc32_mul_call(r, sinv);
     x_targets32(j, record, false, compact);
     return true;
 }
@@ -119,11 +134,11 @@ SV_HD u8 finish32(const Job32& j, const Pt32& R) {
 }
 
 // One row, either kind: a single call site of the ladder (one copy of its
-// code in the kernel).
-SV_HD u8 verify_row32(const u8* record, bool schnorr, bool compact, const PTable32& ptab,
-                      const GTable32& gtab) {
+// code in the kernel). An ECDSA row's 1/s (the inverse of
+// ecdsa_batch_value32) must be in ptab (store_sinv); BIP-340 rows need none.
+SV_HD u8 verify_row32(const u8* record, bool schnorr, bool compact, const PTable32& ptab, const GTable32& gtab) {
     Job32 j;
-    const bool parsed = schnorr ? prepare_schnorr32(j, record) : prepare_ecdsa32(j, record, compact);
+    const bool parsed = schnorr ? prepare_schnorr32(j, record) : prepare_ecdsa32(j, record, compact, ptab);
     if (!parsed) return kVerdictInvalid;
     u32 degenerate = 0;
     Pt32 R;
@@ -132,14 +147,6 @@ SV_HD u8 verify_row32(const u8* record, bool schnorr, bool compact, const PTable
     Job32 t;
     x_targets32(t, record, schnorr, compact);
     return finish32(t, R);
-}
-
-SV_HD u8 ecdsa_verify32(const u8* record, bool compact, const PTable32& ptab, const GTable32& gtab) {
-    return verify_row32(record, false, compact, ptab, gtab);
-}
-
-SV_HD u8 schnorr_verify32(const u8* record, const PTable32& ptab, const GTable32& gtab) {
-    return verify_row32(record, true, false, ptab, gtab);
 }
 
 }  // namespace sigverify::kernels

@@ -131,7 +131,12 @@ Verdicts ecdsa_verdicts(const reference::RowVerifier& ref, const wire::EcdsaReco
 }
 bool prepare_ecdsa(const wire::EcdsaRecord& rec, SigEncoding enc, Job32* out = nullptr) {
     Job32 j;
-    const bool ok = prepare_ecdsa32(j, reinterpret_cast<const u8*>(&rec), enc == SigEncoding::compact);
+    const u8* p = reinterpret_cast<const u8*>(&rec);
+    const bool compact = enc == SigEncoding::compact;
+    HostScratch32 scratch;
+    const PTable32 ptab = scratch.view();
+    ptab.store_sinv(sc32_inv(ecdsa_batch_value32(p, compact)));
+    const bool ok = prepare_ecdsa32(j, p, compact, ptab);
     if (out != nullptr) *out = j;
     return ok;
 }

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+// The block-wide batch inversion of ECDSA's s (kernels/batch_inverse32.hpp),
+// the code the CUDA kernel runs, here with its host block:
+//  * the tree's inverses equal sc32_inv of each value and multiply back to 1
+//    under the exact path's 64-bit product, for every block size the GPU
+//    options allow (and the odd ones a short launch gets), with repeated and
+//    edge values;
+//  * a block in which some rows carry an s outside [1, n) (or other defects)
+//    gives every row libsecp256k1's verdict: a bad row never disturbs its
+//    neighbours' inverses.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/exact_verify.hpp"
+#include "kernels/kernel_math.hpp"
+#include "kernels/verify32.hpp"
+#include "reference/reference_verifier.hpp"
+#include "reference/row_generator.hpp"
+
+using namespace sigverify;
+using namespace sigverify::kernels;
+
+namespace {
+
+// A deterministic scalar in [1, n) (splitmix64 words, reduced).
+Sc scalar_from(std::uint64_t& state) {
+    u8 b[32];
+    for (int w = 0; w < 4; ++w) {
+        std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        for (int k = 0; k < 8; ++k) b[8 * w + k] = static_cast<u8>(z >> (8 * k));
+    }
+    Sc s;
+    sc_set_bytes(s, b, ByteOrder::big);
+    return sc_is_zero(s) ? sc_one() : s;
+}
+
+std::vector<Sc> batch_inverse(const std::vector<Sc>& values) {
+    const u32 n = u32(values.size());
+    std::vector<u32> words(sc_tree_words(n));
+    std::vector<Sc> out(n);
+    sc_batch_inverse(
+        HostBlock{n}, ScTree{words.data(), sc_tree_leaves(n)}, [&](u32 t) { return values[t]; },
+        [&](u32 t, const Sc& v) { out[t] = v; });
+    return out;
+}
+
+Sc n_minus(unsigned k) {
+    Sc r;
+    sc_neg(r, Sc{{k, 0, 0, 0}});
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("batch inverse: every leaf gets its own inverse, any block size", "[kernels][unit]") {
+    std::uint64_t state = 0x5EED;
+    for (u32 n : {1u, 2u, 3u, 5u, 31u, 32u, 33u, 64u, 96u, 127u, 128u, 160u, 224u, 255u, 256u}) {
+        std::vector<Sc> v(n);
+        for (u32 t = 0; t < n; ++t) v[t] = scalar_from(state);
+        // edge values and repeats at both ends and in the middle
+        v[0] = sc_one();
+        if (n > 1) v[n - 1] = n_minus(1);
+        if (n > 2) v[n / 2] = v[0];
+        if (n > 3) v[n / 2 + 1] = n_minus(2);
+        if (n > 8) v[7] = v[3];
+        const std::vector<Sc> inv = batch_inverse(v);
+        for (u32 t = 0; t < n; ++t) {
+            INFO("block of " << n << ", thread " << t);
+            CHECK(sc_equal(inv[t], sc32_inv(v[t])));
+            Sc one;
+            sc_mul(one, v[t], inv[t]);  // the exact path's 64-bit product
+            CHECK(sc_equal(one, sc_one()));
+        }
+    }
+}
+
+TEST_CASE("batch inverse: a zero value zeroes the block (the documented fail-safe)", "[kernels][unit]") {
+    // Callers never put 0 (ecdsa_batch_value32 puts 1 for it); should one
+    // enter, every inverse is 0 (na = ng = 0: the ladder's flagged addition,
+    // the exact path's verdict), never a wrong nonzero inverse.
+    std::uint64_t state = 7;
+    std::vector<Sc> v(40);
+    for (Sc& s : v) s = scalar_from(state);
+    v[17] = sc_zero();
+    for (const Sc& s : batch_inverse(v)) CHECK(sc_is_zero(s));
+    CHECK(sc_equal(ecdsa_batch_value32(std::vector<u8>(wire::kEcdsaRecordSize, 0).data(), true), sc_one()));
+}
+
+TEST_CASE("batch inverse: bad rows in a block leave their neighbours' verdicts exact", "[kernels][differential]") {
+    reference::RowVerifier ref;
+    for (wire::SigEncoding enc : {wire::SigEncoding::compact, wire::SigEncoding::opaque}) {
+        reference::GenOptions o;
+        o.table = wire::Table::ecdsa;
+        o.count = 300;  // two full host blocks and a partial one
+        o.tail_size = 0;
+        o.encoding = enc;
+        o.invalid_rate = 0.2;
+        o.high_s_rate = 0.25;
+        o.seed = 0xB10C + unsigned(enc);
+        std::vector<u8> rows = reference::generate_rows(o);
+        const std::size_t stride = wire::stride(wire::RecordKind::ecdsa, 0);
+        // s = 0, n, n + 1 and 2^256 - 1 (either byte order: all-zero and
+        // all-one bytes read the same; n and n + 1 written in the row's
+        // order), a zero r, a bad key prefix, at block edges and inside
+        const std::size_t bad[] = {0, 1, 63, 64, 127, 128, 129, 200, 255, 256, 299};
+        for (std::size_t k = 0; k < std::size(bad); ++k) {
+            u8* rec = rows.data() + bad[k] * stride;
+            u8* s = rec + kEcdsaSig + 32;
+            u8 val[32];
+            Sc x = sc_zero();                                      // k % 4 == 0: s = 0
+            if (k % 4 == 1) x = Sc{{kN0, kN1, kN2, kN3}};          // s = n
+            if (k % 4 == 2) x = Sc{{kN0 + 1, kN1, kN2, kN3}};      // s = n + 1
+            sc_get_b32(val, x);
+            if (k % 4 == 3) std::memset(val, 0xFF, 32);
+            if (enc == wire::SigEncoding::opaque) std::reverse(val, val + 32);  // little-endian
+            std::memcpy(s, val, 32);
+            if (k == 5) std::memset(rec + kEcdsaSig, 0, 32);  // and r = 0
+            if (k == 7) rec[kRecKey] = 0x05;                  // and a bad key
+        }
+        const wire::RowSpan span{wire::RecordKind::ecdsa, 0, enc, rows.data(), o.count};
+        std::vector<u8> results(o.count, 0xAA);
+        verify_rows(span, wire::Mode::results, results.data(), 2);
+        std::size_t valid = 0;
+        for (std::size_t i = 0; i < o.count; ++i) {
+            INFO("encoding " << int(enc) << ", row " << i);
+            const bool want = ref.verify_row(span, i);
+            CHECK(bool(results[i]) == want);
+            valid += want;
+        }
+        for (std::size_t i : bad) CHECK(results[i] == 0);
+        // the kernel's own verdicts, before any recheck: a bad s must not
+        // reach the tree (0 there would send the whole block to the exact
+        // path, right verdicts that hide the defect)
+        for (std::size_t b = 0; b < o.count; b += kHostBlockRows) {
+            u8 v[kHostBlockRows];
+            const std::size_t n = std::min(kHostBlockRows, o.count - b);
+            verify_block32(span, b, n, v);
+            for (std::size_t t = 0; t < n; ++t) {
+                INFO("encoding " << int(enc) << ", row " << b + t);
+                CHECK(int(v[t]) == (ref.verify_row(span, b + t) ? int(kVerdictValid) : int(kVerdictInvalid)));
+            }
+        }
+        CHECK(valid > 150);  // most rows stay valid: the test sees wrong inverses
+    }
+}
