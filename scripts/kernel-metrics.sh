@@ -189,6 +189,30 @@ print(' '.join(out))
 PY
 )
 fi
+# The block-shared code of the batch inversion of s (kernels/batch_inverse32.hpp),
+# from the launch's threads per block: W warps; a tree of L leaves (the power
+# of two >= tpb) whose up and down loops run log2(L) passes each, pass `half`
+# with its node step in ceil(half / 32) warps; the root's inversion in one
+# warp (sc32_inv runs 1/W times a lane). BLOCK_SHARED=0 counts it all once per
+# lane (as the estimate did before).
+if [ "${BLOCK_SHARED:-1}" != 0 ] && grep -q 'sc_batch_inverse' "$SRC/kernels/batch_inverse32.hpp" 2>/dev/null; then
+  read -r bw up down < <(python3 - "${tpb:-128}" <<'PY'
+import sys
+tpb = int(sys.argv[1])
+w, l = tpb // 32, 1
+while l < tpb:
+    l *= 2
+halves = []
+h = l // 2
+while h >= 1:
+    halves.append(h)
+    h //= 2
+act = [str(min(w, -(-x // 32))) for x in halves]
+print(w, ','.join(act), ','.join(reversed(act)))
+PY
+)
+  args+=(--block-warps "$bw" --barrier-loop-warps "$up" --barrier-loop-warps "$down" --sub-weight "kernels::sc32_inv=1/$bw")
+fi
 for t in $SUB_TRIPS; do args+=(--sub-trips "$t"); done
 for t in $LOOP_TRIPS; do args+=(--loop-trips "$t"); done
 [ -n "$TABLE_TRIPS" ] && args+=(--table-trips "$TABLE_TRIPS")

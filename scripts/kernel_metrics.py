@@ -468,6 +468,60 @@ def table_build_extra(a, code, loops, parent, stats, others):
     return x, loops[k][0]
 
 
+def block_shared_extra(a, code, entry_end, loops, others):
+    """Code a block runs for all its rows together (issue 30's batch inversion
+    of s, kernels/batch_inverse32.hpp), counted by what its warps execute
+    rather than once per lane. The estimate counts thread-instructions per row
+    (one row per lane, / 32 for warp-instructions); X warp-instructions that
+    a block of W warps (32 W rows) executes together are X / W of them. Two
+    parts, both from the source (kernel-metrics.sh):
+      * --barrier-loop-warps A1,A2,... per loop outside the hot loop that holds
+        a barrier (BAR), in address order: pass p runs the node step in A_p of
+        the block's W warps (--block-warps); the others take the skip path,
+        counted as the loop body without its callees (an upper bound);
+      * --sub-weight NAME=F: the callee NAME runs F times per lane at each call
+        site (the root inversion: one warp of W, F = 1/W), its loops' extra
+        passes (--sub-trips) too.
+    Returns (instructions to add to 'outside', {name: factor for sub_extra})."""
+    specs = a.barrier_loop_warps or []
+    weights = {}
+    for spec in a.sub_weight or []:
+        name, _, f = spec.partition('=')
+        num, _, den = f.partition('/')
+        weights[name] = float(num) / float(den or 1)
+    if not specs and not weights:
+        return 0, {}
+    w = a.block_warps
+    add = 0
+    bar_loops = [k for k in others if any(i.op == 'BAR' for i in code.region(*loops[k]))]
+    bar_loops.sort(key=lambda k: loops[k][0])
+    if specs and len(specs) != len(bar_loops):
+        print(f'  block-shared code: {len(specs)} --barrier-loop-warps for {len(bar_loops)} barrier loops; '
+              'those loops are counted once')
+    elif specs:
+        for k, spec in zip(bar_loops, specs):
+            act = [int(x) for x in spec.split(',')]
+            full = code.counts(*loops[k])[0]['n']
+            bare = code.counts(*loops[k], expand=False)[0]['n']
+            per = sum(n * full + (w - n) * bare for n in act) / w
+            add += per - full
+            print(f'  barrier loop 0x{loops[k][0]:x}: {len(act)} passes, node step in {sum(act)} of '
+                  f'{len(act) * w} warp-passes ({full:,} with callees, {bare:,} without): {per:,.0f} per row '
+                  f'(counted once: {full:,})')
+    for name, f in weights.items():
+        sub = next(((lo, hi) for lo, hi, n in code.subs if n == name), None)
+        if sub is None:
+            print(f'  note: --sub-weight {name}: no such subroutine, ignored')
+            continue
+        sites = sum(1 for i in code.region(0, entry_end) if i.op == 'CALL' and code.callee(i) and
+                    code.callee(i)[2] == name)
+        size = code.counts(*sub)[0]['n']
+        add += (f - 1) * sites * size
+        print(f'  {name}: {sites} call site(s) x {size:,} run {f:g} times a lane (one warp of the block\'s {w}): '
+              f'{(f - 1) * sites * size:+,.0f}, its loops\' extra passes x {f:g}')
+    return round(add), weights
+
+
 def corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra, table_extra=None):
     """Per row, each inner loop counted by what its passes execute (pass_costs)
     times the passes the source states (--loop-trips, one spec per inner loop in
@@ -545,6 +599,15 @@ def report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how):
     per_window = rest + a.inner_trips * sum(stats[k][0]['n'] for k in inner)
     outside = code.counts(0, entry_end)[0]['n'] - c['n']
     sub_extra = subroutine_loop_extra(code, a.sub_trips)
+    anc, k = set(), parent[hot]
+    while k is not None:
+        anc.add(k)
+        k = parent[k]
+    others = [k for k in range(len(loops)) if k != hot and k not in anc and (parent[k] is None or parent[k] in anc)
+              and not h <= loops[k][0] < e]
+    shared_add, weights = block_shared_extra(a, code, entry_end, loops, others)
+    outside += shared_add
+    sub_extra = [(n, round(x * weights.get(n, 1))) for n, x in sub_extra]
     per_row = a.windows * per_window + outside + sum(x for _, x in sub_extra)
     print('estimate (one row per lane, 32 rows per warp, no divergence):')
     terms = ' + '.join([f'{stats[k][0]["n"]:,} x {a.inner_trips}' for k in inner] + [f'{rest:,}'])
@@ -555,15 +618,10 @@ def report_hot_loop(a, code, entry_end, loops, parent, stats, hot, how):
           f'{extra_terms} = {per_row:,} thread-instructions')
     print(f'  warp-instructions per row = {per_row:,} / 32 = {per_row / 32:,.0f}  (old method: every inner loop '
           f'body whole, INNER_TRIPS times a window)')
-    anc, k = set(), parent[hot]
-    while k is not None:
-        anc.add(k)
-        k = parent[k]
-    others = [k for k in range(len(loops)) if k != hot and k not in anc and (parent[k] is None or parent[k] in anc)
-              and not h <= loops[k][0] < e]
     table_extra = table_build_extra(a, code, loops, parent, stats, others) if a.loop_trips else None
     corrected = corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra, table_extra)
-    once = [k for k in others if not table_extra or loops[k][0] != table_extra[1]]
+    once = [k for k in others if (not table_extra or loops[k][0] != table_extra[1])
+            and not (a.barrier_loop_warps and any(i.op == 'BAR' for i in code.region(*loops[k])))]
     if once:
         print(f'  note: {len(once)} other loop(s) outside the hot loop counted once (each extra pass adds its size): '
               + ', '.join(f'0x{loops[k][0]:x} ({stats[k][0]["n"]:,})' for k in once[:8]) + (' ...' if len(once) > 8 else ''))
@@ -587,6 +645,12 @@ def main():
                     help='passes per row of the P table build loop and (in all) of its rescaling loop')
     ap.add_argument('--sub-trips', action='append', metavar='NAME=T1,T2,...',
                     help='trip counts of the loops of a once-per-row subroutine, in address order')
+    ap.add_argument('--block-warps', type=int, default=4, help='warps per block (block-shared code)')
+    ap.add_argument('--barrier-loop-warps', action='append', metavar='A1,A2,...',
+                    help='per barrier loop outside the hot loop, in address order: warps of the block that run '
+                         'the node step in each pass')
+    ap.add_argument('--sub-weight', action='append', metavar='NAME=F',
+                    help='runs of subroutine NAME per lane at each call site (e.g. 1/4: one warp of four)')
     ap.add_argument('--arch-log', action='append', metavar='ARCH:PTXAS_LOG',
                     help='ptxas -v report of the kernel built for another architecture (occupancy table)')
     ap.add_argument('--smem-per-thread', help='dynamic shared memory per thread, bytes: N for every '
