@@ -75,6 +75,12 @@ static_assert(kGTableBits <= 160, "a table's windows fit one 5-word stream");
 constexpr int kLadderDoublings = 4 * (kV2Windows - 1);
 constexpr int kLadderPPasses = 2 * kV2Windows;
 constexpr int kLadderGPasses = kGAdditionsPerRow;
+// The P passes by kind: the start value (the first window's P entry, no
+// addition), the P additions, the lambda-P additions (with x * beta).
+constexpr int kLadderStartPasses = 1;
+constexpr int kLadderPAddPasses = kV2Windows - 1;
+constexpr int kLadderLambdaPasses = kV2Windows;
+static_assert(kLadderStartPasses + kLadderPAddPasses + kLadderLambdaPasses == kLadderPPasses);
 // Passes per row of build_p_table32's loops: one a new entry, and in all the
 // rescaling of the entries before each (1 + 2 + ... + 7).
 constexpr int kPTableBuildPasses = kV2PEntries - 1;

@@ -20,7 +20,9 @@
 #      LOOP_TRIPS   "T TP,TG ...": passes per row of each loop inside the hot loop, for
 #                   the corrected estimate (each pass counted by the path it runs; T: the
 #                   longest path, TP,TG: the longest P and G passes, told apart by their
-#                   LDG count: a multiple of 16 for a P pass, see p_and_g_paths);
+#                   LDG count: a multiple of 16 for a P pass, see p_and_g_paths;
+#                   TS,TP,TL,TG: the P side by kind, start, P and lambda-P, told apart
+#                   by their products, see p_kinds);
 #                   default: read from kernels/ecmult32.hpp (kLadder*), "" for none
 #      TABLE_TRIPS  "OUTER,INNER": passes per row of the P table build loop and, in all,
 #                   of its rescaling loop (corrected estimate; default from ecmult32.hpp,
@@ -140,8 +142,15 @@ source_value() {
   c++ -std=c++20 -I"$SRC" -I"$SRC/shm_protocol/include" "${defs[@]}" -o "$OUT/$1" "$OUT/$1.cpp" \
     2>"$OUT/$1.log" && "$OUT/$1" || true
 }
-[ -z "${LOOP_TRIPS+x}" ] &&
-  LOOP_TRIPS=$(source_value kLadderGPasses '%d %d,%d' 'kLadderDoublings, kLadderPPasses, kLadderGPasses')
+# Sources since the P passes were told apart by kind (kLadderLambdaPasses):
+# start, P and lambda-P passes each by their own path; before, every P pass as
+# the longest (the lambda pass).
+if [ -z "${LOOP_TRIPS+x}" ]; then
+  LOOP_TRIPS=$(source_value kLadderLambdaPasses '%d %d,%d,%d,%d' \
+    'kLadderDoublings, kLadderStartPasses, kLadderPAddPasses, kLadderLambdaPasses, kLadderGPasses')
+  [ -z "$LOOP_TRIPS" ] &&
+    LOOP_TRIPS=$(source_value kLadderGPasses '%d %d,%d' 'kLadderDoublings, kLadderPPasses, kLadderGPasses')
+fi
 [ -z "${TABLE_TRIPS+x}" ] &&
   TABLE_TRIPS=$(source_value kPTableRescales '%d,%d' 'kPTableBuildPasses, kPTableRescales')
 tpb=${TPB:-$(sed -n 's/^ *int threads_per_block = \([0-9]*\);.*/\1/p' "$SRC/kernels/gpu_verifier.hpp" | head -n 1)}

@@ -383,24 +383,28 @@ def subroutine_loop_extra(code, sub_trips):
     return extra
 
 
-def pass_costs(code, lo, hi, skip=None):
+def pass_costs(code, lo, hi, skip=None, by_products=False):
     """What one pass of the loop [lo, hi) executes, path by path: {LDGs on the
     path: instructions} for the longest path from the head to the back edge (or an
-    exit) with that many global loads (up to 63), callees expanded. Every
+    exit) with that many global loads (up to 63), callees expanded; with
+    by_products, {(LDGs, IMAD.WIDEs): instructions} (a pass with one more
+    product is another kind of pass). Every
     branch of the body must go forward (no loop inside) but in skip, a loop
     [h, e) inside it that a path crosses at no cost (its passes are counted on
     their own); returns None otherwise. Predicated instructions count as
     issued, as they are."""
     ins = code.region(lo, hi)
+    zero = (0, 0) if by_products else 0
     best = [None] * (len(ins) + 1)
-    best[len(ins)] = {0: 0}
-    end = {0: 0}
+    best[len(ins)] = {zero: 0}
+    end = {zero: 0}
     for k in range(len(ins) - 1, -1, -1):
         i = ins[k]
         if skip and skip[0] <= i.addr < skip[1]:
             best[k] = best[(skip[1] - lo) // 16]
             continue
-        cost = 0 if i.op == 'NOP' else code.counts(i.addr, i.addr + 16)[0]['n']
+        here = code.counts(i.addr, i.addr + 16)[0]
+        cost = 0 if i.op == 'NOP' else here['n']
         if i.op in ('EXIT', 'RET'):
             succ = [end]
         elif i.op == 'BRA' and i.target is not None:
@@ -415,8 +419,11 @@ def pass_costs(code, lo, hi, skip=None):
             succ = [best[k + 1]]
         res = {}
         for d in succ:
-            for ldg, v in d.items():
-                f = min(63, ldg + (i.op == 'LDG'))
+            for key, v in d.items():
+                if by_products:
+                    f = (min(63, key[0] + (i.op == 'LDG')), key[1] + here['IMAD.WIDE'])
+                else:
+                    f = min(63, key + (i.op == 'LDG'))
                 res[f] = max(res.get(f, -1), v + cost)
         best[k] = res
     return best[0]
@@ -424,19 +431,37 @@ def pass_costs(code, lo, hi, skip=None):
 
 def p_and_g_paths(paths):
     """The ladder's stream-loop paths as {False: a P pass, True: a G pass}: a G
-    pass reads its table entry with global loads (4 of 128 bits); a P pass reads
-    its entry from the P table, 16 words, none of them global when the table is
+    pass reads its entry from the G tables with global loads (4 of 128 bits); a P pass
+    reads its entry from the P table, 16 words, none of them global when the table is
     in shared memory and 16 32-bit LDGs when it is in global memory (the
     per-warp [word][lane] layout: a lane's words are not adjacent). So a path
     whose LDG count is a multiple of 16 is a P pass, any other a G pass; each
-    side its longest path."""
+    side its longest path. paths: pass_costs's {LDGs: instructions} or, by
+    products, {(LDGs, IMAD.WIDEs): instructions}."""
     if paths is None:
         return None
     out = {}
     for n, v in paths.items():
-        g = n % 16 != 0
+        g = (n[0] if isinstance(n, tuple) else n) % 16 != 0
         out[g] = max(out.get(g, -1), v)
     return out
+
+
+def p_kinds(paths):
+    """The P side of the stream loop by kind of pass (pass_costs by products):
+    the start value (the first pass copies its entry: the path with the fewest
+    products), the P addition and the lambda-P addition (the addition paths,
+    at least half the most products: the fewest of them P's, the most
+    lambda-P's, which adds x * beta). Paths with products but fewer than half
+    are the start's branch through x * beta, a path no pass takes. Returns
+    (start, p, lambda_p) instructions, or None."""
+    side = {k: v for k, v in (paths or {}).items() if k[0] % 16 == 0}
+    if not side:
+        return None
+    top = max(k[1] for k in side)
+    adds = sorted((k[1], v) for k, v in side.items() if 2 * k[1] >= top)
+    start = min(side.items(), key=lambda kv: kv[0][1])[1]
+    return start, adds[0][1], adds[-1][1]
 
 
 def table_build_extra(a, code, loops, parent, stats, others):
@@ -538,10 +563,17 @@ def corrected_estimate(a, code, loops, stats, inner, rest, outside, sub_extra, t
     for k, spec in zip(inner, a.loop_trips):
         trips = [int(t) for t in spec.split(',')]
         paths = p_and_g_paths(pass_costs(code, *loops[k]))
-        if paths is None or len(trips) not in (1, 2) or (len(trips) == 2 and not (False in paths and True in paths)):
+        kinds = p_kinds(pass_costs(code, *loops[k], by_products=True)) if len(trips) == 4 else None
+        if (paths is None or len(trips) not in (1, 2, 4) or (len(trips) >= 2 and not (False in paths and True in paths))
+                or (len(trips) == 4 and kinds is None)):
             print(f'  corrected estimate: n/a (inner loop 0x{loops[k][0]:x}: paths {paths}, trips {spec})')
             return None
-        if len(trips) == 1:
+        if len(trips) == 4:
+            start, padd, ladd = kinds
+            total += trips[0] * start + trips[1] * padd + trips[2] * ladd + trips[3] * paths[True]
+            terms.append(f'{trips[0]} x {start:,} (start) + {trips[1]} x {padd:,} (P) + {trips[2]} x {ladd:,} '
+                         f'(lambda P) + {trips[3]} x {paths[True]:,} (G)')
+        elif len(trips) == 1:
             longest = max(paths.values())
             total += trips[0] * longest
             terms.append(f'{trips[0]} x {longest:,}')
@@ -638,9 +670,11 @@ def main():
     ap.add_argument('--inner-trips', type=int, default=4, help='passes of each inner loop per window')
     ap.add_argument('--min-skip', type=int, default=16, help='branch heuristic: instructions skipped')
     ap.add_argument('--hot-loop', help='force the hot loop: hex address of its head')
-    ap.add_argument('--loop-trips', action='append', metavar='T | TP,TG',
+    ap.add_argument('--loop-trips', action='append', metavar='T | TP,TG | TS,TP,TL,TG',
                     help='passes per row of each inner loop of the hot loop, in address order: T of its longest '
-                         'path, or TP and TG passes of its longest P and G paths (the corrected estimate)')
+                         'path, TP and TG passes of its longest P and G paths, or TS, TP, TL and TG passes of the '
+                         'start, the P addition, the lambda-P addition and the longest G path (p_kinds; the '
+                         'corrected estimate)')
     ap.add_argument('--table-trips', metavar='OUTER,INNER',
                     help='passes per row of the P table build loop and (in all) of its rescaling loop')
     ap.add_argument('--sub-trips', action='append', metavar='NAME=T1,T2,...',
