@@ -24,9 +24,11 @@
 #                   TS,TP,TL,TG: the P side by kind, start, P and lambda-P, told apart
 #                   by their products, see p_kinds);
 #                   default: read from kernels/ecmult32.hpp (kLadder*), "" for none
-#      TABLE_TRIPS  "OUTER,INNER": passes per row of the P table build loop and, in all,
-#                   of its rescaling loop (corrected estimate; default from ecmult32.hpp,
-#                   kPTableBuildPasses, kPTableRescales; "" counts each once)
+#      TABLE_TRIPS  "OUTER,INNER[,CATCHUP]": passes per row of the P table build loop
+#                   with an addition and, in all, of its rescaling loop, and the build
+#                   loop's passes without an addition (corrected estimate; default from
+#                   ecmult32.hpp, kPTableBuildPasses, kPTableRescales, kPTableCatchUpPasses;
+#                   "" counts each once)
 #      SUB_TRIPS    "NAME=t1,t2,... ..." trip counts of the loops in once-per-row
 #                   subroutines (default: read from the source, see below)
 #      ARCHS        architectures besides sm_90 for the occupancy table and the
@@ -151,8 +153,10 @@ if [ -z "${LOOP_TRIPS+x}" ]; then
   [ -z "$LOOP_TRIPS" ] &&
     LOOP_TRIPS=$(source_value kLadderGPasses '%d %d,%d' 'kLadderDoublings, kLadderPPasses, kLadderGPasses')
 fi
-[ -z "${TABLE_TRIPS+x}" ] &&
-  TABLE_TRIPS=$(source_value kPTableRescales '%d,%d' 'kPTableBuildPasses, kPTableRescales')
+if [ -z "${TABLE_TRIPS+x}" ]; then
+  TABLE_TRIPS=$(source_value kPTableCatchUpPasses '%d,%d,%d' 'kPTableBuildPasses, kPTableRescales, kPTableCatchUpPasses')
+  [ -z "$TABLE_TRIPS" ] && TABLE_TRIPS=$(source_value kPTableRescales '%d,%d' 'kPTableBuildPasses, kPTableRescales')
+fi
 tpb=${TPB:-$(sed -n 's/^ *int threads_per_block = \([0-9]*\);.*/\1/p' "$SRC/kernels/gpu_verifier.hpp" | head -n 1)}
 
 rev=$(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')

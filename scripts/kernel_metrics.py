@@ -481,15 +481,22 @@ def table_build_extra(a, code, loops, parent, stats, others):
         return None
     k, = cand
     j = kids[k][0]
-    outer_t, inner_t = (int(t) for t in a.table_trips.split(','))
+    trips = [int(t) for t in a.table_trips.split(',')]
+    outer_t, inner_t = trips[:2]
+    catch_t = trips[2] if len(trips) > 2 else 0
     body_paths, inner_paths = pass_costs(code, *loops[k], skip=loops[j]), pass_costs(code, *loops[j])
-    if not body_paths or not inner_paths:
+    by_products = pass_costs(code, *loops[k], skip=loops[j], by_products=True) if catch_t else {}
+    if not body_paths or not inner_paths or (catch_t and not by_products):
         print(f'  corrected estimate: P table build 0x{loops[k][0]:x}: no path through it; counted once')
         return None
     body, inner = max(body_paths.values()), max(inner_paths.values())
-    x = outer_t * body + inner_t * inner - stats[k][0]['n']
-    print(f'  P table build 0x{loops[k][0]:x}: {outer_t} passes of {body:,} (its longest path) + {inner_t} rescales '
-          f'of {inner:,}: {x:+,} against one pass of each loop\'s whole body')
+    # the catch-up pass (no addition): the longest of the paths with the
+    # fewest products
+    catch = by_products[min(by_products, key=lambda key: (key[1], -by_products[key]))] if catch_t else 0
+    x = outer_t * body + catch_t * catch + inner_t * inner - stats[k][0]['n']
+    print(f'  P table build 0x{loops[k][0]:x}: {outer_t} passes of {body:,} (its longest path)'
+          + (f' + {catch_t} catch-up pass(es) of {catch:,} (the fewest products)' if catch_t else '')
+          + f' + {inner_t} rescales of {inner:,}: {x:+,} against one pass of each loop\'s whole body')
     return x, loops[k][0]
 
 
@@ -675,8 +682,9 @@ def main():
                          'path, TP and TG passes of its longest P and G paths, or TS, TP, TL and TG passes of the '
                          'start, the P addition, the lambda-P addition and the longest G path (p_kinds; the '
                          'corrected estimate)')
-    ap.add_argument('--table-trips', metavar='OUTER,INNER',
-                    help='passes per row of the P table build loop and (in all) of its rescaling loop')
+    ap.add_argument('--table-trips', metavar='OUTER,INNER[,CATCHUP]',
+                    help='passes per row of the P table build loop with an addition, (in all) of its rescaling '
+                         'loop, and of the build loop without an addition (the catch-up, its fewest products)')
     ap.add_argument('--sub-trips', action='append', metavar='NAME=T1,T2,...',
                     help='trip counts of the loops of a once-per-row subroutine, in address order')
     ap.add_argument('--block-warps', type=int, default=4, help='warps per block (block-shared code)')

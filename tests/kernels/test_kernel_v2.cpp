@@ -161,6 +161,15 @@ TEST_CASE("sc32: the generated product mod n, inversion and halving match a BIGN
     }
 }
 
+TEST_CASE("sc32: the recoding offset K is (2^132 - 2^129 - 1)(1 + lambda) mod n", "[kernels][unit]") {
+    Sc one_plus_lambda, k;
+    sc_add(one_plus_lambda, sc_one(), sc_lambda());
+    sc_mul(k, Sc{{~0ull, ~0ull, 0xDull, 0}}, one_plus_lambda);  // the exact path's product
+    CHECK(sc_equal(k, sc_recode_offset()));
+    sc32_mul(k, Sc{{~0ull, ~0ull, 0xDull, 0}}, one_plus_lambda);  // the kernel's
+    CHECK(sc_equal(k, sc_recode_offset()));
+}
+
 TEST_CASE("pt32: a degenerate addition is flagged, a regular one is not", "[kernels][unit]") {
     const Ge g = ge_generator();
     const Aff32 ga{fe32_from_fe(g.x), fe32_from_fe(g.y)};
