@@ -42,13 +42,14 @@ constexpr int kMaxThreadsPerBlock = 256;
 constexpr int kRowsPerThread = 1;
 // The register budget, per architecture: R resident threads per SM leave
 // 65,536 / R registers a thread (ptxas allocates them in units of 8). sm_80
-// to sm_89 run 16 warps (512 threads: 128 registers), the others 12 (384:
-// 168): at 128 the Blackwell builds (sm_100, sm_120) spill ~200-300 B, and
-// sm_90 24 B of stack since the 12-bit G windows and the G additions over
-// Z·zg joined the per-warp scratch (the `w16` gpu-check variant, 16 warps on
-// sm_90 with that spill, is there to measure which wins on an H200); 0 stack
-// and 0 spills at these bounds on every architecture (scripts/kernel-metrics.sh
-// checks it, CI refuses anything else). The bound names the threads of one SM
+// to sm_90 run 16 warps (512 threads: 128 registers), the others 12 (384:
+// 168): at 128 the Blackwell builds (sm_100, sm_120) spill ~200-600 B. sm_90
+// ran 12 from the 12-bit G windows (24 B of stack at 128) until the batch
+// inversion of s and the two-group P table build (issue 30) brought it to
+// 124 registers with no spill; the `w12` gpu-check variant keeps the 12-warp
+// bound to measure which wins on an H200. 0 stack and 0 spills at these
+// bounds on every architecture (scripts/kernel-metrics.sh checks it, CI
+// refuses anything else). The bound names the threads of one SM
 // (one block of them, or several of 128) so that blocks of up to
 // kMaxThreadsPerBlock still launch; it may
 // depend on __CUDA_ARCH__ (the host pass sees the default, and the runtime
@@ -57,7 +58,7 @@ constexpr int kRowsPerThread = 1;
 // (gpu-check variants).
 #if defined(SV_RESIDENT_THREADS)
 #define SV_KERNEL_RESIDENT_THREADS SV_RESIDENT_THREADS
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && __CUDA_ARCH__ < 900
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && __CUDA_ARCH__ < 1000
 #define SV_KERNEL_RESIDENT_THREADS 512
 #else
 #define SV_KERNEL_RESIDENT_THREADS 384

@@ -37,12 +37,14 @@
 #            --gpu-chunk-rows 524288 --gpu-chunks-in-flight 2; empty: skip);
 #         3. kernel variants at EXTRA_ROWS while time is left (DEADLINE):
 #            every gpu_check_<variant> carried (see VCOMMITS and VDEFS below;
-#            prepare builds GPU_VARIANTS, default "v2d p12shared allshared w16":
-#            v2d is the kernel of V2D_COMMIT (e237445, before kernels/ had one
-#            generation); of this one (whose default on sm_90 is the P table in
-#            global memory, 146 registers, 12 warps; w16 the same at 128
-#            registers, 16 warps, with a 24-byte spill), p12shared keeps the P
-#            table and streams in shared memory on sm_90 (592 B a thread:
+#            prepare builds GPU_VARIANTS, default "v2d prebatch p12shared
+#            allshared w12": v2d is the kernel of V2D_COMMIT (e237445, before
+#            kernels/ had one generation), prebatch that of PREBATCH_COMMIT
+#            (a85a294: before the batch inversion of s, the two-group P table
+#            build and 16 warps on sm_90); of this one (whose default on sm_90
+#            is the P table in global memory, 124 registers, 16 warps; w12 the
+#            same at the 12-warp bound, 168 registers allowed), p12shared keeps
+#            the P table and streams in shared memory on sm_90 (592 B a thread:
 #            12 warps), allshared all of the scratch in shared memory (688 B a
 #            thread, registers uncapped: 8 warps, the placement before issue
 #            30's occupancy work);
@@ -71,20 +73,22 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY="$ROOT/build-gpu-carry"
 DEPS="$CARRY/secp256k1"
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2d p12shared allshared w16}"
+read -r -a VARIANT_NAMES <<<"${GPU_VARIANTS-v2d prebatch p12shared allshared w12}"
 [[ -z "${1:-}" && -d "$CARRY/bin" ]] && read -r -a VARIANT_NAMES <<<"$(cd "$CARRY/bin" && ls gpu_check_* 2>/dev/null | sed 's/^gpu_check_//' | tr '\n' ' ')"
 # Earlier kernels, each built from `git archive` of its commit, to measure
 # side by side with this one in the same run:
 declare -A VCOMMITS=(
     [v2]="${V2_COMMIT:-66d7ca7}"    # kernel v2 before issue 30 (Fermat inversions)
     [v2d]="${V2D_COMMIT:-e237445}"  # kernel v2 with the divsteps inversions (before kernels/ had one generation)
+    [prebatch]="${PREBATCH_COMMIT:-a85a294}"  # one s^-1 a row, 28 rescalings, 12 warps on sm_90
 )
 # Variants of this kernel (compile switches of kernels/gpu_verifier.cu):
 declare -A VDEFS=(
     [p12shared]="-DSV_SM90_P_TABLE_SHARED"         # sm_90: P table + streams in shared memory (592 B a thread), 12 warps
     [allshared]="-DSV_SCRATCH_ALL_SHARED -DSV_UNCAPPED_REGS"  # all 688 B in shared memory, registers uncapped: 8 warps on sm_90
     [r168]="-DSV_MAX_REGS=168"                     # a 168-register cap instead of the launch bound
-    [w16]="-DSV_RESIDENT_THREADS=512"              # sm_90 at 16 warps (128 registers; 24 B of stack and spills)
+    [w12]="-DSV_RESIDENT_THREADS=384"              # sm_90 at the 12-warp bound (168 registers allowed; it uses ~138)
+    [w16]="-DSV_RESIDENT_THREADS=512"              # every architecture at 16 warps (Blackwell spills)
     [g8]="-DSV_G_WINDOW_BITS=8"                    # 8-bit G windows: 32 G additions, two 8 KiB tables
     [g16]="-DSV_G_WINDOW_BITS=16"                  # 16-bit G windows: 16 G additions, two 2 MiB tables (L2)
     [gnopf]="-DSV_G_PREFETCH=0"                    # 12-bit G windows without the L1 prefetch a window ahead
