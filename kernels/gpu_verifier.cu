@@ -130,7 +130,7 @@ __global__ void SV_KERNEL_BOUNDS
     };
     const k::PTable32 ptab{region(kTable, table_shared), region(kStreams, streams_shared), region(kZg, zg_shared)};
     const k::GTable32 gtab{table};
-    if (!schnorr) ptab.store_sinv(sinv);
+    if (!schnorr) ptab.store_sinv(k::ecdsa_checked_inverse32(record(), compact != 0, sinv));  // 0 if wrong
     verdicts[i] = k::verify_row32(record(), schnorr != 0, compact != 0, ptab, gtab);
 }
 std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables32(); }

@@ -89,7 +89,7 @@ void verify_block32_with(std::size_t n, wire::RecordKind kind, wire::SigEncoding
     HostScratch32 scratch;
     const PTable32 ptab = scratch.view();
     for (std::size_t t = 0; t < n; ++t) {
-        if (!schnorr) ptab.store_sinv(sinv[t]);
+        if (!schnorr) ptab.store_sinv(ecdsa_checked_inverse32(record(t), compact, sinv[t]));
         verdicts[t] = verify_row32(record(t), schnorr, compact, ptab, host_g_table32());
     }
 }

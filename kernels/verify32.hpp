@@ -81,6 +81,16 @@ SV_HD Sc ecdsa_batch_value32(const u8* record, bool compact) {
     return over || sc_is_zero(s) ? sc_one() : s;
 }
 
+// The block's inversion checked on the row's own value: sinv must be the
+// inverse of ecdsa_batch_value32 (1 for a row refused anyway). A wrong one (a
+// defect, or a fault of the device) becomes 0: na = ng = 0, so R is infinity,
+// which the ladder reaches only through a flagged addition — the row is a
+// recheck, never a verdict (and no flag stays live across the row: a flag
+// made the 168-register sm_120 build spill).
+SV_HD Sc ecdsa_checked_inverse32(const u8* record, bool compact, const Sc& sinv) {
+    return sc_equal(sc32_mul_call(ecdsa_batch_value32(record, compact), sinv), sc_one()) ? sinv : sc_zero();
+}
+
 // ptab.reload_sinv(): 1/s mod n for the row's s, from the block's batch
 // inversion (any value when s is out of range: the row is refused before it
 // is read).

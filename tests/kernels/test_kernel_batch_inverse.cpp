@@ -5,6 +5,8 @@
 //    under the exact path's 64-bit product, for every block size the GPU
 //    options allow (and the odd ones a short launch gets), with repeated and
 //    edge values;
+//  * a row checks the inverse it gets (s * 1/s = 1) and makes a wrong one 0,
+//    which the ladder turns into a recheck;
 //  * a block in which some rows carry an s outside [1, n) (or other defects)
 //    gives every row libsecp256k1's verdict: a bad row never disturbs its
 //    neighbours' inverses.
@@ -90,6 +92,35 @@ TEST_CASE("batch inverse: a zero value zeroes the block (the documented fail-saf
     v[17] = sc_zero();
     for (const Sc& s : batch_inverse(v)) CHECK(sc_is_zero(s));
     CHECK(sc_equal(ecdsa_batch_value32(std::vector<u8>(wire::kEcdsaRecordSize, 0).data(), true), sc_one()));
+}
+
+TEST_CASE("batch inverse: a row checks its 1/s, and a wrong one makes it a recheck", "[kernels][unit]") {
+    reference::GenOptions o;
+    o.table = wire::Table::ecdsa;
+    o.count = 3;
+    o.tail_size = 0;
+    o.encoding = wire::SigEncoding::compact;
+    const std::vector<u8> rows = reference::generate_rows(o);
+    const std::size_t stride = wire::stride(wire::RecordKind::ecdsa, 0);
+    HostScratch32 scratch;
+    const PTable32 ptab = scratch.view();
+    for (std::size_t i = 0; i < o.count; ++i) {
+        INFO("row " << i);
+        const u8* rec = rows.data() + i * stride;
+        const Sc s = ecdsa_batch_value32(rec, true), inv = sc32_inv(s);
+        CHECK(sc_equal(ecdsa_checked_inverse32(rec, true, inv), inv));
+        ptab.store_sinv(inv);
+        CHECK(verify_row32(rec, false, true, ptab, host_g_table32()) == kVerdictValid);
+        for (const Sc& wrong : {sc_one(), s}) {
+            // unchecked, a wrong 1/s makes the valid row invalid: a wrong verdict
+            ptab.store_sinv(wrong);
+            CHECK(verify_row32(rec, false, true, ptab, host_g_table32()) == kVerdictInvalid);
+            // checked it is 0: na = ng = 0, R at infinity, a flagged addition
+            CHECK(sc_is_zero(ecdsa_checked_inverse32(rec, true, wrong)));
+            ptab.store_sinv(ecdsa_checked_inverse32(rec, true, wrong));
+            CHECK(verify_row32(rec, false, true, ptab, host_g_table32()) == kVerdictRecheck);
+        }
+    }
 }
 
 TEST_CASE("batch inverse: bad rows in a block leave their neighbours' verdicts exact", "[kernels][differential]") {
