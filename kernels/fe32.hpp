@@ -175,12 +175,16 @@ SV_HD void fe_sqr(Fe32Chain& r, const Fe32Chain& a) { r.f = fe32_sqr_call(a.f); 
 
 // 1/a mod p by divsteps (safegcd32.hpp; 0 maps to 0), from the canonical
 // value. A real call on the device (argument and result in registers): once
-// per BIP-340 row whose x matched. It replaced the addition chain a^(p-2)
-// (255 squarings and 15 products).
+// per block in the BIP-340 parity step (gpu_verifier.cu's parity_kernel), or
+// once a row whose x matched where the placement leaves no global scratch
+// to park Y and Z. It replaced the addition chain a^(p-2) (255 squarings
+// and 15 products).
 SV_HD_NOINLINE Fe32 fe32_inv(Fe32 a) {
     Fe32 n, r;
     fe32_normalize(n, a);
-    safegcd_inverse(r.v, n.v, modulus30_p());
+    // rolled divsteps: BIP-340's 1/Z is one inversion a block (the parity
+    // kernel), so its code size matters more than its ~1,200 more steps
+    safegcd_inverse<true>(r.v, n.v, modulus30_p());
     return r;
 }
 

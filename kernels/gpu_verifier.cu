@@ -80,6 +80,12 @@ __host__ __device__ constexpr std::uint32_t scratch_shape(k::ScratchPlacement p)
     return std::uint32_t(k::shared_words_per_thread(p)) | std::uint32_t(k::global_words_per_thread(p)) << 16;
 }
 
+// Whether BIP-340's parity step runs in parity_kernel (the row's global
+// scratch can hold its parked Y and Z), or in the row (fe32_inv).
+__host__ __device__ constexpr bool parity_kernel_runs(k::ScratchPlacement p) {
+    return k::global_words_per_thread(p) >= k::kParityParkWords;
+}
+
 __global__ void SV_KERNEL_BOUNDS
     verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
                   int schnorr, int compact, const k::GeStorage* __restrict__ table,
@@ -111,7 +117,7 @@ __global__ void SV_KERNEL_BOUNDS
     k::Sc sinv = k::sc_one();
     if (!schnorr) {
         const k::ScTree tree{shared_memory, k::sc_tree_leaves(blockDim.x)};
-        k::sc_batch_inverse(
+        k::batch_inverse(
             k::DeviceBlock{}, tree,
             [&](std::uint32_t) { return live ? k::ecdsa_batch_value32(record(), compact != 0) : k::sc_one(); },
             [&](std::uint32_t, const k::Sc& v) { sinv = v; });
@@ -131,7 +137,40 @@ __global__ void SV_KERNEL_BOUNDS
     const k::PTable32 ptab{region(kTable, table_shared), region(kStreams, streams_shared), region(kZg, zg_shared)};
     const k::GTable32 gtab{table};
     if (!schnorr) ptab.store_sinv(k::ecdsa_checked_inverse32(record(), compact != 0, sinv));  // 0 if wrong
-    verdicts[i] = k::verify_row32(record(), schnorr != 0, compact != 0, ptab, gtab);
+    // a BIP-340 row that needs y's parity parks R's Y and Z in its first
+    // global words (dead once the ladder is done) for parity_kernel, where
+    // the block's rows share one inversion of Z; a placement without that
+    // much global scratch inverts in the row
+    verdicts[i] = k::verify_row32<parity_kernel_runs(place)>(record(), schnorr != 0, compact != 0, ptab, gtab, in_gl);
+}
+
+// The BIP-340 parity step, launched after verify_kernel on the same stream
+// over the same rows, scratch and block size: the rows that answered
+// kVerdictParity put their parked Z into one inversion for the block
+// (batch_inverse32.hpp, over tree_words: sc_tree_words(blockDim.x) of
+// dynamic shared memory) and replace kVerdictParity by their verdict. Every
+// other verdict stays as it is.
+__global__ void __launch_bounds__(kMaxThreadsPerBlock)
+    parity_kernel(const std::uint32_t* __restrict__ scratch, std::uint32_t shape, std::uint32_t count,
+                  std::uint8_t* __restrict__ verdicts) {
+#if defined(__CUDA_ARCH__)
+    constexpr k::ScratchPlacement place = k::scratch_placement(__CUDA_ARCH__);
+#else
+    constexpr k::ScratchPlacement place = k::scratch_placement(0);
+#endif
+    if constexpr (!parity_kernel_runs(place)) {
+        return;  // verify_kernel finished every row itself
+    } else {
+        extern __shared__ std::uint32_t tree_words[];
+        const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (shape != scratch_shape(place)) return;  // the same in every thread; verify_kernel answered recheck
+        const bool waits = i < count && verdicts[i] == k::kVerdictParity;
+        const std::uint32_t* const park = scratch + k::global_warp_start(place, i) + i % k::kScratchLanes;
+        k::parity_block32(
+            k::DeviceBlock{}, tree_words, [&](std::uint32_t) { return waits; },
+            [&](std::uint32_t, k::Fe32& y, k::Fe32& z) { k::parity_unpark32(park, y, z); },
+            [&](std::uint32_t, k::u8 v) { verdicts[i] = v; });
+    }
 }
 std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables32(); }
 
@@ -366,6 +405,11 @@ struct DeviceVerifier::Impl {
                 rows.encoding == wire::SigEncoding::compact ? 1 : 0, d_table, l.d_scratch, shape,
                 l.d_verdicts + first);
             SV_CUDA(cudaGetLastError());
+            if (rows.kind == wire::RecordKind::schnorr) {  // after it, on the same stream and scratch
+                parity_kernel<<<blocks, tpb, std::size_t(k::sc_tree_words(std::uint32_t(tpb))) * sizeof(std::uint32_t),
+                                l.stream>>>(l.d_scratch, shape, static_cast<std::uint32_t>(m), l.d_verdicts + first);
+                SV_CUDA(cudaGetLastError());
+            }
         }
         return Status::success();
     }
@@ -381,7 +425,7 @@ struct DeviceVerifier::Impl {
         const wire::TailSpan tails = wire::row_tails(rows);
         for (std::size_t i = 0; i < l.count; ++i) {
             const std::uint8_t verdict = l.h_verdicts[i];
-            if (verdict == k::kVerdictRecheck) ++timing.rechecked;  // a special case of the uniform ladder
+            if (verdict > k::kVerdictValid) ++timing.rechecked;  // a special case of the uniform ladder
             const bool ok = k::resolve_verdict32(verdict, rows.row(l.first + i), rows.kind, rows.encoding);
             if (ok) {
                 ++c.valid;

@@ -78,20 +78,27 @@ template <class Record>
 void verify_block32_with(std::size_t n, wire::RecordKind kind, wire::SigEncoding encoding, Record record,
                          std::uint8_t* verdicts) {
     const bool schnorr = kind == wire::RecordKind::schnorr, compact = encoding == wire::SigEncoding::compact;
+    const HostBlock block{u32(n)};
+    u32 words[sc_tree_words(kHostBlockRows)];
     Sc sinv[kHostBlockRows];
     if (!schnorr) {
-        u32 words[sc_tree_words(kHostBlockRows)];
-        const ScTree tree{words, sc_tree_leaves(u32(n))};
-        sc_batch_inverse(
-            HostBlock{u32(n)}, tree, [&](u32 t) { return ecdsa_batch_value32(record(t), compact); },
+        batch_inverse(
+            block, ScTree{words, sc_tree_leaves(u32(n))}, [&](u32 t) { return ecdsa_batch_value32(record(t), compact); },
             [&](u32 t, const Sc& v) { sinv[t] = v; });
     }
     HostScratch32 scratch;
     const PTable32 ptab = scratch.view();
+    // BIP-340 rows park R's Y and Z for the parity step, as on the GPU
+    u32 park[kHostBlockRows][kParityParkWords];
     for (std::size_t t = 0; t < n; ++t) {
         if (!schnorr) ptab.store_sinv(ecdsa_checked_inverse32(record(t), compact, sinv[t]));
-        verdicts[t] = verify_row32(record(t), schnorr, compact, ptab, host_g_table32());
+        verdicts[t] = verify_row32<true>(record(t), schnorr, compact, ptab, host_g_table32(), park[t]);
     }
+    if (!schnorr) return;
+    // the second kernel's step
+    parity_block32(
+        block, words, [&](u32 t) { return verdicts[t] == kVerdictParity; },
+        [&](u32 t, Fe32& y, Fe32& z) { parity_unpark32(park[t], y, z); }, [&](u32 t, u8 v) { verdicts[t] = v; });
 }
 
 }  // namespace
@@ -115,7 +122,10 @@ bool verify_record_exact(const std::uint8_t* record, wire::RecordKind kind, wire
 
 bool resolve_verdict32(std::uint8_t verdict, const std::uint8_t* record, wire::RecordKind kind,
                        wire::SigEncoding encoding) {
-    if (verdict == kVerdictRecheck) return verify_record_exact(record, kind, encoding);
+    // a recheck, or any other value above valid (kVerdictParity, which the
+    // parity step should have replaced, or garbage): the exact path decides,
+    // never "invalid" by default
+    if (verdict > kVerdictValid) return verify_record_exact(record, kind, encoding);
     return verdict == kVerdictValid;
 }
 

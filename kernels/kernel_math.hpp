@@ -39,7 +39,8 @@ std::uint8_t verify_record32(const std::uint8_t* record, wire::RecordKind kind, 
 
 // Rows the host twin verifies as one CUDA block (the default
 // threads_per_block, gpu_verifier.hpp): their ECDSA s values share one
-// inversion (batch_inverse32.hpp).
+// inversion (batch_inverse32.hpp), and so do the Z of their BIP-340 rows
+// in the parity step (the GPU's second kernel).
 constexpr std::size_t kHostBlockRows = 128;
 
 // The GPU kernel's verdicts for rows [begin, begin + min(n, kHostBlockRows))
@@ -50,7 +51,8 @@ void verify_block32(const wire::RowSpan& rows, std::size_t begin, std::size_t n,
 bool verify_record_exact(const std::uint8_t* record, wire::RecordKind kind, wire::SigEncoding encoding);
 
 // The one rule that turns a kernel verdict (host or GPU) into valid /
-// invalid: kVerdictRecheck is decided by the exact path on the record.
+// invalid: kVerdictRecheck (and any other value above kVerdictValid) is
+// decided by the exact path on the record.
 bool resolve_verdict32(std::uint8_t verdict, const std::uint8_t* record, wire::RecordKind kind,
                        wire::SigEncoding encoding);
 

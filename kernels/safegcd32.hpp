@@ -75,14 +75,10 @@ struct Trans30 {
     i32 u, v, q, r;
 };
 
-// Thirty divsteps on the low words of f and g; returns the new D. Words
-// wrap (u32 arithmetic): step i only reads bit 0 of g, which depends on
-// bits 0..i of the inputs, so garbage entering from the top never matters.
-SV_HD i32 divsteps30(i32 D, u32 f, u32 g, Trans30& t) {
-    u32 u = 1, v = 0, q = 0, r = 1;  // the rows of T, scaled as we go
-    u32 d = u32(D);
-    SV_UNROLL
-    for (int i = 0; i < 30; ++i) {
+// One divstep on the low words (divsteps30's loop body).
+struct Divstep30 {
+    u32 d, f, g, u, v, q, r;
+    SV_HD void step() {
         const u32 d_pos = u32(i32(0u - d) >> 31);  // all ones when D > 0 (|D| <= 1201)
         const u32 g_odd = 0u - (g & 1u);
         const u32 swap = d_pos & g_odd;
@@ -100,8 +96,26 @@ SV_HD i32 divsteps30(i32 D, u32 f, u32 g, Trans30& t) {
         u <<= 1;  // row f doubles: the 2^(i+1) scaling absorbs g's halving
         v <<= 1;
     }
-    t = Trans30{i32(u), i32(v), i32(q), i32(r)};
-    return i32(d);
+};
+
+// Thirty divsteps on the low words of f and g; returns the new D. Words
+// wrap (u32 arithmetic): step i only reads bit 0 of g, which depends on
+// bits 0..i of the inputs, so garbage entering from the top never matters.
+// kRolled keeps the thirty steps a loop on the device (~600 instructions of
+// code fewer, ~2 more a step): for an inversion a block runs once, where
+// code size matters and time does not.
+template <bool kRolled = false>
+SV_HD i32 divsteps30(i32 D, u32 f, u32 g, Trans30& t) {
+    Divstep30 s{u32(D), f, g, 1, 0, 0, 1};  // u, v, q, r: the rows of T, scaled as we go
+    if constexpr (kRolled) {
+        SV_NO_UNROLL
+        for (int i = 0; i < 30; ++i) s.step();
+    } else {
+        SV_UNROLL
+        for (int i = 0; i < 30; ++i) s.step();
+    }
+    t = Trans30{i32(s.u), i32(s.v), i32(s.q), i32(s.r)};
+    return i32(s.d);
 }
 
 // (f, g) <- T · (f, g) / 2^30 (exact by construction of T).
@@ -199,6 +213,8 @@ SV_HD void limbs30_to_words(u32 w[8], const Limbs30& x) {
 }
 
 // out = 1/a mod m for a in [0, m) given as eight 32-bit words; 0 for a = 0.
+// kRolled: divsteps30's.
+template <bool kRolled = false>
 SV_HD void safegcd_inverse(u32 out[8], const u32 a[8], const Modulus30& m) {
     Limbs30 f = m.m, g = limbs30_from_words(a);
     Limbs30 d{}, e{};
@@ -207,7 +223,7 @@ SV_HD void safegcd_inverse(u32 out[8], const u32 a[8], const Modulus30& m) {
     SV_NO_UNROLL
     for (int batch = 0; batch < kSafegcdBatches; ++batch) {
         Trans30 t;
-        D = divsteps30(D, u32(f.v[0]), u32(g.v[0]), t);
+        D = divsteps30<kRolled>(D, u32(f.v[0]), u32(g.v[0]), t);
         safegcd_update_fg(f, g, t);
         safegcd_update_de(d, e, t, m);
         limbs30_normalize(d, m);

@@ -20,6 +20,11 @@ namespace sigverify::kernels {
 constexpr u8 kVerdictInvalid = 0;
 constexpr u8 kVerdictValid = 1;
 constexpr u8 kVerdictRecheck = 2;
+// Between the two kernels only (never a result): a BIP-340 row whose x
+// matched, its R's Y and Z parked for the parity step (finish_parity32),
+// which replaces it by one of the three above. Whoever reads a verdict
+// treats any value above kVerdictValid as a recheck (resolve_verdict32).
+constexpr u8 kVerdictParity = 3;
 
 // Lifts x to the point with the given y parity; false when x is not on the
 // curve.
@@ -131,22 +136,88 @@ SV_HD bool prepare_schnorr32(Job32& j, const u8* record) {
     return true;
 }
 
-SV_HD u8 finish32(const Job32& j, const Pt32& R) {
+// Words of a parked R (Y, then Z): word w at park[w * kScratchStride].
+constexpr int kParityParkWords = 16;
+
+// The row's end after the ladder. kPark (BIP-340 with the parity step in the
+// second kernel): a row that needs y's parity parks Y and Z and answers
+// kVerdictParity, so that the block's rows share one inversion of Z there;
+// otherwise the row inverts Z itself.
+template <bool kPark>
+SV_HD u8 finish32(const Job32& j, const Pt32& R, u32* park) {
     const bool x_ok = pt32_x_equals(R, j.x_target) || (j.has_alt && pt32_x_equals(R, j.x_alt));
     if (!x_ok) return kVerdictInvalid;
     if (!j.even_y) return kVerdictValid;
-    // y = Y / Z^3 must be even (one inversion, only for rows that got here)
-    Fe32 zi3, y;
-    const Fe32 zi = fe32_inv(R.z);
+    if constexpr (kPark) {
+        SV_UNROLL
+        for (int w = 0; w < 8; ++w) {
+            park[u32(w) * kScratchStride] = R.y.v[w];
+            park[u32(8 + w) * kScratchStride] = R.z.v[w];
+        }
+        return kVerdictParity;
+    } else {
+        (void)park;
+        // y = Y / Z^3 must be even (one inversion, only for rows that got here)
+        Fe32 zi3, y;
+        const Fe32 zi = fe32_inv(R.z);
+        zi3 = fe32_mul_call(fe32_sqr_call(zi), zi);
+        y = fe32_mul_call(R.y, zi3);
+        return fe32_is_odd(y) ? kVerdictInvalid : kVerdictValid;
+    }
+}
+
+// A parked R's Y and Z.
+SV_HD void parity_unpark32(const u32* park, Fe32& y, Fe32& z) {
+    SV_UNROLL
+    for (int w = 0; w < 8; ++w) {
+        y.v[w] = park[u32(w) * kScratchStride];
+        z.v[w] = park[u32(8 + w) * kScratchStride];
+    }
+}
+
+// What a row puts into its block's inversion of Z (batch_inverse32.hpp): Z
+// when it waits for the parity and Z is not 0 (infinity only comes of a
+// flagged addition), else 1.
+SV_HD Fe32 parity_value32(bool waits, const Fe32& z) { return waits && !fe32_is_zero(z) ? z : fe32_one(); }
+
+// y = Y / Z^3 must be even; zi is the block's 1/Z for this row, checked on
+// the row's own Z first (a wrong inverse is a recheck, never a verdict).
+SV_HD u8 finish_parity32(const Fe32& y, const Fe32& z, const Fe32& zi) {
+    if (!fe32_equal(fe32_mul_call(z, zi), fe32_one())) return kVerdictRecheck;
+    Fe32 zi3, ya;
     zi3 = fe32_mul_call(fe32_sqr_call(zi), zi);
-    y = fe32_mul_call(R.y, zi3);
-    return fe32_is_odd(y) ? kVerdictInvalid : kVerdictValid;
+    ya = fe32_mul_call(y, zi3);
+    return fe32_is_odd(ya) ? kVerdictInvalid : kVerdictValid;
+}
+
+// The parity step of a block (the second kernel, and the host twin's):
+// every thread takes part (barriers). waits(t): thread t's row answered
+// kVerdictParity; load(t, y, z) reads its parked Y and Z; out(t, verdict)
+// its final verdict. words: sc_tree_words of memory for the tree.
+template <class Block, class Waits, class Load, class Out>
+SV_HD void parity_block32(const Block& block, u32* words, Waits waits, Load load, Out out) {
+    batch_inverse(
+        block, FeTree{words, sc_tree_leaves(block.threads())},
+        [&](u32 t) {
+            Fe32 y, z = fe32_zero();
+            if (waits(t)) load(t, y, z);
+            return parity_value32(waits(t), z);
+        },
+        [&](u32 t, const Fe32& zi) {
+            if (!waits(t)) return;
+            Fe32 y, z;
+            load(t, y, z);
+            out(t, finish_parity32(y, z, zi));
+        });
 }
 
 // One row, either kind: a single call site of the ladder (one copy of its
 // code in the kernel). An ECDSA row's 1/s (the inverse of
 // ecdsa_batch_value32) must be in ptab (store_sinv); BIP-340 rows need none.
-SV_HD u8 verify_row32(const u8* record, bool schnorr, bool compact, const PTable32& ptab, const GTable32& gtab) {
+// kPark: finish32's; park: the row's kParityParkWords words for it.
+template <bool kPark = false>
+SV_HD u8 verify_row32(const u8* record, bool schnorr, bool compact, const PTable32& ptab, const GTable32& gtab,
+                      u32* park = nullptr) {
     Job32 j;
     const bool parsed = schnorr ? prepare_schnorr32(j, record) : prepare_ecdsa32(j, record, compact, ptab);
     if (!parsed) return kVerdictInvalid;
@@ -156,7 +227,7 @@ SV_HD u8 verify_row32(const u8* record, bool schnorr, bool compact, const PTable
     if (degenerate) return kVerdictRecheck;
     Job32 t;
     x_targets32(t, record, schnorr, compact);
-    return finish32(t, R);
+    return finish32<kPark>(t, R, park);
 }
 
 }  // namespace sigverify::kernels

@@ -208,7 +208,7 @@ fi
 # with its node step in ceil(half / 32) warps; the root's inversion in one
 # warp (sc32_inv runs 1/W times a lane). BLOCK_SHARED=0 counts it all once per
 # lane (as the estimate did before).
-if [ "${BLOCK_SHARED:-1}" != 0 ] && grep -q 'sc_batch_inverse' "$SRC/kernels/batch_inverse32.hpp" 2>/dev/null; then
+if [ "${BLOCK_SHARED:-1}" != 0 ] && grep -qE '(sc_)?batch_inverse\(' "$SRC/kernels/batch_inverse32.hpp" 2>/dev/null; then
   read -r bw up down < <(python3 - "${tpb:-128}" <<'PY'
 import sys
 tpb = int(sys.argv[1])

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The block-wide batch inversion of ECDSA's s (kernels/batch_inverse32.hpp),
-// the code the CUDA kernel runs, here with its host block:
-//  * the tree's inverses equal sc32_inv of each value and multiply back to 1
-//    under the exact path's 64-bit product, for every block size the GPU
-//    options allow (and the odd ones a short launch gets), with repeated and
-//    edge values;
+// The block-wide batch inversions (kernels/batch_inverse32.hpp): ECDSA's s
+// mod n in the verify kernel and BIP-340's Z mod p in the parity kernel, the
+// code the GPU runs, here with its host block:
+//  * the tree's inverses equal sc32_inv / fe32_inv of each value and
+//    multiply back to 1 under the exact path's 64-bit products, for every
+//    block size the GPU options allow (and the odd ones a short launch gets),
+//    with repeated and edge values;
 //  * a row checks the inverse it gets (s * 1/s = 1) and makes a wrong one 0,
 //    which the ladder turns into a recheck;
 //  * a block in which some rows carry an s outside [1, n) (or other defects)
@@ -42,14 +43,33 @@ Sc scalar_from(std::uint64_t& state) {
     return sc_is_zero(s) ? sc_one() : s;
 }
 
-std::vector<Sc> batch_inverse(const std::vector<Sc>& values) {
+template <class Tree, class V>
+std::vector<V> tree_inverse(const std::vector<V>& values) {
     const u32 n = u32(values.size());
     std::vector<u32> words(sc_tree_words(n));
-    std::vector<Sc> out(n);
-    sc_batch_inverse(
-        HostBlock{n}, ScTree{words.data(), sc_tree_leaves(n)}, [&](u32 t) { return values[t]; },
-        [&](u32 t, const Sc& v) { out[t] = v; });
+    std::vector<V> out(n);
+    batch_inverse(
+        HostBlock{n}, Tree{words.data(), sc_tree_leaves(n)}, [&](u32 t) { return values[t]; },
+        [&](u32 t, const V& v) { out[t] = v; });
     return out;
+}
+std::vector<Sc> invert_all(const std::vector<Sc>& values) { return tree_inverse<ScTree>(values); }
+
+// A field element from a scalar's bits (any 256-bit value: weakly reduced).
+Fe32 fe_from(const Sc& s) {
+    Fe32 f;
+    for (int i = 0; i < 4; ++i) {
+        f.v[2 * i] = u32(s.v[i]);
+        f.v[2 * i + 1] = u32(s.v[i] >> 32);
+    }
+    return f;
+}
+Fe fe64(const Fe32& a) {  // the exact path's field, reduced
+    Fe32 n;
+    fe32_normalize(n, a);
+    Fe f;
+    for (int i = 0; i < 4; ++i) f.v[i] = u64(n.v[2 * i]) | u64(n.v[2 * i + 1]) << 32;
+    return f;
 }
 
 Sc n_minus(unsigned k) {
@@ -71,7 +91,7 @@ TEST_CASE("batch inverse: every leaf gets its own inverse, any block size", "[ke
         if (n > 2) v[n / 2] = v[0];
         if (n > 3) v[n / 2 + 1] = n_minus(2);
         if (n > 8) v[7] = v[3];
-        const std::vector<Sc> inv = batch_inverse(v);
+        const std::vector<Sc> inv = invert_all(v);
         for (u32 t = 0; t < n; ++t) {
             INFO("block of " << n << ", thread " << t);
             CHECK(sc_equal(inv[t], sc32_inv(v[t])));
@@ -90,8 +110,43 @@ TEST_CASE("batch inverse: a zero value zeroes the block (the documented fail-saf
     std::vector<Sc> v(40);
     for (Sc& s : v) s = scalar_from(state);
     v[17] = sc_zero();
-    for (const Sc& s : batch_inverse(v)) CHECK(sc_is_zero(s));
+    for (const Sc& s : invert_all(v)) CHECK(sc_is_zero(s));
     CHECK(sc_equal(ecdsa_batch_value32(std::vector<u8>(wire::kEcdsaRecordSize, 0).data(), true), sc_one()));
+}
+
+TEST_CASE("batch inverse: field elements mod p, any block size", "[kernels][unit]") {
+    std::uint64_t state = 0xF1E1D;
+    for (u32 n : {1u, 2u, 7u, 32u, 33u, 100u, 128u, 129u, 256u}) {
+        std::vector<Fe32> v(n);
+        for (u32 t = 0; t < n; ++t) v[t] = fe_from(scalar_from(state));
+        v[0] = fe32_one();
+        if (n > 1) v[n - 1] = Fe32{{0xFFFFFC2E, 0xFFFFFFFE, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u}};  // p - 1
+        if (n > 2) v[1] = Fe32{{0xFFFFFC30, 0xFFFFFFFE, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u}};      // p + 1, weakly reduced
+        if (n > 4) v[3] = v[2];
+        const std::vector<Fe32> inv = tree_inverse<FeTree>(v);
+        for (u32 t = 0; t < n; ++t) {
+            INFO("block of " << n << ", thread " << t);
+            CHECK(fe32_equal(inv[t], fe32_inv(v[t])));
+            Fe one;
+            fe_mul(one, fe64(v[t]), fe64(inv[t]));  // the exact path's 64-bit product
+            CHECK(fe_equal(one, fe_one()));
+        }
+    }
+}
+
+TEST_CASE("batch inverse: the BIP-340 parity step checks its 1/Z", "[kernels][unit]") {
+    std::uint64_t state = 11;
+    const Fe32 y = fe_from(scalar_from(state)), z = fe_from(scalar_from(state));
+    CHECK(fe32_equal(parity_value32(true, z), z));
+    CHECK(fe32_equal(parity_value32(false, z), fe32_one()));
+    CHECK(fe32_equal(parity_value32(true, fe32_zero()), fe32_one()));  // infinity: 1, never 0
+    CHECK(finish_parity32(y, z, fe32_inv(z)) != kVerdictRecheck);
+    for (const Fe32& wrong : {fe32_zero(), fe32_one(), z}) CHECK(finish_parity32(y, z, wrong) == kVerdictRecheck);
+    // and whoever reads a verdict sends anything above valid to the exact path
+    std::vector<u8> rec(wire::kSchnorrRecordSize, 0);
+    for (u8 v : {kVerdictRecheck, kVerdictParity, u8(200)})
+        CHECK(resolve_verdict32(v, rec.data(), wire::RecordKind::schnorr, wire::SigEncoding::opaque) ==
+              verify_record_exact(rec.data(), wire::RecordKind::schnorr, wire::SigEncoding::opaque));
 }
 
 TEST_CASE("batch inverse: a row checks its 1/s, and a wrong one makes it a recheck", "[kernels][unit]") {
