@@ -594,6 +594,18 @@ Status DeviceVerifier::self_test() {
         Counts c;
         Status st = verify(span, wire::Mode::results, results.data(), &c);
         if (!st.ok()) return st;
+        // the device must send the exact path what the host twin sends it
+        // (the BIP-340 vectors whose R is infinity), no more: a row that came
+        // back beyond those is a defect of the device code (e.g. a parity
+        // step that did not run) whose verdicts the exact path would hide
+        std::size_t want_rechecks = 0;
+        for (std::size_t i = 0; i < s.n; ++i)
+            want_rechecks += k::verify_record32(rows.data() + i * stride, s.kind, s.enc) == k::kVerdictRecheck;
+        if (impl_->timing.rechecked != want_rechecks)
+            return Status{Code::self_test_failed,
+                          "GPU " + std::to_string(impl_->info.index) + ": " + std::to_string(impl_->timing.rechecked) +
+                              " " + std::string(wire::to_string(s.kind)) + " known answers came back for the exact "
+                              "path, the host twin sends " + std::to_string(want_rechecks)};
         std::size_t want_valid = 0;
         for (std::size_t i = 0; i < s.n; ++i) {
             want_valid += s.begin[i].valid;
