@@ -38,7 +38,8 @@ constexpr int kMaxThreadsPerBlock = 256;
 // memory), each region in shared or global memory as the architecture's
 // placement says (ecmult32.hpp); the global part is `scratch`, its words per
 // thread of the launch. Verdicts are 0, 1 or kVerdictRecheck (the host
-// resolves those with the exact path).
+// resolves those with the exact path); a BIP-340 row may answer
+// kVerdictParity, which parity_kernel, launched after it, replaces.
 constexpr int kRowsPerThread = 1;
 // The register budget, per architecture: R resident threads per SM leave
 // 65,536 / R registers a thread (ptxas allocates them in units of 8). sm_80
