@@ -46,19 +46,8 @@ struct ScTreeOps {
     SV_HD static Value one() { return sc_one(); }
     SV_HD static Value mul(const Value& a, const Value& b) { return sc32_mul_call(a, b); }
     SV_HD static Value inv(const Value& a) { return sc32_inv(a); }
-    SV_HD static void store(u32 w[8], const Value& a) {
-        SV_UNROLL
-        for (int i = 0; i < 4; ++i) {
-            w[2 * i] = u32(a.v[i]);
-            w[2 * i + 1] = u32(a.v[i] >> 32);
-        }
-    }
-    SV_HD static Value load(const u32 w[8]) {
-        Value a;
-        SV_UNROLL
-        for (int i = 0; i < 4; ++i) a.v[i] = u64(w[2 * i]) | u64(w[2 * i + 1]) << 32;
-        return a;
-    }
+    SV_HD static void store(u32 w[8], const Value& a) { sc32_to_words(w, a); }
+    SV_HD static Value load(const u32 w[8]) { return sc32_from_words(w); }
 };
 struct FeTreeOps {
     using Value = Fe32;
@@ -69,12 +58,7 @@ struct FeTreeOps {
         SV_UNROLL
         for (int i = 0; i < 8; ++i) w[i] = a.v[i];
     }
-    SV_HD static Value load(const u32 w[8]) {
-        Value a;
-        SV_UNROLL
-        for (int i = 0; i < 8; ++i) a.v[i] = w[i];
-        return a;
-    }
+    SV_HD static Value load(const u32 w[8]) { return Fe32{{w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]}}; }
 };
 
 // Word w of node k at words[w * stride + k] (stride = 2L): a level's threads
@@ -125,14 +109,14 @@ SV_HD constexpr u32 sc_tree_words(u32 threads) { return 16 * sc_tree_leaves(thre
 // device each thread runs fn for its own t and waits at __syncthreads; the
 // host runs t = 0 .. B-1 in turn). value(t) is thread t's value (on the
 // device only t = the calling thread is asked); set(t, inv) receives its
-// inverse. Every thread of the block must call this (it holds barriers). It
-// first waits for every thread (the tree's memory may be what the block's
-// rows used before), and when it returns the tree's memory may be reused.
+// inverse. Every thread of the block must call this (it holds barriers), on
+// memory no thread of the block is using (verify_kernel's tree runs before
+// any row touches its scratch, parity_kernel's in its own shared memory);
+// when it returns, the tree's memory may be reused.
 template <class Block, class Tree, class Value, class Set>
 SV_HD void batch_inverse(const Block& block, const Tree& tree, Value value, Set set) {
     using Ops = typename Tree::Ops;
     const u32 b = block.threads(), l = tree.leaves;
-    block.each([](u32) {});
     block.each([&](u32 t) {
         tree.put(l + t, value(t));
         if (b + t < l) tree.put(l + b + t, Ops::one());

@@ -302,19 +302,17 @@ struct PTable32 {
     // An ECDSA row's 1/s at kZgSinv (store_sinv before the row's
     // verification, reload_sinv in its prepare, before the P table build).
     SV_HD void store_sinv(const Sc& a) const {
+        u32 w[8];
+        sc32_to_words(w, a);
         SV_UNROLL
-        for (int i = 0; i < 4; ++i) {
-            zword(kZgSinv + 2 * i) = u32(a.v[i]);
-            zword(kZgSinv + 2 * i + 1) = u32(a.v[i] >> 32);
-        }
+        for (int i = 0; i < 8; ++i) zword(kZgSinv + i) = w[i];
     }
     SV_HD Sc reload_sinv() const {
         const volatile u32* const z = zg;
-        Sc a;
+        u32 w[8];
         SV_UNROLL
-        for (int i = 0; i < 4; ++i)
-            a.v[i] = u64(z[u32(kZgSinv + 2 * i) * kScratchStride]) | u64(z[u32(kZgSinv + 2 * i + 1) * kScratchStride]) << 32;
-        return a;
+        for (int i = 0; i < 8; ++i) w[i] = z[u32(kZgSinv + i) * kScratchStride];
+        return sc32_from_words(w);
     }
     SV_HD void load_zg(int w, Fe32& a) const {
         SV_UNROLL

@@ -12,19 +12,29 @@
 
 namespace sigverify::kernels {
 
+// A scalar as the eight 32-bit words (little-endian) the generated
+// sequences and the divsteps take, and back.
+SV_HD void sc32_to_words(u32 w[8], const Sc& a) {
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) {
+        w[2 * i] = u32(a.v[i]);
+        w[2 * i + 1] = u32(a.v[i] >> 32);
+    }
+}
+SV_HD Sc sc32_from_words(const u32 w[8]) {
+    Sc a;
+    SV_UNROLL
+    for (int i = 0; i < 4; ++i) a.v[i] = u64(w[2 * i]) | (u64(w[2 * i + 1]) << 32);
+    return a;
+}
+
 SV_HD void sc32_mul(Sc& r, const Sc& a, const Sc& b) {
     SV_COUNT_OP(sc_mul);
     u32 a32[8], b32[8], t32[8];
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        a32[2 * i] = u32(a.v[i]);
-        a32[2 * i + 1] = u32(a.v[i] >> 32);
-        b32[2 * i] = u32(b.v[i]);
-        b32[2 * i + 1] = u32(b.v[i] >> 32);
-    }
+    sc32_to_words(a32, a);
+    sc32_to_words(b32, b);
     sc32_mul_limbs(t32, a32, b32);
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) r.v[i] = u64(t32[2 * i]) | (u64(t32[2 * i + 1]) << 32);
+    r = sc32_from_words(t32);
 }
 
 // sc32_mul as a real call on the device (one copy of the product for the
@@ -57,16 +67,9 @@ SV_HD void sc32_split_lambda(Sc& k1, Sc& k2, const Sc& k) {
 // instructions a row).
 SV_HD_NOINLINE Sc sc32_inv(Sc a) {
     u32 w[8], r[8];
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) {
-        w[2 * i] = u32(a.v[i]);
-        w[2 * i + 1] = u32(a.v[i] >> 32);
-    }
+    sc32_to_words(w, a);
     safegcd_inverse(r, w, modulus30_n());
-    Sc out;
-    SV_UNROLL
-    for (int i = 0; i < 4; ++i) out.v[i] = u64(r[2 * i]) | (u64(r[2 * i + 1]) << 32);
-    return out;
+    return sc32_from_words(r);
 }
 
 // r = a / 2 mod n: a + (n if a is odd), shifted right by one.

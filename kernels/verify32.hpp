@@ -136,6 +136,16 @@ SV_HD bool prepare_schnorr32(Job32& j, const u8* record) {
     return true;
 }
 
+// y = Y / Z^3 must be even; zi is the block's 1/Z for this row, checked on
+// the row's own Z first (a wrong inverse is a recheck, never a verdict).
+SV_HD u8 finish_parity32(const Fe32& y, const Fe32& z, const Fe32& zi) {
+    if (!fe32_equal(fe32_mul_call(z, zi), fe32_one())) return kVerdictRecheck;
+    Fe32 zi3, ya;
+    zi3 = fe32_mul_call(fe32_sqr_call(zi), zi);
+    ya = fe32_mul_call(y, zi3);
+    return fe32_is_odd(ya) ? kVerdictInvalid : kVerdictValid;
+}
+
 // Words of a parked R (Y, then Z): word w at park[w * kScratchStride].
 constexpr int kParityParkWords = 16;
 
@@ -157,12 +167,7 @@ SV_HD u8 finish32(const Job32& j, const Pt32& R, u32* park) {
         return kVerdictParity;
     } else {
         (void)park;
-        // y = Y / Z^3 must be even (one inversion, only for rows that got here)
-        Fe32 zi3, y;
-        const Fe32 zi = fe32_inv(R.z);
-        zi3 = fe32_mul_call(fe32_sqr_call(zi), zi);
-        y = fe32_mul_call(R.y, zi3);
-        return fe32_is_odd(y) ? kVerdictInvalid : kVerdictValid;
+        return finish_parity32(R.y, R.z, fe32_inv(R.z));  // one inversion, only for rows that got here
     }
 }
 
@@ -179,16 +184,6 @@ SV_HD void parity_unpark32(const u32* park, Fe32& y, Fe32& z) {
 // when it waits for the parity and Z is not 0 (infinity only comes of a
 // flagged addition), else 1.
 SV_HD Fe32 parity_value32(bool waits, const Fe32& z) { return waits && !fe32_is_zero(z) ? z : fe32_one(); }
-
-// y = Y / Z^3 must be even; zi is the block's 1/Z for this row, checked on
-// the row's own Z first (a wrong inverse is a recheck, never a verdict).
-SV_HD u8 finish_parity32(const Fe32& y, const Fe32& z, const Fe32& zi) {
-    if (!fe32_equal(fe32_mul_call(z, zi), fe32_one())) return kVerdictRecheck;
-    Fe32 zi3, ya;
-    zi3 = fe32_mul_call(fe32_sqr_call(zi), zi);
-    ya = fe32_mul_call(y, zi3);
-    return fe32_is_odd(ya) ? kVerdictInvalid : kVerdictValid;
-}
 
 // The parity step of a block (the second kernel, and the host twin's):
 // every thread takes part (barriers). waits(t): thread t's row answered
