@@ -36,7 +36,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/docs/operations.md DESTINATION ${CMAKE_INSTA
 # they live in shm_protocol/include/sigverify/shm_protocol/ and go to
 # include/sigverify/shm_protocol/, the path everything includes them by, so
 # sigverify::wire and sigverify.pc add only include/.
-# The daemon's submission validator (daemon/submission_checks.hpp) and fd_passing.hpp are not installed.
+# The daemon's submission validator (daemon/memory/submission_checks.hpp) and fd_passing.hpp are not installed.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/shm_protocol/include/sigverify/shm_protocol
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sigverify COMPONENT libsigverify-dev)
 # The generated version header (CMakeLists.txt, cmake/version.h.in).

@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "daemon/config.hpp"
-#include "daemon/exit_codes.hpp"
-#include "daemon/server.hpp"
+#include "daemon/ops/config.hpp"
+#include "daemon/ops/exit_codes.hpp"
+#include "daemon/serve/server.hpp"
 
 namespace {
 
@@ -36,7 +36,7 @@ bool daemonize() {
 
 }  // namespace
 
-// Exit statuses: daemon/exit_codes.hpp (usage_error for the command line,
+// Exit statuses: daemon/ops/exit_codes.hpp (usage_error for the command line,
 // config_error for the --config file, runtime_failure otherwise).
 int main(int argc, char** argv) {
     namespace status = sigverify::daemon::exit_status;

@@ -10,6 +10,14 @@ Layers, bottom up (a folder may include itself and the folders listed for it):
   kernels        kernel math and the CUDA backend                      -> shm_protocol, reference
   daemon         sigverifyd                                            -> shm_protocol, reference, kernels
   client         libsigverify and the sigverify CLI                    -> shm_protocol, reference
+Inside daemon/, its parts, bottom up (a part may include itself and the parts listed):
+  daemon/confirm    which verdicts libsecp256k1 confirms (the rule)        -> (none)
+  daemon/memory     hostile entries, registered buffers, mapping guard, staging -> confirm
+  daemon/backends   records in, verdict bytes out; the GPU/CPU split       -> confirm, memory
+  daemon/ops        config, logs, metrics, stats socket, systemd           -> confirm, memory, backends
+  daemon/schedule   jobs, chunks, workers                                  -> confirm, memory, backends, ops
+  daemon/serve      listen socket, admission, sessions, start-up           -> every part below it
+  daemon/main.cpp   the binary                                             -> every part
 Besides, no file may reach itself through its own includes (a loop such as
 session.cpp <-> scheduler.cpp shows up as session.hpp -> scheduler.hpp -> session.hpp),
 and no installed public header may include a daemon header. docs/architecture.md
@@ -26,12 +34,23 @@ ALLOWED = {
     "daemon": {"daemon", "shm_protocol", "reference", "kernels"},
     "client": {"client", "shm_protocol", "reference"},
 }
+DAEMON_PARTS = ["confirm", "memory", "backends", "ops", "schedule", "serve"]
+DAEMON_ALLOWED = {part: set(DAEMON_PARTS[:i + 1]) for i, part in enumerate(DAEMON_PARTS)}
+DAEMON_ALLOWED[""] = set(DAEMON_PARTS)  # daemon/main.cpp
 SOURCE = re.compile(r"\.(hpp|cpp|cu|h)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def layer_of(path):
     return path.split("/", 1)[0]
+
+
+def daemon_part(path):
+    """The part of daemon/ a file is in ("" for a file at daemon/'s top), or None outside it."""
+    parts = path.split("/")
+    if parts[0] != "daemon":
+        return None
+    return parts[1] if len(parts) > 2 else ""
 
 
 def resolve(root, including, name):
@@ -70,6 +89,12 @@ def main():
             src, dst = layer_of(f), layer_of(target)
             if dst in ALLOWED and dst not in ALLOWED[src]:
                 errors.append(f"{f}: includes {target} ({src} may not include {dst})")
+            sp, dp = daemon_part(f), daemon_part(target)
+            if sp is not None and dp is not None:
+                if sp not in DAEMON_ALLOWED:
+                    errors.append(f"{f}: daemon/{sp}/ is not a part check-layers knows")
+                elif dp not in DAEMON_ALLOWED[sp]:
+                    errors.append(f"{f}: includes {target} (daemon/{sp}/ may not include daemon/{dp or 'main.cpp'})")
             if f.startswith("client/include/") and dst == "daemon":
                 errors.append(f"{f}: an installed header includes the daemon's {target}")
         graph[f] = deps

@@ -93,7 +93,7 @@ run() {
   local before
   before=$(find "$corpus" -type f | wc -l)
   echo "==> $target for ${secs}s (corpus: $before inputs)"
-  # -handle_bus=0: the daemon's own SIGBUS guard (daemon/mapping_guard.cpp) stays installed.
+  # -handle_bus=0: the daemon's own SIGBUS guard (daemon/memory/mapping_guard.cpp) stays installed.
   # -timeout: an input running longer than this is a hang (the harness bounds every wait by 5 s).
   if ! "$FUZZ_DIR/$target" -max_total_time="$secs" -timeout=30 -rss_limit_mb=4096 -handle_bus=0 \
     -print_final_stats=1 -artifact_prefix="$FUZZ_DIR/artifacts/$target-" "$corpus" >"$FUZZ_DIR/$target.log" 2>&1; then

@@ -34,7 +34,7 @@ esac
 JOBS=${SANITIZE_JOBS:-$(nproc)}
 ASAN_DIR=${SANITIZE_ASAN_DIR:-$ROOT/build-asan}
 # -g1: line tables only, which is all a sanitizer report prints (file:line per
-# frame); full -g made the ASan compile of daemon/scheduler.cpp 35-50 % slower.
+# frame); full -g made the ASan compile of daemon/schedule/scheduler.cpp 35-50 % slower.
 DEBUG_INFO=${SANITIZE_DEBUG_INFO:--g1}
 TSAN_DIR=${SANITIZE_TSAN_DIR:-$ROOT/build-tsan}
 

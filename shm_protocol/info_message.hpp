@@ -48,7 +48,7 @@ struct InfoDevice {
 };
 static_assert(sizeof(InfoDevice) == 112);
 
-// InfoReply::confirm_rule (the daemon's --confirm; daemon/confirmation.hpp)
+// InfoReply::confirm_rule (the daemon's --confirm; daemon/confirm/confirmation.hpp)
 constexpr std::uint32_t kConfirmStrict = 0;
 constexpr std::uint32_t kConfirmGroups = 1;
 

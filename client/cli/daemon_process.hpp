@@ -31,7 +31,7 @@ struct DaemonProcessOptions {
     std::string log_level = "info";     // "info" or "debug": start() waits for an info line
     // A session of its own (setsid), so that the kernel weighs it as one CPU
     // group (its autogroup), as systemd's unit does: the daemon then runs its
-    // bulk workers SCHED_IDLE (daemon/cpu_group.hpp). Off: it shares this
+    // bulk workers SCHED_IDLE (daemon/ops/cpu_group.hpp). Off: it shares this
     // process's group, and a terminal's Ctrl-C reaches it.
     bool own_session = false;
     std::chrono::milliseconds start_timeout{10000};

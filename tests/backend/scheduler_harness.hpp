@@ -13,7 +13,7 @@
 #include <mutex>
 #include <vector>
 
-#include "daemon/scheduler.hpp"
+#include "daemon/schedule/scheduler.hpp"
 #include "reference/row_generator.hpp"
 
 namespace sigverify::test {

@@ -23,9 +23,9 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/checked_backend.hpp"
-#include "daemon/metrics.hpp"
-#include "daemon/scheduler.hpp"
+#include "daemon/backends/checked_backend.hpp"
+#include "daemon/ops/metrics.hpp"
+#include "daemon/schedule/scheduler.hpp"
 #include "reference/row_generator.hpp"
 
 using namespace sigverify;

@@ -14,9 +14,9 @@
 #include <functional>
 #include <vector>
 
-#include "daemon/checked_backend.hpp"
-#include "daemon/host_kernel_backend.hpp"
-#include "daemon/staging.hpp"
+#include "daemon/backends/checked_backend.hpp"
+#include "daemon/backends/host_kernel_backend.hpp"
+#include "daemon/memory/staging.hpp"
 #include "reference/row_generator.hpp"
 #include "shm_protocol/verdict_publish.hpp"
 

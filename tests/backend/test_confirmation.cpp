@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The confirmation rule (daemon/confirmation.hpp) through the real scheduler
+// The confirmation rule (daemon/confirm/confirmation.hpp) through the real scheduler
 // and CheckedBackend, with primaries that lie on purpose (no GPU needed).
 //
 // Multisig tables are built here from records whose verdicts are known by
@@ -19,10 +19,10 @@
 #include <random>
 #include <vector>
 
-#include "daemon/checked_backend.hpp"
-#include "daemon/confirmation.hpp"
-#include "daemon/metrics.hpp"
-#include "daemon/scheduler.hpp"
+#include "daemon/backends/checked_backend.hpp"
+#include "daemon/confirm/confirmation.hpp"
+#include "daemon/ops/metrics.hpp"
+#include "daemon/schedule/scheduler.hpp"
 #include "reference/group_verdicts.hpp"
 #include "reference/row_generator.hpp"
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Whether a GPU whose slots did not all open at start-up is used
-// (daemon::DeviceSlots, daemon/gpu_backend.hpp): the rule GpuBackend::open_all
+// (daemon::DeviceSlots, daemon/backends/gpu_backend.hpp): the rule GpuBackend::open_all
 // applies to each device, and what the start-up log and `backends` say. No
 // GPU needed: the rule sees only what each slot's opening returned.
 #include <catch2/catch.hpp>
 
-#include "daemon/gpu_backend.hpp"
+#include "daemon/backends/gpu_backend.hpp"
 
 using sigverify::daemon::DeviceSlots;
 namespace gpu = sigverify::gpu;

@@ -16,8 +16,8 @@
 #include <mutex>
 #include <set>
 
-#include "daemon/checked_backend.hpp"
-#include "daemon/metrics.hpp"
+#include "daemon/backends/checked_backend.hpp"
+#include "daemon/ops/metrics.hpp"
 #include "kernels/host_ranges.hpp"
 #include "scheduler_harness.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Lane workers (daemon/scheduler.hpp, the GPU path; issue 29.6), driven
+// Lane workers (daemon/schedule/scheduler.hpp, the GPU path; issue 29.6), driven
 // without a session: a backend whose bulk chunks do not return until the test
 // lets them (a GPU launch, or the CPU confirmations of a chunk of invalid
 // rows), and small jobs beside them.
@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/metrics.hpp"
-#include "daemon/scheduler.hpp"
-#include "daemon/split_planner.hpp"
+#include "daemon/ops/metrics.hpp"
+#include "daemon/schedule/scheduler.hpp"
+#include "daemon/backends/split_planner.hpp"
 #include "reference/row_generator.hpp"
 
 using namespace sigverify;

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/launch_coalescer.hpp"
+#include "daemon/backends/launch_coalescer.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 

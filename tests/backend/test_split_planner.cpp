@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The batch split between the GPU and the CPU workers (daemon/split_planner.hpp):
+// The batch split between the GPU and the CPU workers (daemon/backends/split_planner.hpp):
 // the planner's arithmetic and learning, and the scheduler routing each
 // batch's rows by it, with a fake GPU that counts its rows (no GPU needed).
 #include <catch2/catch.hpp>
@@ -15,10 +15,10 @@
 
 #include <sched.h>
 
-#include "daemon/checked_backend.hpp"
-#include "daemon/metrics.hpp"
-#include "daemon/scheduler.hpp"
-#include "daemon/split_planner.hpp"
+#include "daemon/backends/checked_backend.hpp"
+#include "daemon/ops/metrics.hpp"
+#include "daemon/schedule/scheduler.hpp"
+#include "daemon/backends/split_planner.hpp"
 #include "reference/row_generator.hpp"
 #include "scheduler_harness.hpp"
 

@@ -13,9 +13,9 @@
 #include <mutex>
 #include <vector>
 
-#include "daemon/metrics.hpp"
-#include "daemon/scheduler.hpp"
-#include "daemon/striped_backend.hpp"
+#include "daemon/ops/metrics.hpp"
+#include "daemon/schedule/scheduler.hpp"
+#include "daemon/backends/striped_backend.hpp"
 #include "reference/row_generator.hpp"
 #include "scheduler_harness.hpp"
 

@@ -4,7 +4,7 @@
 // nothing. The primary here is an oracle (libsecp256k1's verdicts computed
 // beforehand, looked up per row), so what is measured is staging, the
 // libsecp256k1 confirmations the confirmation rule asks for
-// (daemon/confirmation.hpp), the samples and publishing: the ceiling the host
+// (daemon/confirm/confirmation.hpp), the samples and publishing: the ceiling the host
 // puts on a GPU daemon. Each table runs with the rows staged (a private copy
 // per chunk, as before) and read in place (Backend::verifies_in_place, as a
 // GPU reads a pinned client segment), so the cost of the staging copy shows.
@@ -21,9 +21,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/checked_backend.hpp"
-#include "daemon/metrics.hpp"
-#include "daemon/scheduler.hpp"
+#include "daemon/backends/checked_backend.hpp"
+#include "daemon/ops/metrics.hpp"
+#include "daemon/schedule/scheduler.hpp"
 #include "reference/row_generator.hpp"
 
 using namespace sigverify;

@@ -11,7 +11,7 @@
 // --daemon: another build of the daemon executable (an earlier commit's, to
 // compare), in place of the one built next to this program.
 // --same-session: the daemon stays in this program's session, and so in the
-// clients' CPU group (daemon/cpu_group.hpp: its bulk workers take nice 10
+// clients' CPU group (daemon/ops/cpu_group.hpp: its bulk workers take nice 10
 // instead of SCHED_IDLE); by default it gets a session of its own, as the
 // systemd unit gives it a cgroup of its own.
 // --gpu sleeping runs sigverifyd_sleeping_gpu (a GPU's time, asleep:
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     o.args = {"--backend", "host-kernel", "--gpus", "0"};
     o.args.insert(o.args.end(), daemon_args.begin(), daemon_args.end());
     o.temp_template = "/tmp/sigverifyd-bench-XXXXXX";
-    // A CPU group of its own, as under its systemd unit (daemon/cpu_group.hpp).
+    // A CPU group of its own, as under its systemd unit (daemon/ops/cpu_group.hpp).
     o.own_session = !same_session;
     cli::DaemonProcess d(o);
     spec.runtime_dir = d.dir();

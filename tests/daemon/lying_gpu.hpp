@@ -2,7 +2,7 @@
 // A lying "GPU" for the daemon-level tests of the confirmation rule: the
 // host-kernel backend (the GPU kernels' math on the CPU) with a wrapper that
 // turns some of its true verdicts into lies, in each way the rule of
-// daemon/checked_backend.hpp and daemon/confirmation.hpp defends against:
+// daemon/backends/checked_backend.hpp and daemon/confirm/confirmation.hpp defends against:
 //
 //   false-invalid  a VALID row called INVALID. On a canonical multisig table
 //                  whose every valid attempt is needed this fails the group
@@ -23,7 +23,7 @@
 // same row gets the same lie on a private copy (CheckedBackend's re-check of
 // a disagreement on rows read in place), and a test can compute which rows
 // are targets. The first `honest_calls` calls tell the truth: the daemon's
-// start-up self-test (4 calls of 8 rows, daemon/self_test.cpp) must pass, as
+// start-up self-test (4 calls of 8 rows, daemon/backends/self_test.cpp) must pass, as
 // it does for a GPU whose bug start-up does not meet.
 //
 // The liar runs only in the test executable sigverifyd_lying
@@ -37,7 +37,7 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/backend.hpp"
+#include "daemon/backends/backend.hpp"
 #include "kernels/host_ranges.hpp"
 
 namespace sigverify::test {

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "daemon/config.hpp"
-#include "daemon/exit_codes.hpp"
-#include "daemon/host_kernel_backend.hpp"
-#include "daemon/server.hpp"
+#include "daemon/ops/config.hpp"
+#include "daemon/ops/exit_codes.hpp"
+#include "daemon/backends/host_kernel_backend.hpp"
+#include "daemon/serve/server.hpp"
 #include "lying_gpu.hpp"
 #include "stand_in_daemon.hpp"
 

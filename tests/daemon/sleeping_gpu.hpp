@@ -55,8 +55,8 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/backend.hpp"
-#include "daemon/launch_coalescer.hpp"
+#include "daemon/backends/backend.hpp"
+#include "daemon/backends/launch_coalescer.hpp"
 #include "reference/reference_verifier.hpp"
 
 namespace sigverify::test {

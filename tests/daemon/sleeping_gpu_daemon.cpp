@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/config.hpp"
-#include "daemon/exit_codes.hpp"
-#include "daemon/server.hpp"
+#include "daemon/ops/config.hpp"
+#include "daemon/ops/exit_codes.hpp"
+#include "daemon/serve/server.hpp"
 #include "sleeping_gpu.hpp"
 #include "stand_in_daemon.hpp"
 

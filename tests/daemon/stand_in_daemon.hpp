@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/config.hpp"
-#include "daemon/exit_codes.hpp"
-#include "daemon/server.hpp"
+#include "daemon/ops/config.hpp"
+#include "daemon/ops/exit_codes.hpp"
+#include "daemon/serve/server.hpp"
 
 namespace sigverify::test {
 

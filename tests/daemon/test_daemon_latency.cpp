@@ -8,12 +8,12 @@
 //
 // The bounds are generous for a loaded 2-core CI machine and fail when a
 // small batch waits for a bulk chunk's worker, as before the lane workers
-// (daemon/scheduler.hpp): a worker holding a chunk of invalid rows confirms
+// (daemon/schedule/scheduler.hpp): a worker holding a chunk of invalid rows confirms
 // them for ~2.6 s of a core. The daemon keeps its defaults (batch split on)
 // with eight workers, as GpuBackend gives one GPU of four slots.
 // A second case turns the batch split off, so that a block goes to the GPU
 // whole, and checks that it does not wait behind the bulk launches there (the
-// lane workers' GPU slot, daemon/gpu_backend.hpp).
+// lane workers' GPU slot, daemon/backends/gpu_backend.hpp).
 // The goal figures are measured by sigverify_latency_bench (BENCHMARKS.md).
 #include <catch2/catch.hpp>
 
@@ -96,7 +96,7 @@ TEST_CASE("GPU daemon: 1-row and block batches keep their latency beside bulk cl
     CHECK(loaded.block_ms.size() >= 10);
 }
 
-// The lane slot (daemon/backend.hpp set_lane_workers; issue 29.6): with the
+// The lane slot (daemon/backends/backend.hpp set_lane_workers; issue 29.6): with the
 // batch split off a block-sized batch goes to the GPU whole, and its lane
 // worker's launch must not queue behind the bulk launch on a GPU slot. Four
 // bulk clients of valid rows keep every bulk slot busy (~24 ms a launch of

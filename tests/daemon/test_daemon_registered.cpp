@@ -26,7 +26,7 @@
 #include <catch2/catch.hpp>
 
 #include "batch_check.hpp"
-#include "daemon/submission_checks.hpp"
+#include "daemon/memory/submission_checks.hpp"
 #include "daemon_fixture.hpp"
 #include "raw_session.hpp"
 #include "reference/columns.hpp"

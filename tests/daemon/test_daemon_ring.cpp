@@ -21,7 +21,7 @@
 #include "shm_protocol/doorbell.hpp"
 #include "shm_protocol/fd_passing.hpp"
 #include "sigverify/shm_protocol/segment_access.hpp"
-#include "daemon/submission_checks.hpp"
+#include "daemon/memory/submission_checks.hpp"
 #include "sigverify/shm_protocol/segment_layout.hpp"
 
 using namespace sigverify;

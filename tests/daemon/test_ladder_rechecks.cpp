@@ -45,7 +45,7 @@
 #include <catch2/catch.hpp>
 
 #include "batch_check.hpp"
-#include "daemon/host_kernel_backend.hpp"
+#include "daemon/backends/host_kernel_backend.hpp"
 #include "daemon_fixture.hpp"
 #include "kernels/kernel_math.hpp"
 #include "kernels/verify32.hpp"

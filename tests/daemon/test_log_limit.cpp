@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The rate limit of the log lines a client can trigger (daemon/log_limit.hpp).
+// The rate limit of the log lines a client can trigger (daemon/ops/log_limit.hpp).
 #include <chrono>
 #include <memory>
 #include <sstream>
@@ -9,7 +9,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "daemon/log_limit.hpp"
+#include "daemon/ops/log_limit.hpp"
 #include "daemon_fixture.hpp"
 
 using namespace sigverify;

@@ -12,9 +12,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "daemon/job.hpp"
-#include "daemon/job_from_submission.hpp"
-#include "daemon/submission_checks.hpp"
+#include "daemon/schedule/job.hpp"
+#include "daemon/serve/job_from_submission.hpp"
+#include "daemon/memory/submission_checks.hpp"
 #include "ring_entries.hpp"
 #include "sigverify/shm_protocol/segment_access.hpp"
 #include "sigverify/shm_protocol/segment_layout.hpp"
@@ -321,7 +321,7 @@ TEST_CASE("hostile column entries are rejected with overflow-safe checks", "[dae
 
 
 // ---------------------------------------------------------------------------
-// From a checked entry to a Job: fill_job (daemon/job_from_submission.hpp)
+// From a checked entry to a Job: fill_job (daemon/serve/job_from_submission.hpp)
 // ---------------------------------------------------------------------------
 namespace {
 

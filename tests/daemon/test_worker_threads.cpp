@@ -2,9 +2,9 @@
 // Who runs ahead of whom inside the daemon (issue 29.6): the worker threads'
 // names and scheduling, read from /proc of a real daemon.
 //
-// On a GPU daemon in a CPU group of its own (daemon/cpu_group.hpp: here a
+// On a GPU daemon in a CPU group of its own (daemon/ops/cpu_group.hpp: here a
 // session of its own, its autogroup) the bulk workers run SCHED_IDLE
-// (daemon/scheduler.hpp "Lane workers"): a waking thread of normal policy — a
+// (daemon/schedule/scheduler.hpp "Lane workers"): a waking thread of normal policy — a
 // session thread reading a node's batch, a lane worker taking it — preempts
 // them at once,
 // where with nice 10 it waited for the running bulk worker's slice (1-row
@@ -116,7 +116,7 @@ const std::vector<std::string> kGpuArgs = {"--backend", "host-kernel", "--gpus",
                                            "--cpu-threads", "8",       "--gpu-split", "off"};
 
 // Whether the kernel would give a session of its own a CPU group of its own
-// here (daemon/cpu_group.hpp): autogroups on, and this process in the root
+// here (daemon/ops/cpu_group.hpp): autogroups on, and this process in the root
 // CPU cgroup (as in CI's container and on this VM).
 bool autogroups_apply() {
     std::ifstream f("/proc/sys/kernel/sched_autogroup_enabled");

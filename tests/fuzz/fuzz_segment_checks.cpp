@@ -22,7 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "daemon/submission_checks.hpp"
+#include "daemon/memory/submission_checks.hpp"
 #include "sigverify/shm_protocol/segment_layout.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 

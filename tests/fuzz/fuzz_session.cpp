@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: one client session of the real daemon code, end to end.
 //
-// Per input, a daemon::Session (daemon/session.cpp) serves one end of a
+// Per input, a daemon::Session (daemon/serve/session.cpp) serves one end of a
 // socketpair, with the real Scheduler and CpuBackend (libsecp256k1) behind it;
 // the harness is the client on the other end and the input is what that
 // client does:

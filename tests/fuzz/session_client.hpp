@@ -34,16 +34,16 @@
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "daemon/backend.hpp"
-#include "daemon/mapping_guard.hpp"
-#include "daemon/scheduler.hpp"
-#include "daemon/session.hpp"
+#include "daemon/backends/backend.hpp"
+#include "daemon/memory/mapping_guard.hpp"
+#include "daemon/schedule/scheduler.hpp"
+#include "daemon/serve/session.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 #include "shm_protocol/doorbell.hpp"
 #include "shm_protocol/fd_passing.hpp"
 #include "sigverify/shm_protocol/segment_access.hpp"
-#include "daemon/submission_checks.hpp"
+#include "daemon/memory/submission_checks.hpp"
 #include "tests/fuzz/session_driver.hpp"
 #include "tests/fuzz/session_world.hpp"
 #include "sigverify/shm_protocol/segment_layout.hpp"
@@ -121,7 +121,7 @@ private:
 
     // The client shrinks its segment through its descriptor: the daemon's next
     // access to a lost page (reader, worker, or this harness, which shares the
-    // daemon's mapping) takes SIGBUS, its guard (daemon/mapping_guard.hpp)
+    // daemon's mapping) takes SIGBUS, its guard (daemon/memory/mapping_guard.hpp)
     // replaces the mapping and the session ends. Hostile from here on; the
     // arena can no longer be read back.
     void truncate_segment();

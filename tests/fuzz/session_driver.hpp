@@ -6,12 +6,12 @@
 
 #include <exception>
 
-#include "daemon/session.hpp"
+#include "daemon/serve/session.hpp"
 
 namespace sigverify::daemon {
 
 // Runs a Session's steps in the calling thread, in the order Session::run and
-// its reader loop run them (the friend seam of daemon/session.hpp): what is
+// its reader loop run them (the friend seam of daemon/serve/session.hpp): what is
 // copied here is only that order, every step is the daemon's own function.
 class SessionDriver {
 public:

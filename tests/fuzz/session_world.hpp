@@ -29,10 +29,10 @@
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "daemon/backend.hpp"
-#include "daemon/mapping_guard.hpp"
-#include "daemon/scheduler.hpp"
-#include "daemon/session.hpp"
+#include "daemon/backends/backend.hpp"
+#include "daemon/memory/mapping_guard.hpp"
+#include "daemon/schedule/scheduler.hpp"
+#include "daemon/serve/session.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 #include "shm_protocol/fd_passing.hpp"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# sigverifyd's exit statuses (daemon/exit_codes.hpp, docs/operations.md
+# sigverifyd's exit statuses (daemon/ops/exit_codes.hpp, docs/operations.md
 # "Exit status"): 0 for --help/--version and a clean stop, 64 for a bad
 # command line, 78 for a bad --config file or options the daemon cannot
 # serve, 1 for a runtime failure. Runs the built daemon.
@@ -10,7 +10,7 @@ BIN=$1 SRC=$2
 source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon_test.sh" exit
 
 # The numbers come from the header, so the test and the daemon cannot drift apart.
-code() { sed -n "s/.*inline constexpr int $1 = \([0-9]*\);.*/\1/p" "$SRC/daemon/exit_codes.hpp"; }
+code() { sed -n "s/.*inline constexpr int $1 = \([0-9]*\);.*/\1/p" "$SRC/daemon/ops/exit_codes.hpp"; }
 OK=$(code clean_stop) RUNTIME=$(code runtime_failure) USAGE=$(code usage_error) CONFIG=$(code config_error)
 [ "$OK/$RUNTIME/$USAGE/$CONFIG" = "0/1/64/78" ] || fail "exit_codes.hpp says $OK/$RUNTIME/$USAGE/$CONFIG, the documented statuses are 0/1/64/78"
 

@@ -18,7 +18,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "daemon/metrics.hpp"
+#include "daemon/ops/metrics.hpp"
 
 using namespace sigverify::daemon;
 

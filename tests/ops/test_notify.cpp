@@ -22,8 +22,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "daemon/config.hpp"
-#include "daemon/notify.hpp"
+#include "daemon/ops/config.hpp"
+#include "daemon/ops/notify.hpp"
 #include "daemon_fixture.hpp"
 #include "ops_helpers.hpp"
 #include "reference/row_generator.hpp"

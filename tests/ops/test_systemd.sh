@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The systemd files: systemd-analyze verify on the configured unit, the unit's
 # and the default config's options against the daemon's flags, the contract
-# keys of the unit (sandbox, restart policy against daemon/exit_codes.hpp),
+# keys of the unit (sandbox, restart policy against daemon/ops/exit_codes.hpp),
 # the sandbox's systemd-analyze security exposure (at most 2.0), and the
 # sysusers/tmpfiles snippets applied to a scratch root.
 # usage: test_systemd.sh BUILD_DIR SOURCE_DIR SIGVERIFYD_BIN
@@ -52,13 +52,13 @@ for key in 'DynamicUser=yes' 'PrivateDevices=yes' 'PrivateUsers=yes' 'MemoryDeny
   ! grep -q "^$key" "$UNIT" || fail "unit must not set $key"
 done
 
-# 3b. The statuses a restart cannot fix are daemon/exit_codes.hpp's usage and configuration errors.
-code() { sed -n "s/.*inline constexpr int $1 = \([0-9]*\);.*/\1/p" "$SRC/daemon/exit_codes.hpp"; }
+# 3b. The statuses a restart cannot fix are daemon/ops/exit_codes.hpp's usage and configuration errors.
+code() { sed -n "s/.*inline constexpr int $1 = \([0-9]*\);.*/\1/p" "$SRC/daemon/ops/exit_codes.hpp"; }
 want="$(code usage_error) $(code config_error)"
-[ "$want" != " " ] || fail "cannot read the statuses from daemon/exit_codes.hpp"
+[ "$want" != " " ] || fail "cannot read the statuses from daemon/ops/exit_codes.hpp"
 got=$(sed -n 's/^RestartPreventExitStatus=//p' "$UNIT")
-[ "$got" = "$want" ] || fail "RestartPreventExitStatus=$got, but daemon/exit_codes.hpp says '$want'"
-echo "RestartPreventExitStatus: $got (matches daemon/exit_codes.hpp)"
+[ "$got" = "$want" ] || fail "RestartPreventExitStatus=$got, but daemon/ops/exit_codes.hpp says '$want'"
+echo "RestartPreventExitStatus: $got (matches daemon/ops/exit_codes.hpp)"
 
 # 3c. The sandbox's exposure as systemd rates it (0 = fully sandboxed, 10 = none).
 out=$(systemd-analyze security --offline=true --no-pager "$T/sigverifyd.service" 2>&1) || true

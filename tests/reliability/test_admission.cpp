@@ -24,8 +24,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "daemon/connection_rate.hpp"
-#include "daemon/segment_budget.hpp"
+#include "daemon/serve/connection_rate.hpp"
+#include "daemon/serve/segment_budget.hpp"
 #include "hostile_client.hpp"
 #include "sigverify/client.hpp"
 

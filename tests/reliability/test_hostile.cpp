@@ -172,7 +172,7 @@ TEST_CASE("a --max-clients the descriptor limit cannot serve is refused at start
     };
     const pid_t pid = start("100");  // needs 64 + 16 + 3 x 100 = 380 > 128
     const int status = reap(pid, std::chrono::seconds(5));
-    CHECK(status == 78);  // daemon/exit_codes.hpp: config_error (RestartPreventExitStatus)
+    CHECK(status == 78);  // daemon/ops/exit_codes.hpp: config_error (RestartPreventExitStatus)
     std::ifstream f(dir + "/daemon.log");
     const std::string log((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     CHECK(log.find("RLIMIT_NOFILE") != std::string::npos);

@@ -6,7 +6,7 @@
 //
 // Both sides use these functions, so one definition keeps them agreeing; the
 // daemon's validation of hostile submissions is daemon-only
-// (daemon/submission_checks.hpp).
+// (daemon/memory/submission_checks.hpp).
 #pragma once
 
 #include <atomic>

@@ -4,7 +4,7 @@
 // (liburing style: layout and constants only, no logic). What both sides
 // compute over this layout (the segment layout, header checks, atomic access,
 // status texts) is in segment_access.hpp; the daemon's checks of hostile
-// submissions are in daemon/submission_checks.hpp.
+// submissions are in daemon/memory/submission_checks.hpp.
 //
 // A segment is created by the daemon for exactly one client session and handed
 // to that client as a file descriptor (SCM_RIGHTS); its name is unlinked before

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+#include "daemon/serve/backend_setup.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "daemon/backends/checked_backend.hpp"
+#include "daemon/backends/host_kernel_backend.hpp"
+#include "daemon/schedule/scheduler.hpp"  // Scheduler::kLaneWorkers
+#include "daemon/backends/self_test.hpp"
+
+namespace sigverify::daemon {
+
+// Puts the GPUs (or their host twins) in place: each behind its own
+// CheckedBackend, all striped, with a CPU fallback and the batch split.
+void BackendSet::use_gpus(std::vector<std::unique_ptr<Backend>> devices, unsigned cpu_threads) {
+    const Config& cfg = ctx_.config;
+    const unsigned workers = devices.front()->concurrency();
+    const CrossCheckPolicy policy{cfg.cross_check_sample, cfg.gpu_min_rows, cfg.cross_check_invalid_sample};
+    std::vector<std::unique_ptr<CheckedBackend>> checked;
+    for (auto& device : devices) {
+        const std::string name = device->name();
+        checked.push_back(std::make_unique<CheckedBackend>(
+            std::move(device), cfg.gpu_chunk_rows, policy, [this, name](const std::string& reason) {
+                // Runs once per GPU, in the worker that found the fault, after its counters moved.
+                const bool mismatch = reason.find("disagrees") != std::string::npos;
+                (mismatch ? ctx_.metrics.gpu_crosscheck_mismatches : ctx_.metrics.gpu_errors)
+                    .fetch_add(1, std::memory_order_relaxed);
+                const bool others = gpus_ != nullptr && gpus_->any_enabled();
+                ctx_.log->error("{} switched off, {}: {}", name,
+                                others ? "the other GPUs take its share" : "verifying on the CPU from now on", reason);
+            }));
+    }
+    auto striped = std::make_unique<StripedBackend>(std::move(checked));
+    gpus_ = striped.get();
+    primary_ = std::move(striped);
+    cpu_fallback_ = std::make_unique<CpuBackend>(std::max(workers, cpu_threads));
+    if (cfg.gpu_split) planner_ = std::make_unique<SplitPlanner>(SplitEstimates{}, cfg.gpu_min_rows);
+    ctx_.log->info("backend {}: {} worker(s) striped over {} GPU(s), chunks of {} rows, {} in flight per GPU, "
+                   "chunks under {} rows on the CPU, batch split {}, cross-check: 1 in {} valid verdicts "
+                   "re-verified by libsecp256k1; invalid verdicts: confirm rule {} (multisig: those of failing "
+                   "groups and 1 in {} others; other tables: all)",
+                   gpus_->name(), workers, gpus_->devices(), cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
+                   cfg.gpu_min_rows, cfg.gpu_split ? "auto" : "off", cfg.cross_check_sample, to_string(cfg.confirm),
+                   cfg.cross_check_invalid_sample);
+}
+
+// One host twin (or the factory's stand-in) per --gpus entry.
+bool BackendSet::open_host_kernel(const HostKernelFactory& host_kernel, unsigned cpu_threads) {
+    const Config& cfg = ctx_.config;
+    const std::size_t count =
+        cfg.gpus == "all" ? 1 : std::size_t(std::count(cfg.gpus.begin(), cfg.gpus.end(), ',')) + 1;
+    std::vector<std::unique_ptr<Backend>> devices;
+    for (std::size_t i = 0; i < count; ++i) {
+        devices.push_back(host_kernel ? host_kernel(int(i), cpu_threads)
+                                      : std::make_unique<HostKernelBackend>(int(i), cpu_threads));
+        GpuDeviceReport r;
+        r.info.index = int(i);
+        r.info.name = "host kernel (CPU)";
+        r.usable = true;
+        r.self_test = "passed";
+        gpu_reports_.push_back(r);
+    }
+    ctx_.log->warn("--backend host-kernel: the GPU kernels' host twin in the place of {} GPU(s), for tests (slow)",
+                   count);
+    use_gpus(std::move(devices), cpu_threads);
+    return true;
+}
+
+bool BackendSet::open(const HostKernelFactory& host_kernel, std::string& failure) {
+    auto& log = *ctx_.log;
+    const Config& cfg = ctx_.config;
+    const unsigned cpu_threads = cfg.cpu_threads ? cfg.cpu_threads : std::max(1u, std::thread::hardware_concurrency());
+    failure.clear();
+    // The GPU path's workers, and the latency lane's on top (Scheduler::set_lane_workers).
+    const unsigned gpu_workers = cpu_threads + Scheduler::kLaneWorkers;
+    if (cfg.backend == BackendChoice::host_kernel) return open_host_kernel(host_kernel, gpu_workers);
+    if (cfg.backend != BackendChoice::cpu) {
+        std::string error;
+        auto opened = GpuBackend::open_all(cfg.gpus, gpu_workers, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
+                                           gpu_reports_, error);
+        for (const auto& r : gpu_reports_)
+            log.info("gpu {} {} ({} SMs, {} MiB): self-test {}", r.info.index, r.info.name, r.info.sm_count,
+                     r.info.total_memory >> 20, r.self_test);
+        if (!opened.empty()) {
+            std::vector<std::unique_ptr<Backend>> devices;
+            for (auto& gpu : opened) devices.push_back(std::move(gpu));
+            use_gpus(std::move(devices), cpu_threads);
+            return true;
+        }
+        if (cfg.backend == BackendChoice::gpu) {
+            log.critical("--backend gpu: no usable GPU: {}", error);
+            failure = "no usable GPU: " + error;
+            return false;
+        }
+        log.info("backend auto: no usable GPU ({}), using the cpu", error);
+    }
+    try {
+        primary_ = std::make_unique<CpuBackend>(cfg.cpu_threads);
+    } catch (const std::exception& e) {
+        log.critical("cannot start the cpu backend: {}", e.what());
+        return false;
+    }
+    return true;
+}
+
+bool BackendSet::self_test(std::string& failure) {
+    auto& log = *ctx_.log;
+    failure.clear();
+    if (!backend_self_test(*primary_, self_test_)) {
+        log.critical("backend {} failed its self-test: {}", primary_->name(), self_test_);
+        failure = "backend " + primary_->name() + " failed its self-test: " + self_test_;
+        return false;
+    }
+    log.info("backend {} self-test {}", primary_->name(), self_test_);
+    // After the self-test, so that only a GPU that answered right is timed.
+    if (planner_ != nullptr && planner_->calibrate_on(*primary_))
+        log.info("batch split: GPU round trip {:.3f} ms at start-up; the estimate stays within {}x of it",
+                 planner_->estimates().gpu_latency_s * 1e3, SplitPlanner::kCalibrationRange);
+    return true;
+}
+
+std::string BackendSet::kind() const {
+    if (gpus_ == nullptr) return "cpu";
+    return ctx_.config.backend == BackendChoice::host_kernel ? "host-kernel" : "gpu";
+}
+
+std::string BackendSet::summary() const {
+    return primary_ ? primary_->name() + " x" + std::to_string(primary_->concurrency()) : std::string("none");
+}
+
+void BackendSet::apply_sampling() {
+    if (gpus_ == nullptr) return;
+    for (std::size_t i = 0; i < gpus_->devices(); ++i)
+        gpus_->device(i).set_sampling(ctx_.config.cross_check_sample, ctx_.config.cross_check_invalid_sample);
+}
+
+// Read by the stats socket (main thread) and by sessions answering an info
+// request (their own threads): gpu_reports_ and the devices are fixed once
+// the server serves, and each device's state and counters are atomics
+// (a switched-off device's reason is written before its flag turns false).
+std::vector<BackendInfo> BackendSet::describe() const {
+    std::vector<BackendInfo> out;
+    if (gpus_ != nullptr) {
+        std::size_t next = 0;  // the usable reports are the striped devices, in order
+        for (const auto& r : gpu_reports_) {
+            BackendInfo b;
+            b.name = "gpu" + std::to_string(r.info.index);
+            b.kind = "gpu";
+            b.device = r.info.name;
+            b.memory_bytes = r.info.total_memory;
+            if (r.usable && next < gpus_->devices()) {
+                const CheckedBackend& d = gpus_->device(next++);
+                const CrossCheckCounters& c = d.counters();
+                b.workers = d.concurrency();
+                b.self_test = d.primary_enabled() ? "passed" : "passed; switched off: " + d.disable_reason();
+                b.enabled = d.primary_enabled();
+                b.crosscheck_mismatches = c.mismatches.load();
+                b.errors = c.primary_errors.load();
+                b.rows_confirmed = c.rows_rechecked.load();
+                b.invalid_unconfirmed = c.invalid_unconfirmed.load();
+                b.rows_rewritten = c.rows_rewritten.load();
+            } else {
+                b.self_test = "failed: " + r.self_test;
+                b.enabled = false;
+            }
+            out.push_back(std::move(b));
+        }
+    }
+    const Backend* cpu = gpus_ != nullptr ? cpu_fallback_.get() : primary_.get();
+    if (cpu) {
+        BackendInfo b;
+        b.name = gpus_ != nullptr ? "cpu-fallback" : cpu->name();
+        b.kind = "cpu";
+        b.device = "libsecp256k1";
+        b.workers = cpu->concurrency();
+        b.self_test = self_test_;
+        out.push_back(std::move(b));
+    }
+    return out;
+}
+
+}  // namespace sigverify::daemon

@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: MIT
+// One client session: handshake, ring reader, control messages, completions.
+// Its shared segment is made in session_segment.cpp; what a checked entry
+// becomes is job_from_submission.hpp.
+#include "daemon/serve/session.hpp"
+
+#include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <boost/interprocess/mapped_region.hpp>
+#include <spdlog/spdlog.h>
+
+#include "daemon/serve/info_reply.hpp"
+#include "daemon/serve/job_from_submission.hpp"
+#include "daemon/memory/mapping_guard.hpp"
+#include "daemon/schedule/scheduler.hpp"
+#include "daemon/memory/submission_checks.hpp"
+#include "shm_protocol/doorbell.hpp"
+#include "shm_protocol/fd_passing.hpp"
+#include "shm_protocol/spin_wait.hpp"
+
+namespace sigverify::daemon {
+namespace {
+
+constexpr auto kHandshakeTimeout = std::chrono::seconds(2);
+constexpr auto kIdleWait = std::chrono::milliseconds(50);  // reader's longest sleep
+
+void set_timeouts(int fd, std::chrono::milliseconds t) {
+    timeval tv;
+    tv.tv_sec = static_cast<time_t>(t.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((t.count() % 1000) * 1000);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+bool send_reply(int fd, const shm::HelloReply& reply, int pass_fd) {
+    return shm::send_packet(fd, &reply, sizeof reply, pass_fd);
+}
+
+// Receives exactly one packet of `size` bytes; any ancillary data (a hostile
+// peer passing descriptors) is closed and rejected: -2, like a truncated packet.
+ssize_t recv_packet(int fd, void* buf, std::size_t size) {
+    const shm::ReceivedPacket r = shm::receive_packet(fd, buf, size, shm::KeepDescriptor::none);
+    if (r.bytes < 0) {
+        errno = r.error;
+        return -1;
+    }
+    if (r.fds_closed != 0 || r.truncated) return -2;
+    return r.bytes;
+}
+
+std::string sanitize_name(std::string_view raw) {
+    std::string out;
+    for (char ch : raw) out.push_back(ch >= 0x20 && ch < 0x7f ? ch : '?');
+    if (out.empty()) out = "unnamed";
+    return out;
+}
+
+}  // namespace
+
+Session::Session(DaemonContext& ctx, int fd, const ucred& cred, std::uint64_t id)
+    : ctx_(ctx),
+      fd_(fd),
+      cred_(cred),
+      id_(id),
+      registered_(ctx.config.max_registered_bytes, ctx.config.max_registered_buffers) {
+    peer_ = "pid=" + std::to_string(cred.pid) + " uid=" + std::to_string(cred.uid) +
+            " gid=" + std::to_string(cred.gid);
+}
+
+Session::~Session() {
+    // Every job holds this session, so no chunk reads the segment any more.
+    if (mapped_in_backend_) ctx_.scheduler->unmap_client_memory(seg_.base);
+    if (guard_slot_ >= 0) guard::unregister_mapping(guard_slot_);
+    region_.reset();  // munmap: nothing in the daemon touches the segment from here on
+    if (seg_fd_ >= 0) {
+        // tmpfs frees the pages now, whoever still holds the descriptor or a
+        // mapping (a later access there gets SIGBUS). The client cannot stop
+        // it: a POSIX shared memory file is created with F_SEAL_SEAL, so no
+        // seal can be added to it. The server destroys a session once its
+        // client hung up (an honest client unmaps before it closes its
+        // control socket), or 2 s after the daemon ended a session whose
+        // client stayed connected (a protocol violation: time to read the
+        // closed state). On shutdown the clients are left their segments:
+        // they notice the closing state and reconnect to the next daemon.
+        if (!ctx_.stopping.load() && ftruncate(seg_fd_, 0) == 0)
+            ctx_.metrics.segments_truncated.fetch_add(1, std::memory_order_relaxed);
+        close(seg_fd_);
+    }
+    if (budget_bytes_ != 0) ctx_.segment_budget.release(cred_.uid, budget_bytes_);
+    if (fd_ >= 0) close(fd_);
+}
+
+void Session::refuse(shm::Status status, const std::string& text) {
+    shm::HelloReply reply{};
+    reply.magic = shm::kReplyMagic;
+    reply.protocol_version = shm::kProtocolVersion;
+    reply.status = static_cast<std::uint32_t>(status);
+    reply.epoch = ctx_.epoch;
+    shm::copy_text(reply.error, text);
+    send_reply(fd_, reply, -1);
+}
+
+bool Session::handshake() {
+    set_timeouts(fd_, std::chrono::duration_cast<std::chrono::milliseconds>(kHandshakeTimeout));
+    shm::HelloRequest hello{};
+    alignas(8) std::uint8_t buf[512];
+    const ssize_t n = recv_packet(fd_, buf, sizeof buf);
+    if (n == 0) {
+        if (ctx_.log_limit.allow(*ctx_.log, "closed before the handshake"))
+            ctx_.log->info("client {} ({}) closed before the handshake", id_, peer_);
+        return false;
+    }
+    if (n != static_cast<ssize_t>(sizeof hello)) {
+        ++ctx_.protocol_errors;
+        if (ctx_.log_limit.allow(*ctx_.log, "malformed handshake"))
+            ctx_.log->warn("client {} ({}): malformed handshake ({} bytes)", id_, peer_, n);
+        refuse(shm::Status::handshake, "malformed handshake message");
+        return false;
+    }
+    std::memcpy(&hello, buf, sizeof hello);
+    if (hello.magic != shm::kHelloMagic || hello.flags != 0) {
+        ++ctx_.protocol_errors;
+        if (ctx_.log_limit.allow(*ctx_.log, "malformed handshake"))
+            ctx_.log->warn("client {} ({}): malformed handshake (bad magic or flags)", id_, peer_);
+        refuse(shm::Status::handshake, "malformed handshake message (bad magic or flags)");
+        return false;
+    }
+    name_ = sanitize_name(shm::read_text(hello.client_name));
+    if (hello.protocol_version != shm::kProtocolVersion) {
+        ++ctx_.protocol_errors;
+        const std::string text = "protocol version mismatch: client speaks " +
+                                 std::to_string(hello.protocol_version) + ", sigverifyd speaks " +
+                                 std::to_string(shm::kProtocolVersion);
+        if (ctx_.log_limit.allow(*ctx_.log, "protocol version mismatch"))
+            ctx_.log->warn("client {} '{}' ({}): {}", id_, name_, peer_, text);
+        refuse(shm::Status::protocol_version, text);
+        return false;
+    }
+    if (ctx_.stopping.load()) {
+        refuse(shm::Status::shutting_down, "sigverifyd is shutting down");
+        return false;
+    }
+    // Bounded requests: the daemon sizes the segment.
+    std::uint64_t arena = hello.requested_arena_size == 0 ? ctx_.config.arena_size
+                                                          : std::min(hello.requested_arena_size, ctx_.config.arena_size);
+    arena = std::max(arena, shm::kMinArenaSize);
+    std::uint32_t ring = ctx_.config.ring_entries;
+    if (hello.requested_ring_entries != 0) {
+        if (!shm::is_pow2(hello.requested_ring_entries)) {
+            ++ctx_.protocol_errors;
+            if (ctx_.log_limit.allow(*ctx_.log, "malformed handshake"))
+                ctx_.log->warn("client {} '{}' ({}): malformed handshake (ring entries {} not a power of two)", id_,
+                               name_, peer_, hello.requested_ring_entries);
+            refuse(shm::Status::handshake, "requested ring entries must be a power of two");
+            return false;
+        }
+        ring = std::clamp(hello.requested_ring_entries, shm::kMinRingEntries, ctx_.config.ring_entries);
+    }
+    // The budget is checked before anything is created.
+    if (shm::Layout layout; shm::compute_layout(ring, ring, arena, layout)) {
+        std::string why;
+        if (!ctx_.segment_budget.try_reserve(cred_.uid, layout.segment_size, why)) {
+            ++ctx_.refused;
+            ctx_.metrics.refused_shm_budget.fetch_add(1, std::memory_order_relaxed);
+            if (ctx_.log_limit.allow(*ctx_.log, "refused: shared memory budget"))
+                ctx_.log->warn("refused client {} '{}' ({}): {}", id_, name_, peer_, why);
+            refuse(shm::Status::busy, "sigverifyd is busy: " + why);
+            return false;
+        }
+        budget_bytes_ = layout.segment_size;
+    }
+    int seg_fd = -1;
+    bool guard_full = false;
+    if (!create_segment(arena, ring, seg_fd, guard_full)) {
+        if (seg_fd >= 0) close(seg_fd);
+        if (guard_full) {
+            ++ctx_.refused;
+            refuse(shm::Status::busy, "sigverifyd is busy: no free slot in its SIGBUS guard for another segment");
+        } else {
+            refuse(shm::Status::system_error, "sigverifyd could not create the shared segment");
+        }
+        return false;
+    }
+    shm::HelloReply reply{};
+    reply.magic = shm::kReplyMagic;
+    reply.protocol_version = shm::kProtocolVersion;
+    reply.status = static_cast<std::uint32_t>(shm::Status::ok);
+    reply.segment_size = seg_.header->segment_size;
+    reply.epoch = ctx_.epoch;
+    reply.session_id = id_;
+    const bool sent = send_reply(fd_, reply, seg_fd);
+    close(seg_fd);
+    if (!sent) {
+        if (ctx_.log_limit.allow(*ctx_.log, "handshake aborted"))
+            ctx_.log->warn("client {} '{}' ({}): could not send the segment", id_, name_, peer_);
+        return false;
+    }
+    shm::MappedAck ack{};
+    const ssize_t an = recv_packet(fd_, buf, sizeof buf);
+    if (an != static_cast<ssize_t>(sizeof ack)) {
+        if (ctx_.log_limit.allow(*ctx_.log, "handshake aborted"))
+            ctx_.log->warn("client {} '{}' ({}): no mapping confirmation", id_, name_, peer_);
+        return false;
+    }
+    std::memcpy(&ack, buf, sizeof ack);
+    if (ack.magic != shm::kAckMagic || ack.status != static_cast<std::uint32_t>(shm::Status::ok)) {
+        ++ctx_.protocol_errors;
+        if (ctx_.log_limit.allow(*ctx_.log, "handshake aborted"))
+            ctx_.log->warn("client {} '{}' ({}): client rejected the segment (status {})", id_, name_, peer_,
+                           ack.status);
+        return false;
+    }
+    mapped_in_backend_ = true;
+    stage_rows_.store(!ctx_.scheduler->map_client_memory(seg_.base, region_->get_size()), std::memory_order_relaxed);
+    // Rate-limited like every line a client can repeat (a connect loop): the
+    // connections_accepted counter keeps the exact number.
+    if (ctx_.log->should_log(spdlog::level::info) && ctx_.log_limit.allow(*ctx_.log, "client connected"))
+        ctx_.log->info("client {} '{}' connected ({}), arena {} bytes, {} ring entries", id_, name_, peer_,
+                       seg_.arena_size, seg_.sq_entries);
+    // seq_cst with set_closing's closing_ store: of a shutdown that begins
+    // now, at least one side sees the other's flag and marks the header.
+    established_.store(true);
+    if (closing_.load()) announce_closing();
+    return true;
+}
+
+void Session::run() noexcept {
+    try {
+        const bool ok = handshake();
+        if (ok) {
+            reader_loop();
+            end_session();
+        }
+    } catch (const std::exception& e) {
+        ctx_.log->error("client {}: session error: {}", id_, e.what());
+        if (seg_.header != nullptr) end_session();
+    }
+    leave();
+}
+
+void Session::leave() noexcept {
+    // Write side only: the client sees EOF, and the server can still tell
+    // when the client hangs up (peer_gone) before the segment is truncated.
+    if (fd_ >= 0) {
+        shutdown(fd_, SHUT_WR);
+    }
+    ctx_.active_sessions.fetch_sub(1);
+    finished_.store(true, std::memory_order_release);
+    if (ctx_.session_ended_fd >= 0) {
+        const std::uint64_t one = 1;
+        (void)!write(ctx_.session_ended_fd, &one, sizeof one);  // wake the server to reap this session
+    }
+}
+
+void Session::set_closing() {
+    closing_.store(true);  // seq_cst, paired with established_ (see handshake's end)
+    // Before the handshake ends the session thread is still writing the
+    // header with plain stores: the header is not ours to touch yet. The
+    // session thread marks it closing itself once established.
+    if (established_.load()) announce_closing();
+}
+
+void Session::announce_closing() {
+    // A mapping the SIGBUS guard replaced is no longer the client's.
+    if (guard::poisoned(guard_slot_)) return;
+    shm::word(seg_.header->state).store(static_cast<std::uint32_t>(shm::SegmentState::closing),
+                                    std::memory_order_release);
+    shm::ring_force(seg_.header->client_bell);
+    shm::ring_force(seg_.header->daemon_bell);
+}
+
+bool Session::peer_gone() const {
+    pollfd p{fd_, POLLRDHUP, 0};
+    return fd_ < 0 || (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0);
+}
+
+void Session::peer_hung_up() {
+    hung_up_.store(true, std::memory_order_relaxed);
+    // Before the handshake ends the session thread is in recv(), which the
+    // hang-up already ends; seg_.header is only read once established.
+    if (!established()) return;
+    stop_.store(true);
+    // A mapping the SIGBUS guard replaced is no longer the client's: the
+    // reader sees stop_ at its next check anyway.
+    if (!guard::poisoned(guard_slot_)) shm::ring_force(seg_.header->daemon_bell);
+}
+
+void Session::request_stop() {
+    stop_.store(true);
+    // Before the handshake ends the reader has not started; it checks stop_ first.
+    if (established() && !guard::poisoned(guard_slot_)) shm::ring_force(seg_.header->daemon_bell);
+}
+
+bool Session::control_message(const std::uint8_t* data, std::size_t size, int fd) {
+    shm::RegisterReply reply{};
+    std::uint32_t magic = 0;
+    if (size >= sizeof magic) std::memcpy(&magic, data, sizeof magic);
+    if (size == sizeof(shm::RegisterRequest) && magic == shm::kRegisterMagic) {
+        shm::RegisterRequest req;
+        std::memcpy(&req, data, sizeof req);
+        reply.magic = shm::kRegisterReplyMagic;
+        RegisterOutcome out;
+        if (req.flags != 0) {
+            out.status = shm::Status::invalid_argument;
+            out.error = "reserved flags set";
+        } else {
+            out = registered_.add(fd, req.offset, req.size);
+        }
+        reply.status = static_cast<std::uint32_t>(out.status);
+        reply.buffer_id = out.id;
+        reply.detail = out.detail;
+        shm::copy_text(reply.error, out.error);
+        if (out.status == shm::Status::ok)
+            ctx_.log->debug("client {} '{}': registered buffer {} ({} bytes at offset {})", id_, name_, out.id,
+                            req.size, req.offset);
+        else if (ctx_.log_limit.allow(*ctx_.log, "buffer registration refused"))
+            ctx_.log->info("client {} '{}' ({}): buffer registration refused: {}", id_, name_, peer_, out.error);
+    } else if (size == sizeof(shm::UnregisterRequest) && magic == shm::kUnregisterMagic && fd < 0) {
+        shm::UnregisterRequest req;
+        std::memcpy(&req, data, sizeof req);
+        reply.magic = shm::kUnregisterReplyMagic;
+        reply.buffer_id = req.buffer_id;
+        reply.status = static_cast<std::uint32_t>(req.flags != 0 ? shm::Status::invalid_argument
+                                                                  : registered_.remove(req.buffer_id));
+    } else if (size >= sizeof magic && magic == shm::kInfoMagic && fd < 0) {
+        // Any size with the info magic gets an answer, a malformed one a
+        // refusal (invalid_argument), so the client never waits for nothing.
+        const shm::InfoReply info = make_info_reply(ctx_, data, size);
+        if (info.status != static_cast<std::uint32_t>(shm::Status::ok)) {
+            ++ctx_.protocol_errors;
+            if (ctx_.log_limit.allow(*ctx_.log, "malformed info request"))
+                ctx_.log->warn("client {} '{}' ({}): malformed info request ({} bytes); refused", id_, name_, peer_,
+                               size);
+        }
+        shm::send_packet(fd_, &info, sizeof info);
+        return true;
+    } else {
+        return false;
+    }
+    shm::send_packet(fd_, &reply, sizeof reply);
+    return true;
+}
+
+bool Session::socket_alive() {
+    // After the handshake only the buffer registration and info messages are expected
+    // (control_message). EOF ends the session; any other packet (of any size,
+    // with or without descriptors) is a protocol error, drained and ignored;
+    // passed descriptors are closed at once (a registered buffer's once it is
+    // mapped). At most 16 packets per check, so a flooder cannot hold the
+    // reader here; the rest wait in its socket buffer, which blocks it.
+    for (int i = 0; i < 16; ++i) {
+        pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+        const int r = poll(&p, 1, 0);
+        if (r <= 0) return true;
+        if ((p.revents & POLLIN) == 0) return (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) == 0;
+        alignas(8) std::uint8_t buf[512];
+        shm::ReceivedPacket got = shm::receive_packet(fd_, buf, sizeof buf, shm::KeepDescriptor::first);
+        if (got.bytes == 0 && !got.truncated && got.fds_closed == 0 && got.fd < 0) return false;  // EOF
+        if (got.bytes < 0)
+            return got.error == EAGAIN || got.error == EWOULDBLOCK || got.error == EINTR;
+        const bool handled = !got.truncated && got.fds_closed == 0 &&
+                             control_message(buf, static_cast<std::size_t>(got.bytes), got.fd);
+        if (got.fd >= 0) {
+            ::close(got.fd);
+            ++got.fds_closed;
+        }
+        if (handled) continue;
+        ++ctx_.protocol_errors;
+        if (ctx_.log_limit.allow(*ctx_.log, "packet after the handshake"))
+            ctx_.log->warn("client {} '{}' ({}): unexpected packet after the handshake ({} bytes{}{}); ignored", id_,
+                           name_, peer_, got.bytes, got.truncated ? ", truncated to 512" : "",
+                           got.fds_closed != 0 ? ", " + std::to_string(got.fds_closed) + " descriptor(s) closed"
+                                               : std::string());
+    }
+    return true;
+}
+
+void Session::post_completion(std::uint64_t tag, shm::Status status, std::uint64_t valid,
+                              std::uint64_t invalid, std::uint32_t detail) {
+    // Caller holds cq_mutex_. Space is guaranteed: in_flight_ counted this entry.
+    shm::CompletionEntry c{};
+    c.user_tag = tag;
+    c.valid = valid;
+    c.invalid = invalid;
+    c.epoch = ctx_.epoch;
+    c.status = static_cast<std::uint32_t>(status);
+    c.detail = detail;
+    std::memcpy(&seg_.cqes[cq_tail_ & (seg_.cq_entries - 1)], &c, sizeof c);
+    ++cq_tail_;
+    shm::word(seg_.header->cq_tail).store(cq_tail_, std::memory_order_release);
+    --in_flight_;
+}
+
+void Session::finish_job(std::uint32_t index, shm::Status status, const reference::Tally& tally) {
+    Job& j = queue_->job(index);
+    if (j.registered.active()) {
+        // A file no longer held a column under a chunk (it shrank, or could
+        // not be read): that chunk published nothing, and the batch is no
+        // verdict of the file's. Drop the registration.
+        if (registered_.drop_lost(j.registered)) {
+            status = shm::Status::buffer_lost;
+            if (ctx_.log_limit.allow(*ctx_.log, "registered buffer lost"))
+                ctx_.log->warn("client {} '{}' ({}): a registered buffer of batch {} became unreadable under "
+                               "verification (it shrank, or could not be read); registration dropped",
+                               id_, name_, peer_, j.user_tag);
+        }
+        j.registered.reset();  // may close its files (unregistered meanwhile)
+    }
+    if (j.rows_rewritten && !stage_rows_.exchange(true, std::memory_order_relaxed) &&
+        ctx_.log_limit.allow(*ctx_.log, "rows rewritten"))
+        ctx_.log->warn("client {} '{}' ({}) rewrote rows while they were verified; its batches are staged from now on",
+                       id_, name_, peer_);
+    ctx_.metrics.observe_batch(j.table, status == shm::Status::ok, tally.valid, tally.invalid,
+                               std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now() - j.submitted)
+                                                 .count()));
+    {
+        std::lock_guard lock(cq_mutex_);
+        post_completion(j.user_tag, status, tally.valid, tally.invalid, 0);
+        free_jobs_.push_back(index);
+    }
+    shm::ring(seg_.header->client_bell);
+    shm::ring(seg_.header->daemon_bell);  // the reader may be waiting for a free job slot
+}
+
+void Session::accept_entry(const shm::SubmissionEntry& e) {
+    // Caller reserved a completion slot (in_flight_ already counts this entry).
+    shm::CheckedSubmission c;
+    std::uint32_t detail = 0;  // which column a rejected verify_columns entry got wrong
+    shm::Status st = shm::check_submission(e, seg_.arena_size, c, &detail);
+    auto complete_now = [&](shm::Status s, std::uint32_t d = 0) {
+        std::lock_guard lock(cq_mutex_);
+        post_completion(e.user_tag, s, 0, 0, d);
+    };
+    if (st != shm::Status::ok) {
+        ++ctx_.protocol_errors;
+        shm::word(seg_.header->dropped).fetch_add(1, std::memory_order_relaxed);
+        ctx_.log->debug("client {} '{}': rejected submission tag {} (opcode {}): {} (detail {})", id_, name_,
+                        e.user_tag, e.opcode, shm::to_string(st), detail);
+        complete_now(st, detail);
+        return;
+    }
+    if (closing_.load() || ctx_.stopping.load()) {
+        complete_now(shm::Status::shutting_down);
+        return;
+    }
+    if (c.opcode == shm::Opcode::cancel) {
+        // Only this session's own batches: the tag is looked up in its queue.
+        const std::size_t n = ctx_.scheduler->cancel_job(*queue_, c.cancel_tag);
+        ctx_.log->debug("client {} '{}': cancel of tag {}: {} batch(es) cancelled", id_, name_, c.cancel_tag, n);
+        complete_now(n != 0 ? shm::Status::ok : shm::Status::not_found);
+        return;
+    }
+    RegisteredColumnSource registered;
+    if (c.opcode == shm::Opcode::verify_registered_columns ||
+        c.opcode == shm::Opcode::verify_registered_column_set) {
+        shm::Status bst;
+        if (c.opcode == shm::Opcode::verify_registered_column_set) {
+            // Copied out once: the client may rewrite its arena from now on.
+            shm::RegisteredColumnSet set;
+            std::memcpy(&set, seg_.arena + c.column_set_offset, sizeof set);
+            bst = registered_.columns_for_set(c, set, registered, &detail);
+        } else {
+            bst = registered_.columns_for(c, registered, &detail);
+        }
+        if (bst != shm::Status::ok) {
+            ++ctx_.protocol_errors;
+            shm::word(seg_.header->dropped).fetch_add(1, std::memory_order_relaxed);
+            ctx_.log->debug("client {} '{}': rejected registered batch tag {} (buffer {}): {} (detail {})", id_,
+                            name_, e.user_tag, c.buffer_id, shm::to_string(bst), detail);
+            complete_now(bst, detail);
+            return;
+        }
+    }
+    if (c.opcode == shm::Opcode::nop || c.row_count == 0) {
+        complete_now(shm::Status::ok);
+        return;
+    }
+    std::uint32_t index;
+    {
+        std::lock_guard lock(cq_mutex_);
+        index = free_jobs_.back();  // non-empty: jobs == cq_entries >= in_flight_
+        free_jobs_.pop_back();
+    }
+    Job& j = queue_->job(index);
+    j.user_tag = e.user_tag;
+    fill_job(j, c, SubmissionMemory{seg_.arena, registered.active()}, ctx_.config.confirm);
+    j.registered = std::move(registered);  // held until the job finishes: no unregister closes a file under a chunk
+    j.stage_rows = stage_rows_.load(std::memory_order_relaxed);
+    if (j.results != nullptr) std::memset(j.results, 0, c.row_count);  // fail closed
+    ++batches_;
+    rows_ += c.row_count;
+    j.submitted = std::chrono::steady_clock::now();
+    ctx_.metrics.bytes[table_index(c.table)].fetch_add(c.rows_bytes, std::memory_order_relaxed);
+    // Shares ownership of this session: the mapping outlives every chunk.
+    ctx_.scheduler->submit(std::shared_ptr<JobQueue>(shared_from_this(), queue_.get()), index);
+}
+
+int Session::pump() {
+    if (guard::poisoned(guard_slot_)) return -1;
+    const std::uint32_t tail = shm::word(seg_.header->sq_tail).load(std::memory_order_acquire);
+    if (!shm::ring_count_ok(sq_head_, tail, seg_.sq_entries)) {
+        if (ctx_.log_limit.allow(*ctx_.log, "ring index out of bounds"))
+            ctx_.log->warn(
+                "client {} '{}': submission ring tail {} is out of bounds (head {}, {} entries); ending session", id_,
+                name_, tail, sq_head_, seg_.sq_entries);
+        ++ctx_.protocol_errors;
+        return -1;
+    }
+    int consumed = 0;
+    while (sq_head_ != tail) {
+        {
+            std::lock_guard lock(cq_mutex_);
+            const std::uint32_t cq_head = shm::word(seg_.header->cq_head).load(std::memory_order_acquire);
+            if (!shm::ring_count_ok(cq_head, cq_tail_, seg_.cq_entries)) {
+                if (ctx_.log_limit.allow(*ctx_.log, "ring index out of bounds"))
+                    ctx_.log->warn("client {} '{}': completion ring head {} is out of bounds (tail {}); ending session",
+                                   id_, name_, cq_head, cq_tail_);
+                ++ctx_.protocol_errors;
+                return -1;
+            }
+            const std::uint32_t used = cq_tail_ - cq_head;
+            if (used + in_flight_ >= seg_.cq_entries) break;  // back-pressure: wait for the client to reap
+            ++in_flight_;
+        }
+        shm::SubmissionEntry e;
+        std::memcpy(&e, &seg_.sqes[sq_head_ & (seg_.sq_entries - 1)], sizeof e);  // copy out, then validate
+        ++sq_head_;
+        shm::word(seg_.header->sq_head).store(sq_head_, std::memory_order_release);
+        accept_entry(e);
+        ++consumed;
+    }
+    if (consumed > 0) shm::ring(seg_.header->client_bell);  // completions and/or free sq slots
+    return consumed;
+}
+
+void Session::reader_loop() {
+    set_timeouts(fd_, std::chrono::milliseconds(100));
+    auto last_socket_check = std::chrono::steady_clock::now();
+    auto bell_seq = [&] {
+        return std::atomic_ref<std::uint32_t>(seg_.header->daemon_bell.seq).load(std::memory_order_seq_cst);
+    };
+    std::uint32_t socket_checked_seq = bell_seq();
+    while (!stop_.load(std::memory_order_relaxed)) {
+        // Any event after this load (new submission, reaped completion, finished
+        // job, stop request) bumps seq, so the FUTEX_WAIT below cannot miss it.
+        const std::uint32_t seq = bell_seq();
+        const int n = pump();
+        if (n < 0) {
+            violated_.store(true);
+            return;
+        }
+        if (n > 0) continue;
+        // Nothing to do: spin briefly, then sleep on the doorbell.
+        // (A futex wakeup costs ~100 us on a loaded VM; a short busy-poll
+        // catches the next submission of a client that is already active.)
+        const bool changed = shm::spin_before_sleep([&] { return bell_seq() != seq; });
+        // The socket is checked every 20 ms, and at once when the bell rang
+        // since the last check with nothing in the ring: a client rings it
+        // after sending a control message (a buffer registration) and waits
+        // for the answer.
+        const auto now = std::chrono::steady_clock::now();
+        const std::uint32_t seq_now = bell_seq();
+        if (now - last_socket_check >= std::chrono::milliseconds(20) || seq_now != socket_checked_seq) {
+            last_socket_check = now;
+            socket_checked_seq = seq_now;
+            if (!socket_alive()) return;
+        }
+        if (changed) continue;
+        shm::begin_wait(seg_.header->daemon_bell);
+        if (!stop_.load(std::memory_order_relaxed)) shm::wait(seg_.header->daemon_bell, seq, kIdleWait);
+        shm::end_wait(seg_.header->daemon_bell);
+    }
+}
+
+void Session::end_session() {
+    // Drop queued work; chunks already running finish into the still-mapped
+    // segment (workers hold references) and their completions are discarded
+    // with the segment.
+    cancel_jobs(shm::Status::cancelled);
+    // Unmapped now, or by the last running chunk of each (its Job holds it).
+    registered_.clear();
+    if (seg_.header != nullptr && !guard::poisoned(guard_slot_)) {
+        shm::word(seg_.header->state).store(static_cast<std::uint32_t>(shm::SegmentState::closed),
+                                        std::memory_order_release);
+        shm::ring_force(seg_.header->client_bell);
+    }
+    if (violated_.load() && ctx_.log_limit.allow(*ctx_.log, "protocol violation"))
+        ctx_.log->warn("client {} '{}' ({}) disconnected for a protocol violation", id_, name_, peer_);
+    if (ctx_.log->should_log(spdlog::level::info) && ctx_.log_limit.allow(*ctx_.log, "session ended"))
+        ctx_.log->info("client {} '{}' ({}) session ended: {} batches, {} rows", id_, name_, peer_, batches_.load(),
+                       rows_.load());
+}
+
+void Session::cancel_jobs(shm::Status status) {
+    // established_ (release) is stored after queue_ was created.
+    if (!established() || queue_ == nullptr) return;
+    ctx_.scheduler->cancel(*queue_, status);
+}
+
+ClientInfo Session::info() {
+    ClientInfo i;
+    i.id = id_;
+    i.pid = cred_.pid;
+    i.uid = cred_.uid;
+    i.gid = cred_.gid;
+    if (!established()) return i;  // name and sizes are written by the handshake
+    i.name = name_;
+    i.batches = batches_.load(std::memory_order_relaxed);
+    i.rows = rows_.load(std::memory_order_relaxed);
+    i.ring_entries = seg_.cq_entries;
+    i.arena_size = seg_.arena_size;
+    std::lock_guard lock(cq_mutex_);
+    i.in_flight = in_flight_;
+    return i;
+}
+
+}  // namespace sigverify::daemon
