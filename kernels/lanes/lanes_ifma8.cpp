@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// The 8-lane (AVX-512 IFMA) side of kernels/lanes/lanes.hpp. This file alone
+// is compiled with -mavx512f -mavx512dq -mavx512ifma (kernels/CMakeLists.txt);
+// lanes.cpp calls in only after cpu_has_ifma8().
+#include "kernels/lanes/fe52x8.hpp"
+#include "kernels/lanes/lanes_ifma8.hpp"
+
+namespace sigverify::kernels::lanes {
+namespace {
+
+constexpr u64 kM52 = (1ull << 52) - 1;
+
+// Eight fully reduced Fe (four 64-bit limbs) into five 52-bit limbs a lane.
+void load8(Fe8& r, const Fe* a) {
+    alignas(64) u64 t[5][8];
+    for (int l = 0; l < 8; ++l) {
+        const u64* w = a[l].v;
+        t[0][l] = w[0] & kM52;
+        t[1][l] = ((w[0] >> 52) | (w[1] << 12)) & kM52;
+        t[2][l] = ((w[1] >> 40) | (w[2] << 24)) & kM52;
+        t[3][l] = ((w[2] >> 28) | (w[3] << 36)) & kM52;
+        t[4][l] = w[3] >> 16;
+    }
+    for (int i = 0; i < 5; ++i) r.v[i] = _mm512_load_si512(t[i]);
+}
+
+// Back to Fe, fully reduced.
+void store8(Fe* r, const Fe8& a) {
+    Fe8 n = a;
+    fe8_normalize(n);
+    alignas(64) u64 t[5][8];
+    for (int i = 0; i < 5; ++i) _mm512_store_si512(t[i], n.v[i]);
+    for (int l = 0; l < 8; ++l) {
+        u64* w = r[l].v;
+        w[0] = t[0][l] | (t[1][l] << 52);
+        w[1] = (t[1][l] >> 12) | (t[2][l] << 40);
+        w[2] = (t[2][l] >> 24) | (t[3][l] << 28);
+        w[3] = (t[3][l] >> 36) | (t[4][l] << 16);
+    }
+}
+
+void fe8_inv(Fe8& r, const Fe8& a) {
+    Fe8 x246, x2;
+    fe_chain_246(x246, x2, a);
+    fe_chain_inv_tail(r, x246, x2, a);
+}
+
+// Returns the lanes where r^2 == a.
+__mmask8 fe8_sqrt(Fe8& r, const Fe8& a) {
+    Fe8 x246, x2, t;
+    fe_chain_246(x246, x2, a);
+    fe_chain_sqrt_tail(r, x246, x2);
+    fe8_sqr(t, r);
+    return fe8_equal(t, a);
+}
+
+struct Ops8 {
+    void mul(Fe8& r, const Fe8& a, const Fe8& b) const { fe8_mul(r, a, b); }
+    void sqr(Fe8& r, const Fe8& a) const { fe8_sqr(r, a); }
+    void add(Fe8& r, const Fe8& a, const Fe8& b) const { fe8_add(r, a, b); }
+    void sub(Fe8& r, const Fe8& a, const Fe8& b) const { fe8_sub(r, a, b); }
+    void neg(Fe8& r, const Fe8& a) const { fe8_neg(r, a); }
+    void mul3(Fe8& r, const Fe8& a) const { fe8_mul_small(r, a, 3); }
+};
+
+}  // namespace
+
+void field_op8_ifma(FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok) {
+    Fe8 x, y, z;
+    load8(x, a);
+    load8(y, b);
+    __mmask8 good = 0xFF;
+    switch (op) {
+        case FieldOp::mul: fe8_mul(z, x, y); break;
+        case FieldOp::sqr: fe8_sqr(z, x); break;
+        case FieldOp::add: fe8_add(z, x, y); break;
+        case FieldOp::sub: fe8_sub(z, x, y); break;
+        case FieldOp::neg: fe8_neg(z, x); break;
+        case FieldOp::inv: fe8_inv(z, x); break;
+        case FieldOp::sqrt_ok: good = fe8_sqrt(z, x); break;
+        case FieldOp::chain:
+            field_chain(x, y, Ops8{});
+            fe8_add(z, x, y);
+            break;
+    }
+    store8(r, z);
+    if (ok)
+        for (int l = 0; l < 8; ++l) ok[l] = ((good >> l) & 1) != 0;
+}
+
+}  // namespace sigverify::kernels::lanes

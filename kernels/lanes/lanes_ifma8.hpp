@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: MIT
+// What lanes.cpp calls in lanes_ifma8.cpp (plain types only: no AVX-512
+// type crosses between the two files).
+#pragma once
+
+#include "kernels/lanes/lanes.hpp"
+
+namespace sigverify::kernels::lanes {
+
+void field_op8_ifma(FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok);
+
+}  // namespace sigverify::kernels::lanes

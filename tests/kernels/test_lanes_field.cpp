@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+// The CPU lanes' field primitives (kernels/lanes/) against kernels/field.hpp
+// (itself proven against OpenSSL in test_kernel_math), element by element, on
+// random and edge values, at every width this CPU runs; and the width choice
+// (SIGVERIFY_LANES). Where the CPU lacks IFMA the 8-lane cases are skipped
+// with a message, the scalar width still runs.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "kernels/lanes/lanes.hpp"
+
+using namespace sigverify::kernels;
+using namespace sigverify::kernels::lanes;
+
+namespace {
+
+Fe from_words(u64 w3, u64 w2, u64 w1, u64 w0) { return Fe{{w0, w1, w2, w3}}; }
+
+// Edge values, all < p: 0, 1, 2, p-1, p-2, (p-1)/2, 2^255, 2^52 - 1, limbs
+// all ones below p, 0x1000003D0, values at every 52-bit limb boundary.
+std::vector<Fe> edge_values() {
+    const u64 f = ~0ull;
+    std::vector<Fe> e = {
+        from_words(0, 0, 0, 0),
+        from_words(0, 0, 0, 1),
+        from_words(0, 0, 0, 2),
+        from_words(f, f, f, 0xFFFFFFFEFFFFFC2Eull),
+        from_words(f, f, f, 0xFFFFFFFEFFFFFC2Dull),
+        from_words(0x7FFFFFFFFFFFFFFFull, f, f, 0xFFFFFFFF7FFFFE17ull),
+        from_words(1ull << 63, 0, 0, 0),
+        from_words(0, 0, 0, (1ull << 52) - 1),
+        from_words(f, f, f, 0xFFFFFFFEFFFFFC00ull),
+        from_words(0, 0, 0, 0x1000003D0ull),
+        from_words(0, 0, 1ull << 40, 0),
+        from_words(0, 0, 0, 1ull << 52),
+        from_words(0, 1ull << 40, 0, 0),
+        from_words(1ull << 16, 0, 0, 0),
+        from_words(0xFFFF000000000000ull, 0, 0, 0),
+        from_words(f, f, 0, 0),
+    };
+    return e;
+}
+
+Fe random_fe(std::mt19937_64& rng) {
+    for (;;) {
+        Fe a{{rng(), rng(), rng(), rng()}};
+        // keep values near the top half often, and reject >= p
+        if (a.v[3] == ~0ull && a.v[2] == ~0ull && a.v[1] == ~0ull && a.v[0] >= 0xFFFFFFFEFFFFFC2Full) continue;
+        return a;
+    }
+}
+
+std::vector<Width> widths() {
+    std::vector<Width> w = {Width::scalar};
+    if (cpu_has_ifma8()) {
+        w.push_back(Width::ifma8);
+    } else {
+        WARN("CPU without AVX-512 IFMA: 8-lane cases skipped");
+    }
+    return w;
+}
+
+// Runs op on inputs (padded to a multiple of 8) at width w and at the
+// scalar width, and compares every element.
+void check_op(Width w, FieldOp op, const std::vector<Fe>& a, const std::vector<Fe>& b) {
+    REQUIRE(a.size() == b.size());
+    REQUIRE(a.size() % 8 == 0);
+    for (std::size_t i = 0; i < a.size(); i += 8) {
+        Fe got[8], want[8];
+        bool got_ok[8], want_ok[8];
+        field_op8(w, op, &a[i], &b[i], got, got_ok);
+        field_op8(Width::scalar, op, &a[i], &b[i], want, want_ok);
+        for (int l = 0; l < 8; ++l) {
+            INFO("op " << static_cast<int>(op) << " width " << width_name(w) << " element " << i + l);
+            REQUIRE(fe_equal(got[l], want[l]));
+            if (op == FieldOp::sqrt_ok) REQUIRE(got_ok[l] == want_ok[l]);
+        }
+    }
+}
+
+const FieldOp kOps[] = {FieldOp::mul, FieldOp::sqr, FieldOp::add, FieldOp::sub,
+                        FieldOp::neg, FieldOp::inv, FieldOp::sqrt_ok, FieldOp::chain};
+
+}  // namespace
+
+TEST_CASE("lanes field ops equal the 64-bit field on every pair of edge values") {
+    const auto e = edge_values();
+    std::vector<Fe> a, b;
+    for (const Fe& x : e)
+        for (const Fe& y : e) {
+            a.push_back(x);
+            b.push_back(y);
+        }
+    while (a.size() % 8) {
+        a.push_back(e[0]);
+        b.push_back(e[1]);
+    }
+    for (Width w : widths())
+        for (FieldOp op : kOps) check_op(w, op, a, b);
+}
+
+TEST_CASE("lanes field ops equal the 64-bit field on random values") {
+    std::mt19937_64 rng(0x1a9e5);
+    std::vector<Fe> a, b;
+    for (int i = 0; i < 4096; ++i) {
+        a.push_back(random_fe(rng));
+        b.push_back(random_fe(rng));
+    }
+    for (Width w : widths())
+        for (FieldOp op : kOps) check_op(w, op, a, b);
+}
+
+TEST_CASE("the lane width is the widest the CPU has unless SIGVERIFY_LANES forces one") {
+    Width w;
+    CHECK(parse_width("ifma8", w));
+    CHECK(w == Width::ifma8);
+    CHECK(parse_width("scalar", w));
+    CHECK(w == Width::scalar);
+    CHECK_FALSE(parse_width("avx9", w));
+    unsetenv("SIGVERIFY_LANES");
+    CHECK(chosen_width() == (cpu_has_ifma8() ? Width::ifma8 : Width::scalar));
+    setenv("SIGVERIFY_LANES", "scalar", 1);
+    CHECK(chosen_width() == Width::scalar);
+    setenv("SIGVERIFY_LANES", "ifma8", 1);
+    CHECK(chosen_width() == (cpu_has_ifma8() ? Width::ifma8 : Width::scalar));
+    setenv("SIGVERIFY_LANES", "bogus", 1);
+    CHECK(chosen_width() == (cpu_has_ifma8() ? Width::ifma8 : Width::scalar));
+    unsetenv("SIGVERIFY_LANES");
+}
