@@ -83,4 +83,24 @@ void field_op8(Width w, FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok) {
     }
 }
 
+void group_op8(Width w, GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* degenerate) {
+    if (w == Width::ifma8 && cpu_has_ifma8()) {
+        group_op8_ifma(op, a, b, r, degenerate);
+        return;
+    }
+    for (int l = 0; l < 8; ++l) {
+        degenerate[l] = false;
+        if (op == GroupOp::dbl) {
+            gej_double(r[l], a[l]);
+            continue;
+        }
+        if (!a[l].infinity) {
+            Ge aa;
+            ge_set_gej(aa, a[l]);
+            degenerate[l] = fe_equal(aa.x, b[l].x);
+        }
+        gej_add_ge(r[l], a[l], b[l]);
+    }
+}
+
 }  // namespace sigverify::kernels::lanes

@@ -9,6 +9,7 @@
 
 #include <string_view>
 
+#include "kernels/exact_group.hpp"
 #include "kernels/field.hpp"
 
 namespace sigverify::kernels::lanes {
@@ -51,5 +52,12 @@ void field_chain(F& x, F& y, const Ops& ops) {
 }
 
 void field_op8(Width w, FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok);
+
+// Point operations over 8 points at width w: dbl r = 2a; add_ge r = a + b
+// (b affine, not infinity). degenerate[i] says lane i met equal or opposite
+// points (an add_ge with neither a infinity nor a != +-b); r[i] is then
+// unspecified.
+enum class GroupOp { dbl, add_ge };
+void group_op8(Width w, GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* degenerate);
 
 }  // namespace sigverify::kernels::lanes

@@ -3,6 +3,7 @@
 // is compiled with -mavx512f -mavx512dq -mavx512ifma (kernels/CMakeLists.txt);
 // lanes.cpp calls in only after cpu_has_ifma8().
 #include "kernels/lanes/fe52x8.hpp"
+#include "kernels/lanes/group8.hpp"
 #include "kernels/lanes/lanes_ifma8.hpp"
 
 namespace sigverify::kernels::lanes {
@@ -86,6 +87,42 @@ void field_op8_ifma(FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok) {
     store8(r, z);
     if (ok)
         for (int l = 0; l < 8; ++l) ok[l] = ((good >> l) & 1) != 0;
+}
+
+void group_op8_ifma(GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* degenerate) {
+    Fe ax[8], ay[8], az[8], bx[8], by[8];
+    Gej8 p;
+    Ge8 q;
+    p.inf = 0;
+    for (int l = 0; l < 8; ++l) {
+        ax[l] = a[l].x;
+        ay[l] = a[l].y;
+        az[l] = a[l].z;
+        bx[l] = b[l].x;
+        by[l] = b[l].y;
+        if (a[l].infinity) p.inf = static_cast<__mmask8>(p.inf | (1u << l));
+    }
+    load8(p.x, ax);
+    load8(p.y, ay);
+    load8(p.z, az);
+    load8(q.x, bx);
+    load8(q.y, by);
+    __mmask8 bad = 0;
+    if (op == GroupOp::dbl) {
+        gej8_double(p, p);
+    } else {
+        bad = gej8_add_ge(p, p, q, 0xFF);
+    }
+    store8(ax, p.x);
+    store8(ay, p.y);
+    store8(az, p.z);
+    for (int l = 0; l < 8; ++l) {
+        r[l].x = ax[l];
+        r[l].y = ay[l];
+        r[l].z = az[l];
+        r[l].infinity = ((p.inf >> l) & 1) != 0;
+        degenerate[l] = ((bad >> l) & 1) != 0;
+    }
 }
 
 }  // namespace sigverify::kernels::lanes

@@ -8,5 +8,6 @@
 namespace sigverify::kernels::lanes {
 
 void field_op8_ifma(FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok);
+void group_op8_ifma(GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* degenerate);
 
 }  // namespace sigverify::kernels::lanes

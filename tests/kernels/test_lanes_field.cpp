@@ -130,3 +130,81 @@ TEST_CASE("the lane width is the widest the CPU has unless SIGVERIFY_LANES force
     CHECK(chosen_width() == (cpu_has_ifma8() ? Width::ifma8 : Width::scalar));
     unsetenv("SIGVERIFY_LANES");
 }
+
+namespace {
+
+Ge random_point(std::mt19937_64& rng) {
+    for (;;) {
+        Ge g;
+        if (ge_set_xo(g, random_fe(rng), (rng() & 1) != 0)) return g;
+    }
+}
+
+// The same point in Jacobian form on a random nonzero Z.
+Gej on_random_z(const Ge& g, std::mt19937_64& rng) {
+    Fe z = random_fe(rng);
+    if (fe_is_zero(z)) z = fe_one();
+    Fe z2, z3;
+    fe_sqr(z2, z);
+    fe_mul(z3, z2, z);
+    Gej j;
+    fe_mul(j.x, g.x, z2);
+    fe_mul(j.y, g.y, z3);
+    j.z = z;
+    j.infinity = false;
+    return j;
+}
+
+void check_group(Width w, GroupOp op, const std::vector<Gej>& a, const std::vector<Ge>& b) {
+    for (std::size_t i = 0; i < a.size(); i += 8) {
+        Gej got[8], want[8];
+        bool got_bad[8], want_bad[8];
+        group_op8(w, op, &a[i], &b[i], got, got_bad);
+        group_op8(Width::scalar, op, &a[i], &b[i], want, want_bad);
+        for (int l = 0; l < 8; ++l) {
+            INFO("group op " << static_cast<int>(op) << " width " << width_name(w) << " element " << i + l);
+            REQUIRE(got_bad[l] == want_bad[l]);
+            if (want_bad[l]) continue;
+            REQUIRE(got[l].infinity == want[l].infinity);
+            if (want[l].infinity) continue;
+            Ge g, h;
+            ge_set_gej(g, got[l]);
+            ge_set_gej(h, want[l]);
+            REQUIRE(fe_equal(g.x, h.x));
+            REQUIRE(fe_equal(g.y, h.y));
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("lanes point doubling and mixed addition equal the exact path, degenerate lanes flagged") {
+    std::mt19937_64 rng(0x42);
+    std::vector<Gej> a;
+    std::vector<Ge> b;
+    for (int i = 0; i < 512; ++i) {
+        const Ge p = random_point(rng);
+        Ge q = random_point(rng);
+        switch (i % 8) {
+            case 3: q = p; break;                  // equal: degenerate
+            case 5: ge_neg(q, p); break;           // opposite: degenerate
+            default: break;
+        }
+        Gej j = on_random_z(p, rng);
+        if (i % 8 == 6) j = gej_infinity();        // infinity + q = q
+        a.push_back(j);
+        b.push_back(q);
+    }
+    for (Width w : widths()) {
+        check_group(w, GroupOp::dbl, a, b);
+        check_group(w, GroupOp::add_ge, a, b);
+    }
+    // the flags themselves: every equal / opposite lane flagged
+    Gej r[8];
+    bool bad[8];
+    group_op8(Width::scalar, GroupOp::add_ge, &a[0], &b[0], r, bad);
+    CHECK(bad[3]);
+    CHECK(bad[5]);
+    CHECK_FALSE(bad[6]);
+    CHECK_FALSE(bad[0]);
+}
