@@ -60,4 +60,32 @@ void field_op8(Width w, FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok);
 enum class GroupOp { dbl, add_ge };
 void group_op8(Width w, GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* degenerate);
 
+// The verdicts of verify32.hpp: 0 invalid, 1 valid, 2 recheck (the lanes
+// met a case they do not decide; the exact path decides it, resolve_verdict32).
+// ecdsa_verify8: the verdicts of eight ECDSA records (EcdsaRecord bytes;
+// compact: r BE || s BE, else opaque r LE || s LE). Scalar width: the exact
+// path's verdict, never recheck.
+void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdicts[8]);
+
+// What the 8-lane ladder gets: affine keys, 64 four-bit digits (most
+// significant first) of the key's and the generator's scalar per lane, and
+// the lanes to run; it returns R = na P + ng G in Jacobian form per lane and
+// the lanes that met a degenerate addition.
+// Limb i (0..4 x, 5..9 y, 52-bit limbs) of the affine multiples 0..15 of G
+// (entry 0: zeros, never added), built by lanes.cpp (g_table8).
+struct GTable8 {
+    alignas(64) u64 e[16][10];
+};
+const GTable8& g_table8();
+
+struct Ecmult8In {
+    const GTable8* g;
+    Fe px[8], py[8];
+    u8 dp[64][8], dg[64][8];
+};
+struct Ecmult8Out {
+    Gej r[8];
+    bool degenerate[8];
+};
+
 }  // namespace sigverify::kernels::lanes

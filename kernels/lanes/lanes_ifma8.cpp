@@ -55,6 +55,78 @@ __mmask8 fe8_sqrt(Fe8& r, const Fe8& a) {
     return fe8_equal(t, a);
 }
 
+// The affine multiples 0..15 of each lane's P, [entry][limb][lane]: 2P..15P
+// in Jacobian form, then one inversion of the product of their Z
+// (Montgomery's trick in the lanes). Returns the degenerate lanes (none for a
+// point of order n; checked anyway).
+struct PTable8 {
+    alignas(64) u64 e[16][10][8];
+};
+
+void put_entry(PTable8& t, int d, const Fe8& x, const Fe8& y) {
+    for (int i = 0; i < 5; ++i) {
+        _mm512_store_si512(t.e[d][i], x.v[i]);
+        _mm512_store_si512(t.e[d][5 + i], y.v[i]);
+    }
+}
+
+__mmask8 build_p_table8(PTable8& t, const Ge8& p) {
+    Gej8 j[16];
+    Fe8 one;
+    fe8_set_u64(one, 1);
+    j[1].x = p.x;
+    j[1].y = p.y;
+    j[1].z = one;
+    j[1].inf = 0;
+    gej8_double(j[2], j[1]);
+    __mmask8 bad = 0;
+    for (int d = 3; d < 16; ++d) bad |= gej8_add_ge(j[d], j[d - 1], p, 0xFF);
+    Fe8 prefix[16];
+    prefix[2] = j[2].z;
+    for (int d = 3; d < 16; ++d) fe8_mul(prefix[d], prefix[d - 1], j[d].z);
+    Fe8 inv;
+    fe8_inv(inv, prefix[15]);
+    for (int i = 0; i < 10; ++i) _mm512_store_si512(t.e[0][i], _mm512_setzero_si512());
+    put_entry(t, 1, p.x, p.y);
+    for (int d = 15; d >= 2; --d) {
+        Fe8 zi, zi2, zi3, x, y;
+        if (d > 2) {
+            fe8_mul(zi, inv, prefix[d - 1]);
+            fe8_mul(inv, inv, j[d].z);
+        } else {
+            zi = inv;
+        }
+        fe8_sqr(zi2, zi);
+        fe8_mul(zi3, zi2, zi);
+        fe8_mul(x, j[d].x, zi2);
+        fe8_mul(y, j[d].y, zi3);
+        put_entry(t, d, x, y);
+    }
+    return bad;
+}
+
+// Entry d[lane] of a table, gathered into the lanes.
+void gather_g(Ge8& r, const GTable8& t, __m512i d) {  // t: lanes.hpp
+    const __m512i base = _mm512_mullo_epi64(d, _mm512_set1_epi64(10));
+    for (int i = 0; i < 5; ++i) {
+        r.x.v[i] = _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(i)), &t.e[0][0], 8);
+        r.y.v[i] = _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(5 + i)), &t.e[0][0], 8);
+    }
+}
+
+void gather_p(Ge8& r, const PTable8& t, __m512i d) {
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i base = _mm512_add_epi64(_mm512_mullo_epi64(d, _mm512_set1_epi64(80)), lane);
+    for (int i = 0; i < 5; ++i) {
+        r.x.v[i] = _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(8 * i)), &t.e[0][0][0], 8);
+        r.y.v[i] = _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(8 * (5 + i))), &t.e[0][0][0], 8);
+    }
+}
+
+__m512i load_digits(const u8* d) {
+    return _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(d)));
+}
+
 struct Ops8 {
     void mul(Fe8& r, const Fe8& a, const Fe8& b) const { fe8_mul(r, a, b); }
     void sqr(Fe8& r, const Fe8& a) const { fe8_sqr(r, a); }
@@ -87,6 +159,42 @@ void field_op8_ifma(FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok) {
     store8(r, z);
     if (ok)
         for (int l = 0; l < 8; ++l) ok[l] = ((good >> l) & 1) != 0;
+}
+
+void ecmult8_ifma(const Ecmult8In& in, Ecmult8Out& out) {
+    const GTable8& gt = *in.g;
+    Ge8 p;
+    load8(p.x, in.px);
+    load8(p.y, in.py);
+    static thread_local PTable8 pt;
+    __mmask8 bad = build_p_table8(pt, p);
+    Gej8 acc;
+    acc.inf = 0xFF;
+    fe8_set_u64(acc.x, 0);
+    fe8_set_u64(acc.y, 0);
+    fe8_set_u64(acc.z, 0);
+    for (int w = 0; w < 64; ++w) {
+        if (w > 0)
+            for (int k = 0; k < 4; ++k) gej8_double(acc, acc);
+        Ge8 e;
+        const __m512i dp = load_digits(in.dp[w]);
+        gather_p(e, pt, dp);
+        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(dp, dp));
+        const __m512i dg = load_digits(in.dg[w]);
+        gather_g(e, gt, dg);
+        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(dg, dg));
+    }
+    Fe x[8], y[8], z[8];
+    store8(x, acc.x);
+    store8(y, acc.y);
+    store8(z, acc.z);
+    for (int l = 0; l < 8; ++l) {
+        out.r[l].x = x[l];
+        out.r[l].y = y[l];
+        out.r[l].z = z[l];
+        out.r[l].infinity = ((acc.inf >> l) & 1) != 0;
+        out.degenerate[l] = ((bad >> l) & 1) != 0;
+    }
 }
 
 void group_op8_ifma(GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* degenerate) {
