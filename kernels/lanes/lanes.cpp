@@ -114,23 +114,37 @@ constexpr u8 kInvalid = 0;
 constexpr u8 kValid = 1;
 constexpr u8 kRecheck = 2;
 
-// The exact path's parse and scalars of one ECDSA record (exact_verify.hpp's
-// rules: r, s in [1, n), key parses, high-S normalised in a copy, hash
-// reduced silently); false: invalid.
-bool ecdsa_prepare(const u8* record, bool compact, Ge& p, Sc& r, Sc& u1, Sc& u2) {
+// The exact path's parse of one ECDSA record (exact_verify.hpp's rules: r,
+// s in [1, n), key prefix 02/03 and x < p (whether x is on the curve the
+// lanes say), high-S normalised in a copy, hash reduced silently); false:
+// invalid.
+bool ecdsa_parse(const u8* record, bool compact, Fe& x, bool& odd, Sc& r, Sc& s, Sc& z) {
     const ByteOrder order = compact ? ByteOrder::big : ByteOrder::little;
-    Sc s, z;
     bool good = !sc_set_bytes(r, record + kEcdsaSig, order);
     good &= !sc_set_bytes(s, record + kEcdsaSig + 32, order);
     good = good && !sc_is_zero(r) && !sc_is_zero(s);
-    good = good && parse_compressed_key(p, record + kRecKey);
+    const u8 prefix = record[kRecKey];
+    good = good && (prefix == 0x02 || prefix == 0x03) && fe_set_b32(x, record + kRecKey + 1);
     if (!good) return false;
+    odd = prefix == 0x03;
     if (sc_is_high(s)) sc_neg(s, s);
     sc_set_bytes(z, record + kRecHash, ByteOrder::big);
-    const Sc sinv = sc32_inv(s);
-    sc_mul(u1, z, sinv);
-    sc_mul(u2, r, sinv);
     return true;
+}
+
+// s[0..8) replaced by their inverses: Montgomery's trick, one inversion.
+void sc_batch_inv8(Sc s[8]) {
+    Sc prefix[8];
+    prefix[0] = s[0];
+    for (int i = 1; i < 8; ++i) sc_mul(prefix[i], prefix[i - 1], s[i]);
+    Sc inv = sc32_inv(prefix[7]);
+    for (int i = 7; i > 0; --i) {
+        Sc si;
+        sc_mul(si, inv, prefix[i - 1]);
+        sc_mul(inv, inv, s[i]);
+        s[i] = si;
+    }
+    s[0] = inv;
 }
 
 void put_limbs(u64* out, const Fe& a) {
@@ -174,27 +188,30 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
     }
     Ecmult8In in;
     in.g = &g_table8();
-    Sc r[8];
+    Sc r[8], s[8], z[8];
     bool parsed[8];
-    const Ge g = ge_generator();
     for (int l = 0; l < 8; ++l) {
-        Ge p;
-        Sc u1, u2;
-        parsed[l] = ecdsa_prepare(records[l], compact, p, r[l], u1, u2);
-        if (!parsed[l]) {  // a harmless stand-in: G with scalars 1, 0 (never read)
-            p = g;
-            u1 = sc_one();
-            u2 = sc_zero();
+        parsed[l] = ecdsa_parse(records[l], compact, in.px[l], in.odd[l], r[l], s[l], z[l]);
+        if (!parsed[l]) {  // a harmless stand-in: G's x with scalars 1, 0 (never read)
+            in.px[l] = ge_generator().x;
+            in.odd[l] = false;
+            s[l] = sc_one();
+            z[l] = sc_one();
+            r[l] = sc_zero();
         }
-        in.px[l] = p.x;
-        in.py[l] = p.y;
+    }
+    sc_batch_inv8(s);
+    for (int l = 0; l < 8; ++l) {
+        Sc u1, u2;
+        sc_mul(u1, z[l], s[l]);
+        sc_mul(u2, r[l], s[l]);
         put_digits(in.dp, l, u2);
         put_digits(in.dg, l, u1);
     }
     Ecmult8Out out;
     ecmult8_ifma(in, out);
     for (int l = 0; l < 8; ++l) {
-        if (!parsed[l]) {
+        if (!parsed[l] || out.off_curve[l]) {
             verdicts[l] = kInvalid;
         } else if (out.degenerate[l] || out.r[l].infinity) {
             verdicts[l] = kRecheck;

@@ -67,7 +67,8 @@ void group_op8(Width w, GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* deg
 // path's verdict, never recheck.
 void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdicts[8]);
 
-// What the 8-lane ladder gets: affine keys, 64 four-bit digits (most
+// What the 8-lane ladder gets: key x coordinates and wanted y parities
+// (the lanes lift them: a square root each), 64 four-bit digits (most
 // significant first) of the key's and the generator's scalar per lane, and
 // the lanes to run; it returns R = na P + ng G in Jacobian form per lane and
 // the lanes that met a degenerate addition.
@@ -80,12 +81,14 @@ const GTable8& g_table8();
 
 struct Ecmult8In {
     const GTable8* g;
-    Fe px[8], py[8];
+    Fe px[8];
+    bool odd[8];
     u8 dp[64][8], dg[64][8];
 };
 struct Ecmult8Out {
     Gej r[8];
     bool degenerate[8];
+    bool off_curve[8];  // x^3 + 7 is not a square: the key does not parse
 };
 
 }  // namespace sigverify::kernels::lanes

@@ -165,7 +165,19 @@ void ecmult8_ifma(const Ecmult8In& in, Ecmult8Out& out) {
     const GTable8& gt = *in.g;
     Ge8 p;
     load8(p.x, in.px);
-    load8(p.y, in.py);
+    Fe8 t, seven;
+    fe8_sqr(t, p.x);
+    fe8_mul(t, t, p.x);
+    fe8_set_u64(seven, 7);
+    fe8_add(t, t, seven);
+    const __mmask8 square = fe8_sqrt(p.y, t);
+    fe8_normalize(p.y);
+    __mmask8 want_odd = 0;
+    for (int l = 0; l < 8; ++l)
+        if (in.odd[l]) want_odd = static_cast<__mmask8>(want_odd | (1u << l));
+    const __mmask8 is_odd = _mm512_test_epi64_mask(p.y.v[0], _mm512_set1_epi64(1));
+    fe8_neg(t, p.y);
+    fe8_select(p.y, static_cast<__mmask8>(is_odd ^ want_odd), p.y, t);
     static thread_local PTable8 pt;
     __mmask8 bad = build_p_table8(pt, p);
     Gej8 acc;
@@ -194,6 +206,7 @@ void ecmult8_ifma(const Ecmult8In& in, Ecmult8Out& out) {
         out.r[l].z = z[l];
         out.r[l].infinity = ((acc.inf >> l) & 1) != 0;
         out.degenerate[l] = ((bad >> l) & 1) != 0;
+        out.off_curve[l] = ((square >> l) & 1) == 0;
     }
 }
 
