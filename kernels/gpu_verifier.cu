@@ -83,11 +83,9 @@ __host__ __device__ constexpr std::uint32_t scratch_shape(k::ScratchPlacement p)
     return std::uint32_t(k::shared_words_per_thread(p)) | std::uint32_t(k::global_words_per_thread(p)) << 16;
 }
 
-// Whether BIP-340's parity step runs in parity_kernel (the row's global
-// scratch can hold its parked Y and Z), or in the row (fe32_inv).
-__host__ __device__ constexpr bool parity_kernel_runs(k::ScratchPlacement p) {
-    return k::global_words_per_thread(p) >= k::kParityParkWords;
-}
+// Whether BIP-340's parity step runs in parity_kernel or in the row:
+// k::parity_kernel_runs (verify32.hpp, tested on the host).
+using k::parity_kernel_runs;
 
 __global__ void SV_KERNEL_BOUNDS
     verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
