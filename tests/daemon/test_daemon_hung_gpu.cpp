@@ -19,6 +19,7 @@
 #include "batch_check.hpp"
 #include "daemon_fixture.hpp"
 #include "ops/ops_helpers.hpp"
+#include "stand_in_probe.hpp"
 #include "support/first_differences.hpp"
 
 using namespace sigverify;
@@ -42,27 +43,6 @@ cli::DaemonProcessOptions options(std::vector<std::string> own) {
     o.temp_template = "/tmp/sigverifyd-test-XXXXXX";
     o.start_timeout = std::chrono::milliseconds(60000);
     return o;
-}
-
-std::unique_ptr<Client> connect(const cli::DaemonProcess& d, const char* name) {
-    ClientOptions o;
-    o.runtime_dir = d.dir();
-    o.name = name;
-    return Client::connect(o);
-}
-
-std::string backend_line(const cli::DaemonProcess& d, const std::string& name) {
-    const std::string all = stats_command(d.dir(), "backends");
-    const std::size_t at = all.find("backend=" + name + " ");
-    if (at == std::string::npos) return "";
-    return all.substr(at, all.find('\n', at) - at);
-}
-
-long long metric(const cli::DaemonProcess& d, const std::string& prefix) {
-    const std::string text = stats_command(d.dir(), "stats");
-    const std::size_t at = text.find("\n" + prefix + " ");
-    if (at == std::string::npos) return -1;
-    return std::atoll(text.c_str() + at + 1 + prefix.size() + 1);
 }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -104,7 +84,7 @@ TEST_CASE("a GPU that never finishes at start-up: the self-test leaves it out, t
     CHECK(started < std::atof(kFloor) + kBoundS);
     check_left_out(d, "gpu0");
     CHECK(d.log().find("every GPU was switched off during the self-test") != std::string::npos);
-    auto c = connect(d, "startup");
+    auto c = connect_to(d, "startup");
     REQUIRE(c);
     for (wire::Table t : {wire::Table::ecdsa, wire::Table::schnorr, wire::Table::multisig, wire::Table::threshold}) {
         INFO(wire::to_string(t));
@@ -118,7 +98,7 @@ TEST_CASE("a GPU that hangs in the middle of a batch: left out within its deadli
           "[daemon][hung][mid-batch]") {
     // The self-test's 32 rows and two 4,096-row chunks answered, then every call stalls.
     cli::DaemonProcess d(options({"--hang-after-rows", "8300", "--gpus", "0"}));
-    auto c = connect(d, "mid-batch");
+    auto c = connect_to(d, "mid-batch");
     REQUIRE(c);
     CHECK(metric(d, "sigverifyd_gpu_timeouts_total") == 0);
     const double took = check_batch(*c, wire::Table::ecdsa, 40000, 11);
@@ -134,7 +114,7 @@ TEST_CASE("a GPU that answers wrong after its deadline: the late verdicts are ne
           "[daemon][hung][late]") {
     // every call past the self-test stalls 4 s, then says VALID for every row
     cli::DaemonProcess d(options({"--hang-after-rows", "32", "--hang-stall-ms", "4000", "--gpus", "0"}));
-    auto c = connect(d, "late");
+    auto c = connect_to(d, "late");
     REQUIRE(c);
     check_batch(*c, wire::Table::ecdsa, 12000, 13);  // a quarter of the rows invalid: a late "valid" would show
     check_left_out(d, "gpu0");
@@ -145,7 +125,7 @@ TEST_CASE("a GPU that answers wrong after its deadline: the late verdicts are ne
 
 TEST_CASE("of two GPUs one hangs: the other takes its share", "[daemon][hung][two]") {
     cli::DaemonProcess d(options({"--hang-after-rows", "8300", "--hang-gpus", "1", "--gpus", "0,1"}));
-    auto c = connect(d, "two");
+    auto c = connect_to(d, "two");
     REQUIRE(c);
     check_batch(*c, wire::Table::ecdsa, 40000, 15);
     check_left_out(d, "gpu1");
@@ -168,7 +148,7 @@ TEST_CASE("a GPU the build has no kernel image for is reported as exactly that, 
     CHECK(line.find("failed:") == std::string::npos);  // not a failed self-test
     CHECK(metric(d, "sigverifyd_backend_no_kernel_image{backend=\"gpu0\"}") == 1);
     CHECK(metric(d, "sigverifyd_backend_enabled{backend=\"gpu0\",kind=\"gpu\"}") == 0);
-    auto c = connect(d, "no-image");
+    auto c = connect_to(d, "no-image");
     REQUIRE(c);
     DaemonInfo info;
     REQUIRE(c->info(info) == Status::ok);
