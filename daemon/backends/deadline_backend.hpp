@@ -5,7 +5,8 @@
 // that can stop answering, behind a driver that can block. DeadlineBackend
 // wraps one device (a GpuBackend, or the host-kernel stand-in in its place)
 // below its CheckedBackend and runs each call on a thread of its own, one per
-// worker (started at the worker's first call), while the worker waits at most
+// worker (started with the backend, with the set-up thread's scheduling: a
+// bulk worker's SCHED_IDLE would delay each hand-over), while the worker waits at most
 //   gpu::wait_deadline_s(rows, the slowest rate this device answered at, floor)
 // (the floor is --gpu-wait-floor; the rate is learnt from calls of 1,024 rows
 // or more). Past it:
@@ -21,7 +22,9 @@
 //     returns late publishes nothing, no verdict is published twice;
 //   * on_timeout(reason) says which device and why (the log, the metrics).
 // The hop to the call's thread costs a hand-over each way (tens of
-// microseconds) on the GPU path only: the CPU backend has no deadline.
+// microseconds) on the GPU path only: the CPU backend has no deadline. The
+// call threads do what the device does on the host (a GPU's staging copy and
+// verdict scatter) at ordinary priority, beside the lane workers.
 //
 // A late call still reads its records (the GPU path reads them only before
 // its own, longer backstop deadline: gpu::Options::wait_floor_s).
