@@ -175,7 +175,7 @@ build_from_source() {
     fi
     CXXFLAGS=(-std=c++20 -O3 -DNDEBUG -I"$ROOT" -I"$ROOT/shm_protocol/include" -I"$CUDA_HOME/include" -pthread)
     NVFLAGS=(-std=c++17 -O3 -DNDEBUG -I"$ROOT" -I"$ROOT/shm_protocol/include" -gencode "arch=compute_${ARCH#sm_},code=$ARCH" -Xptxas -v)
-    for s in kernels/kernel_math.cpp kernels/gpu_common.cpp tests/kernels/gpu_check.cpp "${REF_SRCS[@]#$ROOT/}"; do
+    for s in kernels/kernel_math.cpp kernels/gpu_common.cpp kernels/gpu_self_test.cpp tests/kernels/gpu_check.cpp "${REF_SRCS[@]#$ROOT/}"; do
         g++ "${CXXFLAGS[@]}" "${REF_FLAGS[@]}" -c "$ROOT/$s" -o "$WORK/$(basename "$s" .cpp).o" >>"$LOGS/build.log" 2>&1 &
         pids+=($!)
     done
