@@ -358,10 +358,9 @@ stop_daemon() {
     wait "$DAEMON_PID" 2>/dev/null
     DAEMON_PID=
 }
-needs_daemon() {
-    [[ $PREBUILT -eq 1 ]] && return 0
-    PHASE_NOTE="no sigverifyd/sigverify binaries here"
-    return 1
+needs_daemon() {  # the binaries, and a GPU unless in a dry run
+    [[ $PREBUILT -eq 1 ]] || { PHASE_NOTE="no sigverifyd/sigverify binaries here"; return 1; }
+    [[ $DRY_RUN -eq 1 || $NO_GPU -eq 0 ]] || { PHASE_NOTE="no GPU"; return 1; }
 }
 needs_gpu() {
     [[ $NO_GPU -eq 0 ]] && return 0
@@ -497,6 +496,7 @@ phase_daemon_e2e() {
 # --- 6. extras while time is left
 phase_extras() {
     local rc=0 mode flags backend sizes rule flag
+    [[ $DRY_RUN -eq 1 || $NO_GPU -eq 0 ]] || { PHASE_NOTE="no GPU"; return 77; }
     if [[ $PREBUILT -eq 1 && -n "${CURVE_SIZES-x}" ]]; then
         sizes=${CURVE_SIZES:-1,64,1024,4096,16384,65536}
         for mode in split gpu-only cpu-only; do
@@ -562,6 +562,17 @@ phase_extras() {
     return $rc
 }
 
+# Is there a GPU at all? (gpu_check opens it and runs its self-test: a second or two.)
+if [[ $NO_GPU -eq 0 ]]; then
+    if [[ -x "$BIN/gpu_check" ]]; then
+        timeout 60 "$BIN/gpu_check" --self-test-only >"$LOGS/probe.txt" 2>&1
+        probe=$?
+        say "probe: gpu_check --self-test-only exit $probe: $(grep -E 'GPU [0-9]|self-test|no GPU|FAIL' "$LOGS/probe.txt" | tr '\n' ' ' | cut -c1-300)"
+        [[ $probe -eq 77 ]] && NO_GPU=1
+    else
+        NO_GPU=1
+    fi
+fi
 #         name               max min reserve (the later phases' min)
 run_phase kernel-correctness 200 60 195 phase_kernel_correctness
 run_phase daemon-correctness 150 40 155 phase_daemon_correctness
