@@ -55,6 +55,8 @@ func connect(ctx context.Context, path string, deadline time.Time) (*net.UnixCon
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
+		case errors.Is(err, syscall.EAGAIN):
+			return nil, dialError(StatusTimeout, "sigverifyd at %s accepted no connection in time (listen backlog full)", path)
 		case errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM):
 			return nil, dialError(StatusPermissionDenied, "cannot connect to %s: %v", path, err)
 		case ctx.Err() != nil:

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,17 +21,19 @@ import (
 	sigverify "a-seed-da0336f9.example/sigverify/go"
 )
 
-// Handshakes a daemon may botch: each Dial fails with the error it should.
-func TestHostileHandshakes(t *testing.T) {
-	type scenario struct {
-		name   string
-		want   error
-		serve  func(t *testing.T, c *net.UnixConn)
-		acked  int // the MappedAck status the client must send (-1: none)
-		inText string
-	}
-	acks := make(chan int, 1)
-	seg := func(t *testing.T, edit func(g *fakeSeg)) func(t *testing.T, c *net.UnixConn) {
+type handshakeScenario struct {
+	name   string
+	want   error
+	serve  func(t *testing.T, c *net.UnixConn)
+	acked  int // the MappedAck status the client must send (-1: none)
+	inText string
+}
+
+// handshakeScenarios are the botched handshakes; a MappedAck the client
+// sends goes to acks.
+func handshakeScenarios(acks chan int) []handshakeScenario {
+	type scenario = handshakeScenario
+	seg := func(edit func(g *fakeSeg)) func(t *testing.T, c *net.UnixConn) {
 		return func(t *testing.T, c *net.UnixConn) {
 			g := newFakeSeg(t, 8, 8, 64<<10)
 			if edit != nil {
@@ -45,7 +48,7 @@ func TestHostileHandshakes(t *testing.T) {
 	put32 := func(off int, v uint32) func(g *fakeSeg) {
 		return func(g *fakeSeg) { binary.LittleEndian.PutUint32(g.mem[off:], v) }
 	}
-	scenarios := []scenario{
+	return []scenario{
 		{name: "short reply", want: sigverify.ErrProtocol, acked: -1, serve: func(t *testing.T, c *net.UnixConn) {
 			c.Write(make([]byte, 100))
 		}},
@@ -73,18 +76,25 @@ func TestHostileHandshakes(t *testing.T) {
 			g := newFakeSeg(t, 8, 8, 64<<10)
 			c.WriteMsgUnix(helloReply(0, "", 1<<62, g.epoch), unixRights(g), nil)
 		}},
-		{name: "bad segment magic", want: sigverify.ErrProtocol, acked: 17, serve: seg(t, put32(0, 1))},
-		{name: "ABI major 2", want: sigverify.ErrProtocol, acked: 17, serve: seg(t, put32(4, 2|6<<16))},
-		{name: "ABI minor 0", want: sigverify.ErrIncompatible, acked: -1, serve: seg(t, put32(4, 1))},
-		{name: "ring masks", want: sigverify.ErrProtocol, acked: 17, serve: seg(t, put32(96, 3))},
-		{name: "ring not a power of two", want: sigverify.ErrProtocol, acked: 17, serve: seg(t, put32(48, 6))},
-		{name: "arena offset", want: sigverify.ErrProtocol, acked: 17, serve: seg(t, put32(80, 12288))},
-		{name: "state not ready", want: sigverify.ErrProtocol, acked: 17, serve: seg(t, put32(128, 0))},
-		{name: "epoch differs", want: sigverify.ErrProtocol, acked: 17, serve: seg(t, put32(24, 7))},
+		{name: "bad segment magic", want: sigverify.ErrProtocol, acked: 17, serve: seg(put32(0, 1))},
+		{name: "ABI major 2", want: sigverify.ErrProtocol, acked: 17, serve: seg(put32(4, 2|6<<16))},
+		{name: "ABI minor 0", want: sigverify.ErrIncompatible, acked: -1, serve: seg(put32(4, 1))},
+		{name: "ring masks", want: sigverify.ErrProtocol, acked: 17, serve: seg(put32(96, 3))},
+		{name: "ring not a power of two", want: sigverify.ErrProtocol, acked: 17, serve: seg(put32(48, 6))},
+		{name: "arena offset", want: sigverify.ErrProtocol, acked: 17, serve: seg(put32(80, 12288))},
+		{name: "state not ready", want: sigverify.ErrProtocol, acked: 17, serve: seg(put32(128, 0))},
+		{name: "epoch differs", want: sigverify.ErrProtocol, acked: 17, serve: seg(put32(24, 7))},
 		{name: "silent", want: sigverify.ErrUnavailable, acked: -1, serve: func(t *testing.T, c *net.UnixConn) {
 			waitHangup(c)
 		}},
 	}
+}
+
+// Handshakes a daemon may botch: each Dial fails with the error it should,
+// in time, and leaves no descriptor open.
+func TestHostileHandshakes(t *testing.T) {
+	acks := make(chan int, 1)
+	scenarios := handshakeScenarios(acks)
 	warm := newStandIn(t, func(c *net.UnixConn, hello []byte) {})
 	if _, err := sigverify.Dial(warm.dir); err == nil {
 		t.Fatal("Dial of a mute stand-in succeeded")
@@ -133,6 +143,7 @@ type ringScenario struct {
 	// serve answers the submissions (g.next) as the lie goes.
 	serve func(g *fakeSeg, c *net.UnixConn)
 	edit  func(g *fakeSeg) // before the handshake
+	ready chan struct{}    // when set, the call waits for serve to close it
 	// check looks at the outcome of one batch of 4 rows.
 	want     error
 	msg      string // in the error's text
@@ -163,6 +174,9 @@ func runRing(t *testing.T, sc ringScenario) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if sc.ready != nil {
+		<-sc.ready
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	res := []byte{5, 5, 5, 5}
@@ -198,6 +212,7 @@ func TestHostileRings(t *testing.T) {
 			g.results(e)[i] = 1
 		}
 	}
+	truncated := make(chan struct{})
 	scenarios := []ringScenario{
 		{name: "completion index far ahead", msg: "out-of-range completion", want: sigverify.ErrProtocol, serve: answerWith(func(g *fakeSeg, e entry) {
 			g.word(384).store(g.cqTail + 1000)
@@ -250,10 +265,11 @@ func TestHostileRings(t *testing.T) {
 			c.WriteMsgUnix([]byte("hello"), unixRights(g), nil)
 			waitHangup(c)
 		}},
-		{name: "segment truncated", msg: "shrank", want: sigverify.ErrProtocol, serve: func(g *fakeSeg, c *net.UnixConn) {
+		{name: "segment truncated", msg: "shrank", want: sigverify.ErrProtocol, ready: truncated, serve: func(g *fakeSeg, c *net.UnixConn) {
 			syscall.Munmap(g.mem) // the stand-in never touches it again
 			g.mem = nil
 			g.f.Truncate(0)
+			close(truncated)
 			waitHangup(c)
 		}},
 	}
@@ -328,5 +344,85 @@ func TestHostileTagsAndCancel(t *testing.T) {
 		if err != nil || all || string(res) != "\x00\x01\x00\x01" {
 			t.Fatalf("batch %d after the cancel: %v %v %v", i, all, err, res)
 		}
+	}
+}
+
+// A daemon that never accepts, its listen backlog full: the connect itself
+// ends at the deadline (non-blocking), not when the kernel gives up.
+func TestConnectDeadline(t *testing.T) {
+	dir := shortTempDir(t)
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: dir + "/sigverifyd.sock"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Fill the backlog: connections nobody accepts.
+	for i := 0; i < 4; i++ {
+		c, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(c)
+		_ = syscall.Connect(c, &syscall.SockaddrUnix{Name: dir + "/sigverifyd.sock"})
+	}
+	start := time.Now()
+	_, err = sigverify.Dial(dir, sigverify.WithConnectTimeout(300*time.Millisecond))
+	took := time.Since(start)
+	if !errors.Is(err, sigverify.ErrUnavailable) || took > time.Second || took < 250*time.Millisecond {
+		t.Fatalf("Dial: %v after %v, want ErrUnavailable after the 300 ms deadline", err, took)
+	}
+	t.Log(err)
+}
+
+// While one call reconnects to a daemon that does not answer the handshake,
+// the other calls are not held up behind it (no lock across the connect):
+// they return ErrUnavailable at once, or the fallback's verdicts.
+func TestReconnectHoldsNoLock(t *testing.T) {
+	var conns int32
+	s := newStandIn(t, func(c *net.UnixConn, hello []byte) {
+		if atomic.AddInt32(&conns, 1) == 1 {
+			g := newFakeSeg(t, 8, 8, 64<<10)
+			g.handshake(c) // then hangs up: the session dies
+			return
+		}
+		waitHangup(c) // later connections: never answered
+	})
+	c, err := sigverify.Dial(s.dir, sigverify.WithConnectTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	z := func(n int) []byte { return make([]byte, n) }
+	deadline := time.Now().Add(2 * time.Second)
+	for { // until the client saw the session end
+		_, err := c.VerifySchnorrBatch(context.Background(), z(32), z(32), z(64), nil)
+		if errors.Is(err, sigverify.ErrUnavailable) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(600 * time.Millisecond) // past the reconnect interval
+	slow := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		c.VerifySchnorrBatch(context.Background(), z(32), z(32), z(64), nil) // dials the silent daemon
+		slow <- time.Since(start)
+	}()
+	for atomic.LoadInt32(&conns) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	_, err = c.VerifySchnorrBatch(context.Background(), z(32), z(32), z(64), nil)
+	if took := time.Since(start); !errors.Is(err, sigverify.ErrUnavailable) || took > 200*time.Millisecond {
+		t.Fatalf("a call during the reconnect: %v after %v", err, took)
+	}
+	if took := <-slow; took < 900*time.Millisecond {
+		t.Fatalf("the reconnecting call returned after %v, before its deadline", took)
 	}
 }
