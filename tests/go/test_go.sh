@@ -47,24 +47,16 @@ nostr)
   CGO_ENABLED=0 step "$GO" build -o "$BIN/nostr-verify" .
   step "$GO" test -race -count=1 -timeout 300s ./...
   # go run . FILE from the folder, as docs/go.md shows it.
-  T=$(mktemp -d /tmp/svgo-nostr-XXXXXX)
-  DPID=
-  cleanup() {
-    if [ -n "$DPID" ] && kill -0 "$DPID" 2>/dev/null; then kill -TERM "$DPID"; wait "$DPID" || true; fi
-    rm -rf "$T"
-  }
-  trap cleanup EXIT
+  source "$SRC/tests/support/daemon_test.sh" go-nostr
   "$SIGVERIFYD" --foreground --runtime-dir "$T/run" --cpu-threads 2 --log-file "$T/daemon.log" &
   DPID=$!
-  for _ in $(seq 200); do [ -S "$T/run/sigverifyd.sock" ] && break; sleep 0.05; done
+  wait_for_socket "$T/run/sigverifyd.sock"
   "$GO" test -count=1 -run 'TestWriteSample' . -args -sample "$T/events.jsonl" >/dev/null
   out=$(SIGVERIFY_RUNTIME_DIR=$T/run "$GO" run . "$T/events.jsonl")
   echo "$out" | tail -3
   last=$(tail -1 <<<"$out")
-  [[ $last =~ ^events=8\ valid=3\ invalid=3\ malformed=2\ seconds=[0-9.]+\ events/s=[0-9.]+$ ]] || {
-    echo "FAIL: summary line: $last" >&2
-    exit 1
-  }
+  [[ $last =~ ^events=8\ valid=3\ invalid=3\ malformed=2\ seconds=[0-9.]+\ events/s=[0-9.]+$ ]] ||
+    fail "summary line: $last"
   ;;
 *) echo "usage: $0 client|nostr SOURCE_DIR BINARY_DIR SIGVERIFYD SIGVERIFY_CLI" >&2; exit 2 ;;
 esac
