@@ -16,7 +16,6 @@ set -euo pipefail
 what=$1 SRC=$2 BIN=$3
 export SIGVERIFYD=$4 SIGVERIFY_CLI=$5
 GO=$(command -v go || true)
-[ -z "$GO" ] && [ -x /usr/lib/go/bin/go ] && GO=/usr/lib/go/bin/go
 if [ -z "$GO" ]; then
   echo "SKIP: no go tool (Debian: apt-get install golang-go)"
   exit 77
