@@ -84,7 +84,7 @@ func (b *batch) pipeline(s *session) (int, error) {
 			if err == nil {
 				p.begin = b.next
 				b.fill(s, p)
-				if err = s.submit(p, b.kind, b.enc); err != nil {
+				if err = s.submit(b.done, p, b.kind, b.enc); err != nil {
 					s.release(p)
 					return b.abort(s, b.next, err)
 				}

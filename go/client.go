@@ -69,11 +69,11 @@ var (
 
 // Default is the process's shared client of DefaultRuntimeDir(), made on
 // first use; a failed connect is retried by a later call (at most every
-// 500 ms).
+// 500 ms), and a client someone closed is replaced.
 func Default() (*Client, error) {
 	defaultMu.Lock()
 	defer defaultMu.Unlock()
-	if defaultClient != nil {
+	if defaultClient != nil && !defaultClient.isClosed() {
 		return defaultClient, nil
 	}
 	if defaultErr != nil && time.Since(defaultTried) < reconnectInterval {
@@ -82,6 +82,12 @@ func Default() (*Client, error) {
 	defaultTried = time.Now()
 	defaultClient, defaultErr = Dial("")
 	return defaultClient, defaultErr
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // Close ends the session and stops the coalescing goroutines; calls in

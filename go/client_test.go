@@ -462,7 +462,15 @@ func TestDefaultClient(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("default client: %v %v", ok, err)
 	}
+	if again, _ := sigverify.Default(); again != c {
+		t.Fatal("Default made a second client")
+	}
 	c.Close()
+	again, err := sigverify.Default()
+	if err != nil || again == c {
+		t.Fatalf("Default after Close: %v (the same client: %v)", err, again == c)
+	}
+	again.Close()
 }
 
 // A batch call allocates nothing: neither the call nor the session's

@@ -426,3 +426,49 @@ func TestReconnectHoldsNoLock(t *testing.T) {
 		t.Fatalf("the reconnecting call returned after %v, before its deadline", took)
 	}
 }
+
+// A daemon that answers entries without ever consuming them (sq_head stays):
+// once the submission ring is full, a call waits for an entry only as long as
+// its context lasts.
+func TestSubmissionRingNeverConsumed(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	s := newStandIn(t, func(c *net.UnixConn, hello []byte) {
+		g := newFakeSeg(t, 2, 8, 64<<10)
+		if !g.handshake(c) {
+			return
+		}
+		seen := uint32(0)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tail := g.word(256).load()
+			for ; seen != tail; seen++ { // read each entry, leave sq_head where it is
+				at := g.sqOff + uint64(seen&(g.sq-1))*64
+				tag := binary.LittleEndian.Uint64(g.mem[at:])
+				g.complete(tag, 0, 1, g.epoch, 0)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	})
+	c, err := sigverify.Dial(s.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	z := func(n int) []byte { return make([]byte, n) }
+	for i := 0; i < 2; i++ {
+		if all, err := c.VerifySchnorrBatch(context.Background(), z(32), z(32), z(64), z(1)); err != nil || all {
+			t.Fatalf("batch %d: %v %v", i, all, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.VerifySchnorrBatch(ctx, z(32), z(32), z(64), nil); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
+		t.Fatalf("full submission ring: %v after %v", err, time.Since(start))
+	}
+}

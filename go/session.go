@@ -323,8 +323,9 @@ func (s *session) deliverLocked(c *completion) {
 
 func (p piece) tag() uint64 { return uint64(p.gen)<<32 | uint64(p.idx) }
 
-// submit publishes a verify_columns entry for a reserved piece.
-func (s *session) submit(p piece, kind Kind, enc SigEncoding) error {
+// submit publishes a verify_columns entry for a reserved piece (waiting for
+// a ring entry at most until done ends).
+func (s *session) submit(done <-chan struct{}, p piece, kind Kind, enc SigEncoding) error {
 	s.mu.Lock()
 	sl := &s.slots[p.idx]
 	e := submission{
@@ -333,7 +334,7 @@ func (s *session) submit(p piece, kind Kind, enc SigEncoding) error {
 		keyOffset: sl.keyOff, signatureOffset: sl.sigOff,
 	}
 	s.mu.Unlock()
-	return s.publish(&e, p)
+	return s.publish(done, &e, p)
 }
 
 func tableOf(kind Kind) uint8 {
@@ -346,7 +347,7 @@ func tableOf(kind Kind) uint8 {
 // publish writes one entry into the submission ring (waiting for a free
 // entry while the daemon lags) and rings the daemon. A verify entry's slot
 // is marked submitted first, so its completion can never come too early.
-func (s *session) publish(e *submission, p piece) error {
+func (s *session) publish(done <-chan struct{}, e *submission, p piece) error {
 	s.sqMu.Lock()
 	defer s.sqMu.Unlock()
 	if s.state.load() != stateReady {
@@ -363,8 +364,12 @@ func (s *session) publish(e *submission, p piece) error {
 		if s.sqTail-head < entries {
 			break
 		}
-		if s.isDead() {
+		select {
+		case <-s.dead:
 			return s.deadErr
+		case <-done:
+			return errCtxDone
+		default:
 		}
 		s.clientBell.sleep(seq, s.cfg.liveness)
 	}
@@ -392,15 +397,15 @@ func (s *session) cancel(p piece) {
 	if s.hdr.abiMinor < abiMinorCancel {
 		return
 	}
-	s.sqMu.Lock()
-	full := s.sqTail-s.sqHead.load() >= s.hdr.sqEntries
-	s.sqMu.Unlock()
-	if full {
-		return
-	}
 	e := submission{userTag: p.tag() | cancelTagBit, opcode: opCancel, rowsOffset: p.tag()}
-	_ = s.publish(&e, p)
+	_ = s.publish(closedChan, &e, p) // never waits for a ring entry
 }
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // wait blocks until the piece's completion, the end of done or the session.
 func (s *session) wait(done <-chan struct{}, p piece) (completion, error) {
