@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -268,7 +269,7 @@ func summary() {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		base := figures[filepath.Dir(n)+"/libsecp256k1-cgo"]
+		base := figures[strings.SplitN(n, "/", 2)[0]+"/libsecp256k1-cgo"]
 		if base == 0 {
 			continue
 		}
