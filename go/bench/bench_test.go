@@ -79,6 +79,7 @@ var (
 	client    *sigverify.Client
 	setupErr  error
 	daemonCmd *exec.Cmd
+	daemonDir string
 	data      = map[sigverify.Kind]*rows{}
 	figures   = map[string]float64{} // ns per signature of each benchmark's last run
 	lastN     = map[string]int{}     // the b.N of that run
@@ -118,6 +119,7 @@ func startPrivate() (*sigverify.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	daemonDir = dir
 	daemonCmd = exec.Command(bin, "--foreground", "--runtime-dir", dir, "--log-file", filepath.Join(dir, "log"))
 	if err := daemonCmd.Start(); err != nil {
 		return nil, fmt.Errorf("no sigverifyd to benchmark (set $SIGVERIFYD or $SIGVERIFY_RUNTIME_DIR): %v", err)
@@ -246,6 +248,9 @@ func TestMain(m *testing.M) {
 	if daemonCmd != nil {
 		_ = daemonCmd.Process.Signal(os.Interrupt)
 		_, _ = daemonCmd.Process.Wait()
+	}
+	if daemonDir != "" {
+		os.RemoveAll(daemonDir)
 	}
 	os.Exit(code)
 }
