@@ -4,7 +4,7 @@
 # into a temporary prefix (a plain install leaves the opt-in layer out; its
 # component adds it), then build the call-site program as an outside consumer
 # with only `pkg-config secp256k1-fast` and with find_package(secp256k1-fast
-# 4.0.0.0), both with -DWITH_ULTRAFAST -DHAVE_ULTRAFAST, and run both against
+# 4.0.0.0), each with only the flags the package gives (WITH_ULTRAFAST among them), and run both against
 # the installed sigverifyd on tables of known verdicts.
 # usage: test_lbtc_compat.sh BUILD_DIR SOURCE_DIR WRITE_TABLES_EXE
 set -euo pipefail
@@ -39,7 +39,7 @@ export PKG_CONFIG_PATH=$P/lib/pkgconfig
 pkg-config --atleast-version=4.0.0.0 secp256k1-fast || fail "pkg-config: secp256k1-fast >= 4.0.0.0 not satisfied"
 CXX=${CXX:-c++}
 # shellcheck disable=SC2046
-$CXX -std=c++20 -O1 -DWITH_ULTRAFAST -DHAVE_ULTRAFAST "$SRC/tests/lbtc/consumer/call_site_main.cpp" -o "$T/pc_call_site" \
+$CXX -std=c++20 -O1 -DLBTC_OUTSIDE_CONSUMER "$SRC/tests/lbtc/consumer/call_site_main.cpp" -o "$T/pc_call_site" \
   $(pkg-config --cflags --libs secp256k1-fast) || fail "pkg-config secp256k1-fast build"
 LD_LIBRARY_PATH="$P/lib" "$T/pc_call_site" "$T/tables" 0 || fail "pkg-config consumer"
 echo "pkg-config consumer: ok"

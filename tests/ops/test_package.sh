@@ -137,11 +137,11 @@ got=$("$T/node" "$RUN" "$T/e.rows") || fail "the node failed against the install
 if [ -z "$want" ] || [ "$got" != "$want" ]; then fail "node: '$got', expected '$want'"; fi
 # libbitcoin's call site (tests/lbtc/consumer), built as libbitcoin-system's
 # autotools build finds its accelerator: only pkg-config secp256k1-fast >= 4.0.0.0
-# and the macros its with-ultrafast option defines; run on tables of known
+# and the flags it gives (WITH_ULTRAFAST among them: libbitcoin never defines it); run on tables of known
 # verdicts (LBTC_WRITE_TABLES, the test build's writer) against the installed daemon.
 pkg-config --atleast-version=4.0.0.0 secp256k1-fast || fail "installed secp256k1-fast.pc: >= 4.0.0.0 not satisfied"
 # shellcheck disable=SC2046
-${CXX:-c++} -std=c++20 -O1 -DWITH_ULTRAFAST -DHAVE_ULTRAFAST "$SRC/tests/lbtc/consumer/call_site_main.cpp" \
+${CXX:-c++} -std=c++20 -O1 -DLBTC_OUTSIDE_CONSUMER "$SRC/tests/lbtc/consumer/call_site_main.cpp" \
   -o "$T/lbtc_call_site" $(pkg-config --cflags --libs secp256k1-fast) ||
   fail "building libbitcoin's call site against the installed libsigverify-libbitcoin-dev"
 mkdir "$T/tables"

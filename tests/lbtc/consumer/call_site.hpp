@@ -3,8 +3,11 @@
 // source): the gate read once, Schnorr first with no results (the all-valid
 // fast path) and again with results only when that fails, ECDSA always with
 // results. Built two ways: in-tree against sigverify/lbtc.hpp, and by the
-// compat test as an outside consumer with -DWITH_ULTRAFAST -DHAVE_ULTRAFAST
-// against the installed <ufsecp/libbitcoin.hpp>.
+// compat test as an outside consumer (-DLBTC_OUTSIDE_CONSUMER) against the
+// installed <ufsecp/libbitcoin.hpp>, with nothing but what the installed
+// package's flags give: as in libbitcoin, HAVE_ULTRAFAST comes from
+// WITH_ULTRAFAST, which libbitcoin's builds never define themselves, so the
+// package's pkg-config Cflags and CMake target must.
 //
 // Depends on the hook's header and the standard library only.
 #pragma once
@@ -13,6 +16,13 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#if defined(LBTC_OUTSIDE_CONSUMER) && !defined(WITH_ULTRAFAST)
+#error "the installed secp256k1-fast package must define WITH_ULTRAFAST (libbitcoin's builds do not)"
+#endif
+#if defined(WITH_ULTRAFAST) && !defined(HAVE_ULTRAFAST)
+#define HAVE_ULTRAFAST
+#endif
 
 #if defined(HAVE_ULTRAFAST)
 #include <ufsecp/libbitcoin.hpp>

@@ -4,7 +4,7 @@
 // usage: lbtc_call_site DIR EXPECT_GATE(0|1|-1)
 // Built by tests/lbtc/test_lbtc_compat.sh as an outside consumer of the
 // installed compatibility layer, with only pkg-config secp256k1-fast or
-// find_package(secp256k1-fast 4.0.0.0) and -DWITH_ULTRAFAST -DHAVE_ULTRAFAST.
+// find_package(secp256k1-fast 4.0.0.0) (which supply WITH_ULTRAFAST).
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
