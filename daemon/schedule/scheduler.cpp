@@ -342,9 +342,7 @@ void Scheduler::plan_job(Job& j) const {
     if (metrics_ != nullptr && cpu_rows != 0) metrics_->split_cpu_rows.fetch_add(cpu_rows, std::memory_order_relaxed);
 }
 
-void Scheduler::worker_loop(unsigned worker) {
-    // Lane workers take only small batches (see Lane workers in scheduler.hpp).
-    const bool lane_worker = worker >= bulk_workers_;
+void Scheduler::prepare_worker_thread(unsigned worker, bool lane_worker) {
     const bool bulk_beside_lane = !lane_worker && lane_workers_ != 0;
     name_this_thread(lane_worker ? "sv-lane-" + std::to_string(worker - bulk_workers_)
                                  : "sv-worker-" + std::to_string(worker));
@@ -357,173 +355,174 @@ void Scheduler::worker_loop(unsigned worker) {
         (void)::setpriority(PRIO_PROCESS, 0, std::min(19, nice_now + nice_offset));
     }
     if (pin_workers_) keep_to_core(worker);
-    std::unique_lock lock(mutex_);
-    for (;;) {
-        if (lane_worker) {
-            // Its own wait: bulk work alone must neither wake it nor keep it spinning.
-            // While one is idle, small batches wait for it, not for a bulk worker.
-            if (!stopping_ && !lane_ready_.load(std::memory_order_acquire)) {
-                ++idle_lane_workers_;
-                runnable_changed();
-                lock.unlock();
-                shm::spin_before_sleep([&] { return lane_ready_.load(std::memory_order_acquire); });
-                lock.lock();
-                lane_cv_.wait(lock, [&] { return stopping_ || lane_ready_.load(std::memory_order_acquire); });
-                --idle_lane_workers_;
-                runnable_changed();
-            }
-        } else if (!bulk_ready_.load(std::memory_order_acquire) && !stopping_) {
-            // Busy-poll briefly before sleeping: a condition-variable wakeup
-            // costs ~100 us on a loaded VM, longer than a 1-row verification.
-            // Without lane workers bulk_ready_ is "runnable_ is not empty".
-            idle_workers_.fetch_add(1, std::memory_order_acq_rel);
-            lock.unlock();
-            shm::spin_before_sleep([&] { return bulk_ready_.load(std::memory_order_acquire); });
-            lock.lock();
-            work_cv_.wait(lock, [&] { return stopping_ || bulk_ready_.load(std::memory_order_acquire); });
-            idle_workers_.fetch_sub(1, std::memory_order_acq_rel);
-        }
-        if (stopping_) return;
-        // Latency lane: a queue whose next job fits in one chunk goes first,
-        // so a node's block-sized or 1-row batch never waits behind the
-        // chunks of every bulk verifier on the host; bulk queues round-robin.
-        // At most kLaneBurst lane picks in a row: a client flooding small
-        // batches cannot starve the bulk queues (they get every fifth chunk).
-        // With lane workers, a bulk worker leaves small batches to an idle
-        // lane worker (bulk_may_take): it serves them only when all are busy.
-        const auto small = [&](const std::shared_ptr<JobQueue>& sq) { return lane_work(*sq) && bulk_may_take(*sq); };
-        const auto first_small = std::find_if(runnable_.begin(), runnable_.end(), small);
-        const auto bulk = [&](const std::shared_ptr<JobQueue>& bq) { return !lane_work(*bq) && bulk_may_take(*bq); };
-        const auto first_bulk = std::find_if(runnable_.begin(), runnable_.end(), bulk);
-        auto pick = runnable_.begin();
-        // A bulk chunk taken because the lane had its kLaneBurst picks runs
-        // whole: yielding it to the waiting small batches would shrink the
-        // bulk queues' guaranteed share to one piece.
-        bool may_yield = true;
-        if (lane_worker) {
-            // The first queue in line with a small batch no lane worker serves
-            // (lane_ready_ said there is one; it is read under the lock).
-            // Accounts that owe the lane nothing first.
-            pick = std::find_if(runnable_.begin(), runnable_.end(), [&](const std::shared_ptr<JobQueue>& lq) {
-                return lane_worker_work(*lq) && !indebted(*lq);
-            });
-            if (pick == runnable_.end())
-                pick = std::find_if(runnable_.begin(), runnable_.end(),
-                                    [&](const std::shared_ptr<JobQueue>& lq) { return lane_worker_work(*lq); });
-            if (pick == runnable_.end()) continue;
-            may_yield = false;
-        } else if (first_small != runnable_.end() && (lane_streak_ < kLaneBurst || first_bulk == runnable_.end())) {
-            pick = first_small;
-            lane_streak_ = std::min(lane_streak_ + 1, kLaneBurst);
-        } else if (first_bulk != runnable_.end()) {
-            pick = first_bulk;
-            may_yield = first_small == runnable_.end();
-            lane_streak_ = 0;
-        } else {
-            continue;  // only small batches an idle lane worker takes (bulk_ready_ is false)
-        }
-        std::shared_ptr<JobQueue> q = std::move(*pick);
-        runnable_.erase(pick);
-        const bool indebted_lane = lane_worker && indebted(*q);
-        if (lane_worker) {
-            ++q->lane_running_;
-            q->lane_job_ = q->pending_.front();
-            if (indebted_lane) ++indebted_lane_running_;
-        }
-        const std::uint32_t index = q->pending_.front();
-        Job& j = q->jobs_[index];
-        // Only small batches' confirmations are the lane's: a bulk batch's run on the bulk workers.
-        const bool small_job = j.rows.count <= kLaneWorkerRows;
-        if (metrics_ != nullptr && small_job && indebted(*q))
-            metrics_->lane_indebted_chunks.fetch_add(1, std::memory_order_relaxed);
-        std::uint64_t begin = 0, end = 0;
-        constexpr std::size_t kNotRepair = ~std::size_t(0);
-        std::size_t repair_range = kNotRepair;
-        if (j.repairs != nullptr) {
-            repair_range = take_repair_piece(j, begin, end);
-        } else if (!j.returned.empty()) {
-            // Rows a yielding worker handed back go first (at most one chunk each).
-            std::tie(begin, end) = j.returned.back();
-            j.returned.pop_back();
-            j.returned_rows -= end - begin;
-        } else {
-            begin = j.next_row;
-            if (begin == 0) plan_job(j);
-            end = begin < j.gpu_rows ? std::min<std::uint64_t>(j.gpu_rows, begin + j.backend_chunk_rows)
-                                     : std::min<std::uint64_t>(j.rows.count, begin + j.cpu_chunk_rows);
-            j.next_row = end;
-        }
-        ++j.running;
-        if (j.unassigned() == 0) q->pending_.pop_front();
-        const bool more = !q->pending_.empty();
-        if (more) runnable_.push_back(q);  // round robin: back of the line
-        else q->in_runnable_ = false;
-        runnable_changed();
-        if (more) notify_work();
-        lock.unlock();
+}
 
-        // Reads only the job's submitter-set fields, which nobody writes while it runs.
-        std::size_t verified_end = end;
-        const auto chunk_start = std::chrono::steady_clock::now();
-        ChunkResult r;
-        if (repair_range != kNotRepair) r.status = repair_piece(worker, j, repair_range, begin, end);
-        else r = run_chunk(worker, j, begin, end, may_yield ? &verified_end : nullptr);
-        const double chunk_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - chunk_start).count();
-        // The CPU confirmations of a checked primary's verdicts: its time
-        // beyond the primary's own; a repair piece is all confirmation.
-        const double confirm_s = repair_range != kNotRepair ? chunk_s
-                                 : r.primary_seconds.has_value() ? chunk_s - *r.primary_seconds
-                                                                 : 0.0;
-        if (metrics_ != nullptr) {
-            if (repair_range == kNotRepair) metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
-            metrics_->progress.fetch_add(1, std::memory_order_relaxed);
-        }
-
-        lock.lock();
-        ++chunks_run_;
-        if (small_job) charge_lane_debt(q->account_, confirm_s);
-        if (lane_worker) {
-            // q's next small batch may go to a lane worker again.
-            --q->lane_running_;
-            if (indebted_lane) --indebted_lane_running_;
+bool Scheduler::wait_for_work(std::unique_lock<std::mutex>& lock, bool lane_worker) {
+    if (lane_worker) {
+        // Its own wait: bulk work alone must neither wake it nor keep it spinning.
+        // While one is idle, small batches wait for it, not for a bulk worker.
+        if (!stopping_ && !lane_ready_.load(std::memory_order_acquire)) {
+            ++idle_lane_workers_;
             runnable_changed();
-            if (lane_ready_.load(std::memory_order_acquire)) lane_cv_.notify_one();
+            lock.unlock();
+            shm::spin_before_sleep([&] { return lane_ready_.load(std::memory_order_acquire); });
+            lock.lock();
+            lane_cv_.wait(lock, [&] { return stopping_ || lane_ready_.load(std::memory_order_acquire); });
+            --idle_lane_workers_;
+            runnable_changed();
         }
-        if (r.status == shm::Status::ok && verified_end < end) hand_back(q, index, verified_end, end);
-        j.tally += r.tally;
-        j.rows_rewritten = j.rows_rewritten || r.rows_rewritten;
-        if (r.status != shm::Status::ok && j.status == shm::Status::ok) j.status = r.status;
-        --j.running;
-        if (j.running == 0 && j.unassigned() == 0) {
-            // j's chunks (or its repair pieces) are all done: none runs any
-            // more, cancel() leaves it alone, and its slot is not reused before
-            // finish_job. Under the groups rule its repair comes first: its
-            // pieces go back in line, and the job counts as done (idle()
-            // stays false) once the last of them is done.
-            if (j.repairs == nullptr && metrics_ != nullptr && backend_.confirms_by_group())
-                (j.ledger != nullptr ? metrics_->confirm_batches_groups : metrics_->confirm_batches_strict)
-                    .fetch_add(1, std::memory_order_relaxed);
-            if (j.ledger != nullptr && start_repair(q, index)) {
-                lock.unlock();
-                q.reset();
-                lock.lock();
-                continue;
-            }
+    } else if (!bulk_ready_.load(std::memory_order_acquire) && !stopping_) {
+        // Busy-poll briefly before sleeping: a condition-variable wakeup
+        // costs more than a 1-row verification on a loaded machine.
+        // Without lane workers bulk_ready_ is "runnable_ is not empty".
+        idle_workers_.fetch_add(1, std::memory_order_acq_rel);
+        lock.unlock();
+        shm::spin_before_sleep([&] { return bulk_ready_.load(std::memory_order_acquire); });
+        lock.lock();
+        work_cv_.wait(lock, [&] { return stopping_ || bulk_ready_.load(std::memory_order_acquire); });
+        idle_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    return !stopping_;
+}
+
+bool Scheduler::take_piece(bool lane_worker, Piece& p) {
+    // Which queue: pick_policy.hpp (the lane first, its burst limit, the
+    // round-robin line, lane workers' debt order).
+    pick_facts_.clear();
+    for (const std::shared_ptr<JobQueue>& rq : runnable_) {
+        QueueFacts f;
+        const bool lane = lane_work(*rq), bulk_ok = bulk_may_take(*rq);
+        f.lane_worker_work = lane_worker_work(*rq);
+        f.indebted = indebted(*rq);
+        f.small = lane && bulk_ok;
+        f.bulk = !lane && bulk_ok;
+        pick_facts_.push_back(f);
+    }
+    const PickDecision d = pick_queue(pick_facts_, lane_worker, lane_streak_, kLaneBurst);
+    if (d.queue == PickDecision::kNone) return false;
+    lane_streak_ = d.lane_streak;
+    const auto pick = runnable_.begin() + static_cast<std::ptrdiff_t>(d.queue);
+    p = Piece{};
+    p.q = std::move(*pick);
+    runnable_.erase(pick);
+    p.may_yield = d.may_yield;
+    p.lane_worker = lane_worker;
+    JobQueue& q = *p.q;
+    p.indebted_lane = lane_worker && indebted(q);
+    if (lane_worker) {
+        ++q.lane_running_;
+        q.lane_job_ = q.pending_.front();
+        if (p.indebted_lane) ++indebted_lane_running_;
+    }
+    p.index = q.pending_.front();
+    Job& j = q.jobs_[p.index];
+    // Only small batches' confirmations are the lane's: a bulk batch's run on the bulk workers.
+    p.small_job = j.rows.count <= kLaneWorkerRows;
+    if (metrics_ != nullptr && p.small_job && indebted(q))
+        metrics_->lane_indebted_chunks.fetch_add(1, std::memory_order_relaxed);
+    if (j.repairs != nullptr) {
+        p.repair_range = take_repair_piece(j, p.begin, p.end);
+    } else if (!j.returned.empty()) {
+        // Rows a yielding worker handed back go first (at most one chunk each).
+        std::tie(p.begin, p.end) = j.returned.back();
+        j.returned.pop_back();
+        j.returned_rows -= p.end - p.begin;
+    } else {
+        p.begin = j.next_row;
+        if (p.begin == 0) plan_job(j);
+        p.end = p.begin < j.gpu_rows ? std::min<std::uint64_t>(j.gpu_rows, p.begin + j.backend_chunk_rows)
+                                     : std::min<std::uint64_t>(j.rows.count, p.begin + j.cpu_chunk_rows);
+        j.next_row = p.end;
+    }
+    ++j.running;
+    if (j.unassigned() == 0) q.pending_.pop_front();
+    const bool more = !q.pending_.empty();
+    if (more) runnable_.push_back(p.q);  // round robin: back of the line
+    else q.in_runnable_ = false;
+    runnable_changed();
+    if (more) notify_work();
+    return true;
+}
+
+Scheduler::PieceDone Scheduler::run_piece(unsigned worker, const Piece& p) {
+    // Reads only the job's submitter-set fields, which nobody writes while it runs.
+    const Job& j = p.q->jobs_[p.index];
+    PieceDone done;
+    done.verified_end = p.end;
+    const auto chunk_start = std::chrono::steady_clock::now();
+    if (p.repair_range != Piece::kNotRepair) done.r.status = repair_piece(worker, j, p.repair_range, p.begin, p.end);
+    else done.r = run_chunk(worker, j, p.begin, p.end, p.may_yield ? &done.verified_end : nullptr);
+    const double chunk_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - chunk_start).count();
+    // The CPU confirmations of a checked primary's verdicts: its time
+    // beyond the primary's own; a repair piece is all confirmation.
+    done.confirm_s = p.repair_range != Piece::kNotRepair ? chunk_s
+                     : done.r.primary_seconds.has_value() ? chunk_s - *done.r.primary_seconds
+                                                          : 0.0;
+    if (metrics_ != nullptr) {
+        if (p.repair_range == Piece::kNotRepair) metrics_->chunks.fetch_add(1, std::memory_order_relaxed);
+        metrics_->progress.fetch_add(1, std::memory_order_relaxed);
+    }
+    return done;
+}
+
+void Scheduler::finish_piece(std::unique_lock<std::mutex>& lock, Piece& p, const PieceDone& done) {
+    JobQueue& q = *p.q;
+    Job& j = q.jobs_[p.index];
+    const ChunkResult& r = done.r;
+    ++chunks_run_;
+    if (p.small_job) charge_lane_debt(q.account_, done.confirm_s);
+    if (p.lane_worker) {
+        // q's next small batch may go to a lane worker again.
+        --q.lane_running_;
+        if (p.indebted_lane) --indebted_lane_running_;
+        runnable_changed();
+        if (lane_ready_.load(std::memory_order_acquire)) lane_cv_.notify_one();
+    }
+    if (r.status == shm::Status::ok && done.verified_end < p.end) hand_back(p.q, p.index, done.verified_end, p.end);
+    j.tally += r.tally;
+    j.rows_rewritten = j.rows_rewritten || r.rows_rewritten;
+    if (r.status != shm::Status::ok && j.status == shm::Status::ok) j.status = r.status;
+    --j.running;
+    if (j.running == 0 && j.unassigned() == 0) {
+        // j's chunks (or its repair pieces) are all done: none runs any
+        // more, cancel() leaves it alone, and its slot is not reused before
+        // finish_job. Under the groups rule its repair comes first: its
+        // pieces go back in line, and the job counts as done (idle()
+        // stays false) once the last of them is done.
+        if (j.repairs == nullptr && metrics_ != nullptr && backend_.confirms_by_group())
+            (j.ledger != nullptr ? metrics_->confirm_batches_groups : metrics_->confirm_batches_strict)
+                .fetch_add(1, std::memory_order_relaxed);
+        if (j.ledger == nullptr || !start_repair(p.q, p.index)) {
             j.repairs.reset();
             const shm::Status status = j.status;
             const reference::Tally tally = j.tally;
             --queued_jobs_;
             const bool now_idle = queued_jobs_ == 0;
             lock.unlock();
-            q->sink_.finish_job(index, status, tally);
+            q.sink_.finish_job(p.index, status, tally);
             if (now_idle) idle_cv_.notify_all();
-            q.reset();  // may drop the last reference to the session: unmaps outside the lock
+            p.q.reset();  // may drop the last reference to the session: unmaps outside the lock
             lock.lock();
-        } else {
-            lock.unlock();
-            q.reset();
-            lock.lock();
+            return;
         }
+    }
+    lock.unlock();
+    p.q.reset();
+    lock.lock();
+}
+
+void Scheduler::worker_loop(unsigned worker) {
+    // Lane workers take only small batches (see Lane workers in scheduler.hpp).
+    const bool lane_worker = worker >= bulk_workers_;
+    prepare_worker_thread(worker, lane_worker);
+    std::unique_lock lock(mutex_);
+    while (wait_for_work(lock, lane_worker)) {
+        Piece piece;
+        if (!take_piece(lane_worker, piece)) continue;  // only work another kind of worker takes
+        lock.unlock();
+        const PieceDone done = run_piece(worker, piece);
+        lock.lock();
+        finish_piece(lock, piece, done);
     }
 }
 

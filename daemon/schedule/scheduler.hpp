@@ -134,6 +134,7 @@
 
 #include "daemon/backends/backend.hpp"
 #include "daemon/schedule/job.hpp"
+#include "daemon/schedule/pick_policy.hpp"
 #include "daemon/backends/split_planner.hpp"
 #include "daemon/memory/staging.hpp"
 
@@ -268,7 +269,37 @@ public:
     }
 
 private:
+    // One piece of work: taken under the lock, run without it, finished under it.
+    struct Piece {
+        static constexpr std::size_t kNotRepair = ~std::size_t(0);
+        std::shared_ptr<JobQueue> q;
+        std::uint32_t index = 0;                 // q's job
+        std::uint64_t begin = 0, end = 0;        // its rows
+        std::size_t repair_range = kNotRepair;   // a job-end repair piece: its range
+        bool may_yield = true;                   // may be cut for a waiting small batch
+        bool lane_worker = false;                // taken by a lane worker
+        bool indebted_lane = false;              // ... of an account in lane debt
+        bool small_job = false;                  // its confirmations are charged to the lane debt
+    };
+    struct PieceDone {
+        ChunkResult r;
+        std::size_t verified_end = 0;  // where a yielding chunk stopped (end: not cut)
+        double confirm_s = 0;          // its CPU confirmation time
+    };
+    // The loop: wait -> take a piece -> run it -> finish it.
     void worker_loop(unsigned worker);
+    // A worker's name, nice value or SCHED_IDLE, and core (its own thread).
+    void prepare_worker_thread(unsigned worker, bool lane_worker);
+    // Waits (lock held) until work this kind of worker may take could be there; false: stopping.
+    bool wait_for_work(std::unique_lock<std::mutex>& lock, bool lane_worker);
+    // Picks a queue (pick_policy.hpp) and takes its next piece (lock held); false: nothing for this worker.
+    bool take_piece(bool lane_worker, Piece& p);
+    // Verifies and publishes the piece (lock not held).
+    PieceDone run_piece(unsigned worker, const Piece& p);
+    // Its accounting, hand-back and, for a job's last piece, the repair or
+    // the completion (lock held on entry and on return; dropped around the
+    // completion and the queue's release).
+    void finish_piece(std::unique_lock<std::mutex>& lock, Piece& p, const PieceDone& done);
     // Stage (or hand in place), verify, publish rows [begin, end) of job j (see
     // above). With may_yield, *verified_end is where it stopped to yield to
     // the lane: rows [begin, *verified_end) are published, the rest untouched.
@@ -337,6 +368,7 @@ private:
     std::atomic<std::uint32_t> runnable_count_{0};  // runnable_.size(), readable without the lock
     std::uint64_t chunks_run_ = 0;
     unsigned lane_streak_ = 0;  // small-batch picks since a bulk queue was last served
+    std::vector<QueueFacts> pick_facts_;  // take_piece's scratch (lock held)
     std::size_t yield_rows_ = 0;
     int worker_nice_ = 0;
     unsigned lane_workers_ = 0;
