@@ -125,6 +125,70 @@ std::optional<bool> CheckedBackend::recheck_private(Worker& w, unsigned worker, 
     return cpu;
 }
 
+// Step 3 of check: libsecp256k1 re-verifies the rows w.need marks, the
+// sampled valid and invalid rows and every recheck (a verdict above 1); rows
+// in client memory that disagree are judged again on a private copy (the
+// client may have rewritten them). Fills result's tally and rows_rewritten.
+// False: a verdict disagrees with libsecp256k1 and the primary is disabled.
+bool CheckedBackend::confirm(Worker& w, unsigned worker, const wire::RowSpan& records, std::uint32_t valid_sample,
+                             std::uint32_t invalid_sample, ChunkResult& result) {
+    const std::size_t n = records.count;
+    // Rows in client memory may change underneath; staged rows cannot.
+    const bool in_place = n != 0 && client_memory_.contains(records.data, n * records.row_stride());
+    reference::Tally tally;
+    std::uint64_t rechecked = 0, unconfirmed = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        std::uint8_t v = w.verdicts[i];
+        const bool recheck = v > 1 || (v == 1 ? w.sample(valid_sample)
+                                              : w.need[i] != 0 || w.sample(invalid_sample));
+        if (recheck) {
+            if (++rechecked % kProgressRows == 0) note_progress();  // a long confirmation is not a hang
+            const bool cpu = w.cpu.verify_row(records, i);
+            bool agree = v <= 1 && cpu == (v == 1);
+            if (!agree && v <= 1 && in_place) {
+                // Perhaps the client rewrote the row: judge on a private copy.
+                if (const std::optional<bool> settled = recheck_private(w, worker, records, i)) {
+                    counters_.rows_rewritten.fetch_add(1, std::memory_order_relaxed);
+                    result.rows_rewritten = true;
+                    v = w.verdicts[i] = *settled ? 1 : 0;
+                    agree = true;
+                }
+            }
+            if (!agree) {
+                counters_.rows_rechecked.fetch_add(rechecked, std::memory_order_relaxed);
+                counters_.mismatches.fetch_add(1, std::memory_order_relaxed);
+                disable(primary_->name() + " verdict " + std::to_string(v) + " disagrees with libsecp256k1 (" +
+                        (cpu ? "valid" : "invalid") + ") on a " + std::string(wire::to_string(records.kind)) +
+                        " row");
+                return false;
+            }
+        } else if (v == 0) {
+            ++unconfirmed;
+        }
+        if (v == 1) ++tally.valid;
+        else ++tally.invalid;
+    }
+    counters_.rows_rechecked.fetch_add(rechecked, std::memory_order_relaxed);
+    counters_.invalid_unconfirmed.fetch_add(unconfirmed, std::memory_order_relaxed);
+    result.tally = tally;
+    return true;
+}
+
+// A chunk too small for a GPU round trip: libsecp256k1 verifies it here.
+ChunkResult CheckedBackend::verify_here(Worker& w, const wire::RowSpan& records, std::uint8_t* verdicts) {
+    reference::Tally tally;
+    for (std::size_t i = 0; i < records.count; ++i) {
+        const bool ok = w.cpu.verify_row(records, i);
+        verdicts[i] = ok ? 1 : 0;
+        if (ok) ++tally.valid;
+        else ++tally.invalid;
+    }
+    counters_.rows_small.fetch_add(records.count, std::memory_order_relaxed);
+    ChunkResult small{shm::Status::ok, tally};
+    small.launched = false;  // nothing for the split planner to learn about the GPU
+    return small;
+}
+
 ChunkResult CheckedBackend::check(unsigned worker, const wire::RowSpan& records, const ChunkGroups* groups,
                                   std::uint8_t* verdicts) noexcept {
     if (!chunk_args_ok(worker, unsigned(workers_.size()), records, verdicts))
@@ -138,20 +202,7 @@ ChunkResult CheckedBackend::check(unsigned worker, const wire::RowSpan& records,
         return ChunkResult{shm::Status::backend_error, {}};  // out of memory: the CPU fallback's turn
     }
     try {
-        reference::Tally tally;
-        if (n < policy_.cpu_below_rows) {
-            // Too small for a GPU round trip: libsecp256k1 verifies the chunk here.
-            for (std::size_t i = 0; i < n; ++i) {
-                const bool ok = w.cpu.verify_row(records, i);
-                verdicts[i] = ok ? 1 : 0;
-                if (ok) ++tally.valid;
-                else ++tally.invalid;
-            }
-            counters_.rows_small.fetch_add(n, std::memory_order_relaxed);
-            ChunkResult small{shm::Status::ok, tally};
-            small.launched = false;  // nothing for the split planner to learn about the GPU
-            return small;
-        }
+        if (n < policy_.cpu_below_rows) return verify_here(w, records, verdicts);
 
         // 1. The primary's verdicts on the (private) records, timed on their own:
         //    the planner must not learn the confirmations' time (a client's
@@ -171,46 +222,11 @@ ChunkResult CheckedBackend::check(unsigned worker, const wire::RowSpan& records,
         (groups != nullptr ? counters_.chunks_groups : counters_.chunks_strict).fetch_add(1, std::memory_order_relaxed);
 
         // 3. libsecp256k1 re-verifies them, and the samples.
-        // Rows in client memory may change underneath; staged rows cannot.
-        const bool in_place = n != 0 && client_memory_.contains(records.data, n * records.row_stride());
         ChunkResult result;
         result.primary_seconds = primary_seconds;
-        std::uint64_t rechecked = 0, unconfirmed = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            std::uint8_t v = w.verdicts[i];
-            const bool recheck = v > 1 || (v == 1 ? w.sample(valid_sample)
-                                                  : w.need[i] != 0 || w.sample(invalid_sample));
-            if (recheck) {
-                if (++rechecked % kProgressRows == 0) note_progress();  // a long confirmation is not a hang
-                const bool cpu = w.cpu.verify_row(records, i);
-                bool agree = v <= 1 && cpu == (v == 1);
-                if (!agree && v <= 1 && in_place) {
-                    // Perhaps the client rewrote the row: judge on a private copy.
-                    if (const std::optional<bool> settled = recheck_private(w, worker, records, i)) {
-                        counters_.rows_rewritten.fetch_add(1, std::memory_order_relaxed);
-                        result.rows_rewritten = true;
-                        v = w.verdicts[i] = *settled ? 1 : 0;
-                        agree = true;
-                    }
-                }
-                if (!agree) {
-                    counters_.rows_rechecked.fetch_add(rechecked, std::memory_order_relaxed);
-                    counters_.mismatches.fetch_add(1, std::memory_order_relaxed);
-                    disable(primary_->name() + " verdict " + std::to_string(v) + " disagrees with libsecp256k1 (" +
-                            (cpu ? "valid" : "invalid") + ") on a " + std::string(wire::to_string(records.kind)) +
-                            " row");
-                    return ChunkResult{shm::Status::backend_error, {}};
-                }
-            } else if (v == 0) {
-                ++unconfirmed;
-            }
-            if (v == 1) ++tally.valid;
-            else ++tally.invalid;
-        }
-        counters_.rows_rechecked.fetch_add(rechecked, std::memory_order_relaxed);
-        counters_.invalid_unconfirmed.fetch_add(unconfirmed, std::memory_order_relaxed);
+        if (!confirm(w, worker, records, valid_sample, invalid_sample, result))
+            return ChunkResult{shm::Status::backend_error, {}};  // disabled: a verdict disagreed
         std::memcpy(verdicts, w.verdicts.data(), n);  // checked: hand them back
-        result.tally = tally;
         return result;
     } catch (...) {
         disable("exception in the checked backend");

@@ -121,6 +121,10 @@ private:
     // libsecp256k1's verdict when they agree there (the row was rewritten), or
     // nullopt (the primary is wrong).
     std::optional<bool> recheck_private(Worker& w, unsigned worker, const wire::RowSpan& records, std::size_t i);
+    // check's step 3 (the confirmations) and its path for chunks too small for the GPU.
+    bool confirm(Worker& w, unsigned worker, const wire::RowSpan& records, std::uint32_t valid_sample,
+                 std::uint32_t invalid_sample, ChunkResult& result);
+    ChunkResult verify_here(Worker& w, const wire::RowSpan& records, std::uint8_t* verdicts);
     void disable(const std::string& reason);
 
     std::unique_ptr<Backend> primary_;

@@ -305,6 +305,15 @@ private:
     // the lane: rows [begin, *verified_end) are published, the rest untouched.
     ChunkResult run_chunk(unsigned worker, const Job& j, std::size_t begin, std::size_t end,
                           std::size_t* verified_end = nullptr);
+    // run_chunk's step 1: rows [begin, end) of j as the backend verifies them
+    // (in place, or copied into st). False: a registered file shrank.
+    bool stage_chunk(const Job& j, std::size_t begin, std::size_t end, bool in_place, Staging& st,
+                     wire::RowSpan& staged);
+    // run_chunk's step 2 on the CPU backend: staged rows in pieces of
+    // yield_rows_, stopping after a piece when lane_waits(); verified = the
+    // rows done (their verdicts in verdicts[0, verified)).
+    ChunkResult verify_yielding(unsigned worker, const wire::RowSpan& staged, std::uint8_t* verdicts,
+                                std::size_t& verified);
     // Whether a worker in a chunk should yield: lane work waits, no worker is idle.
     bool lane_waits() const noexcept {
         return lane_waiting_.load(std::memory_order_acquire) && idle_workers_.load(std::memory_order_acquire) == 0;

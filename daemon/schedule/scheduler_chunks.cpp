@@ -45,6 +45,52 @@ ChunkResult Scheduler::verify_staged(unsigned worker, const wire::RowSpan& recor
     return r;
 }
 
+bool Scheduler::stage_chunk(const Job& j, std::size_t begin, std::size_t end, bool in_place, Staging& st,
+                            wire::RowSpan& staged) {
+    const wire::RecordKind kind = j.is_columns ? j.columns.kind : j.rows.kind;
+    if (j.registered.active()) {
+        // Read from the client's files, never through a mapping of them. A
+        // file that no longer holds its column (it shrank) fails the chunk
+        // before anything is verified: nothing of it is published.
+        if (!stage_registered_columns(j.registered, kind, j.columns.encoding, begin, end, st.columns,
+                                      st.records.data()))
+            return false;
+        staged = wire::RowSpan{kind, 0, j.columns.encoding, st.records.data(), end - begin};
+        return true;
+    }
+    staged = in_place       ? subspan(j.rows, begin, end)
+             : j.is_columns ? stage_columns(j.columns, begin, end, st.records.data())
+                            : stage_rows(j.rows, begin, end, st.records.data());
+    return true;
+}
+
+ChunkResult Scheduler::verify_yielding(unsigned worker, const wire::RowSpan& staged, std::uint8_t* verdicts,
+                                       std::size_t& verified) {
+    const std::size_t n = staged.count;
+    ChunkResult r;
+    verified = n;
+    for (std::size_t a = 0; a < n;) {
+        const std::size_t b = std::min(n, a + yield_rows_);
+        const ChunkResult piece = verify_staged(worker, subspan(staged, a, b), nullptr, false, verdicts + a);
+        if (piece.status != shm::Status::ok) return piece;  // nothing published
+        r.tally += piece.tally;
+        r.rows_rewritten = r.rows_rewritten || piece.rows_rewritten;
+        if (metrics_ != nullptr) metrics_->progress.fetch_add(1, std::memory_order_relaxed);
+        a = b;
+        if (a < n && lane_waits()) {
+            verified = a;
+            break;
+        }
+        // Let a thread that woke meanwhile (a session's reader with a new
+        // batch, a client whose verdicts were posted) have this core now:
+        // the kernel otherwise lets a busy worker run out its slice and
+        // notices the waker only at a timer tick, once per wake-up on a
+        // round trip. A no-op when nothing else is runnable.
+        if (a < n) sched_yield();
+    }
+    return r;
+}
+
 ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begin, std::size_t end,
                                  std::size_t* verified_end) {
     if (verified_end != nullptr) *verified_end = end;
@@ -66,21 +112,12 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
     //    segment) gets packed rows where they are instead; it sits behind a
     //    CheckedBackend that judges any disagreement on a private copy.
     const bool in_place = !on_cpu && !j.is_columns && !j.stage_rows && backend_.verifies_in_place();
-    if (j.registered.active()) {
-        // Read from the client's files, never through a mapping of them. A
-        // file that no longer holds its column (it shrank) fails the chunk
-        // before anything is verified: nothing of it is published.
-        if (!stage_registered_columns(j.registered, kind, j.columns.encoding, begin, end, st.columns,
-                                      st.records.data())) {
-            failed.status = shm::Status::buffer_lost;
-            return failed;
-        }
+    wire::RowSpan staged;
+    if (!stage_chunk(j, begin, end, in_place, st, staged)) {
+        // A registered file that no longer holds its column (it shrank).
+        failed.status = shm::Status::buffer_lost;
+        return failed;
     }
-    const wire::RowSpan staged = in_place ? subspan(j.rows, begin, end)
-                                 : j.registered.active()
-                                     ? wire::RowSpan{kind, 0, j.columns.encoding, st.records.data(), n}
-                                 : j.is_columns ? stage_columns(j.columns, begin, end, st.records.data())
-                                                : stage_rows(j.rows, begin, end, st.records.data());
     if (metrics_ != nullptr)
         (in_place ? metrics_->rows_in_place : metrics_->rows_staged).fetch_add(n, std::memory_order_relaxed);
     const ChunkGroups* groups = nullptr;
@@ -99,26 +136,7 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
     ChunkResult r;
     if (verified_end != nullptr && yield_rows_ != 0 && n > yield_rows_ && groups == nullptr && !on_cpu &&
         !in_place && cpu_fallback_ == nullptr) {
-        for (std::size_t a = 0; a < n;) {
-            const std::size_t b = std::min(n, a + yield_rows_);
-            const ChunkResult piece = verify_staged(worker, subspan(staged, a, b), nullptr, false, st.verdicts.data() + a);
-            if (piece.status != shm::Status::ok) return piece;  // nothing published
-            r.tally += piece.tally;
-            r.rows_rewritten = r.rows_rewritten || piece.rows_rewritten;
-            if (metrics_ != nullptr) metrics_->progress.fetch_add(1, std::memory_order_relaxed);
-            a = b;
-            if (a < n && lane_waits()) {
-                verified = a;
-                break;
-            }
-            // Let a thread that woke meanwhile (a session's reader with a new
-            // batch, a client whose verdicts were posted) have this core now:
-            // the kernel otherwise lets a busy worker run out its slice, and
-            // notices the waker only at a timer tick (4 ms at HZ=250), once
-            // per wake-up on a round trip. A no-op when nothing else is
-            // runnable (~1 us a piece of ~500 us).
-            if (a < n) sched_yield();
-        }
+        r = verify_yielding(worker, staged, st.verdicts.data(), verified);
     } else {
         r = verify_staged(worker, staged, groups, on_cpu, st.verdicts.data());
     }
