@@ -249,97 +249,106 @@ int run_columns(const ColumnsArgs& a) {
     return int(ExitCode::ok);
 }
 
-int run_groups(const GroupsArgs& a) {
-    const bool from_columns = !a.columns.empty();
-    if (from_columns == !a.in.empty()) {
-        std::fprintf(stderr, "sigverify groups: give exactly one of --in FILE (with --table) or --columns DIR\n");
-        return int(ExitCode::usage);
-    }
+// What group verdicts are computed from: the grouping of every row and one
+// verdict per row (libsecp256k1's here, or --results).
+struct GroupInput {
     reference::GroupKind kind{};
     bool single = false;  // ecdsa/schnorr table: each row its own one-row group (multisig rule, 1-of-1)
     std::vector<reference::GroupRow> rows;
     std::vector<std::uint8_t> verdicts;
-    const auto verify_here = [&](auto&& run) {
-        if (!a.results.empty()) return;
-        verdicts.resize(rows.size());
-        run();
-    };
-    if (!from_columns) {
-        if (a.table.empty()) {
-            std::fprintf(stderr, "sigverify groups: --in needs --table ecdsa, multisig, schnorr or threshold\n");
-            return int(ExitCode::usage);
-        }
-        single = a.table == "ecdsa" || a.table == "schnorr";
-        kind = a.table == "threshold" ? reference::GroupKind::threshold : reference::GroupKind::multisig;
-        RowFile file = load_row_file(a.in, a.table, std::nullopt, a.sig_format);
-        const wire::RowSpan span = file.span(file.bytes);
-        if (single) {
-            if (span.tail_size != 3) throw InputError(a.in + ": single-signature rows need the canonical tail block_fk[3]");
-            std::vector<std::uint32_t> fks(span.count);
-            for (std::size_t i = 0; i < span.count; ++i)
-                fks[i] = wire::read_u24le(span.row(i) + wire::record_size(span.kind));
-            rows = reference::single_signature_group_rows(fks);
-        } else {
-            rows = reference::group_rows_from_rows(span, kind);
-        }
-        verify_here([&] { reference::Verifier(a.threads).verify(span, verdicts.data()); });
-    } else {
-        if (!a.table.empty()) {
-            std::fprintf(stderr, "sigverify groups: --table does not apply to --columns (the manifest names it)\n");
-            return int(ExitCode::usage);
-        }
-        ColumnDir dir = load_column_dir(a.columns);
-        const ColumnSpan batch = dir.table.view();
-        if ((dir.correlate == CorrelateLayout::libbitcoin && batch.kind == wire::RecordKind::schnorr) ||
-            (dir.row_table && (*dir.row_table == wire::Table::ecdsa || *dir.row_table == wire::Table::schnorr) &&
-             (dir.correlate == CorrelateLayout::libbitcoin ||
-              (dir.correlate == CorrelateLayout::tail && batch.tail_size == 3)))) {
-            // Each row its own group: single signatures (the correlate starts
-            // with id / block_fk; whatever group number it carries, so columns
-            // written before each single got its own carry group 0 are judged
-            // right), and every row of libbitcoin's Schnorr correlate, threshold
-            // rows included: it holds only the id, and libbitcoin fails a block
-            // on any failed Schnorr row (a threshold spend is captured only when
-            // it is satisfied with all its signatures valid).
-            single = true;
-            kind = reference::GroupKind::multisig;
-            std::vector<std::uint32_t> fks(batch.count);
-            for (std::size_t i = 0; i < batch.count; ++i) fks[i] = wire::read_u24le(batch.correlate_at(i));
-            rows = reference::single_signature_group_rows(fks);
-        } else if (dir.correlate == CorrelateLayout::libbitcoin && batch.kind == wire::RecordKind::ecdsa) {
-            kind = reference::GroupKind::multisig;
-            rows = reference::group_rows_from_correlate(batch);
-        } else if (dir.correlate == CorrelateLayout::tail && dir.row_table &&
-                   (*dir.row_table == wire::Table::multisig || *dir.row_table == wire::Table::threshold) &&
-                   batch.tail_size == wire::canonical_tail_size(*dir.row_table)) {
-            kind = *dir.row_table == wire::Table::multisig ? reference::GroupKind::multisig
-                                                           : reference::GroupKind::threshold;
-            rows.resize(batch.count);
-            for (std::size_t i = 0; i < batch.count; ++i) rows[i] = sigverify::read_group_tail(batch.correlate_at(i));
-        } else {
-            throw InputError(a.columns +
-                             ": group verdicts need the libbitcoin correlate (ECDSA or Schnorr), or a table named in "
-                             "the manifest whose correlate is the canonical row tail");
-        }
-        verify_here([&] { reference::ColumnVerifier(a.threads).verify(batch, verdicts.data()); });
-    }
-    if (!a.results.empty()) {
-        verdicts = [&] {
-            std::ifstream in(a.results, std::ios::binary);
-            if (!in) throw InputError(a.results + ": cannot open: " + std::strerror(errno));
-            return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
-        }();
-        if (verdicts.size() != rows.size())
-            throw InputError(a.results + ": " + std::to_string(verdicts.size()) + " result bytes for " +
-                             std::to_string(rows.size()) + " rows");
-    }
+};
 
-    const auto report = reference::compute_group_verdicts(kind, rows, verdicts);
-    const std::string label = single ? "single" : std::string(reference::to_string(kind));
+// Verifies here unless --results gives the verdicts.
+template <class Run>
+void verify_here(GroupInput& in, const GroupsArgs& a, Run&& run) {
+    if (!a.results.empty()) return;
+    in.verdicts.resize(in.rows.size());
+    run();
+}
+
+// --in FILE --table T. False: a usage error (printed).
+bool groups_from_rows(const GroupsArgs& a, GroupInput& in) {
+    if (a.table.empty()) {
+        std::fprintf(stderr, "sigverify groups: --in needs --table ecdsa, multisig, schnorr or threshold\n");
+        return false;
+    }
+    in.single = a.table == "ecdsa" || a.table == "schnorr";
+    in.kind = a.table == "threshold" ? reference::GroupKind::threshold : reference::GroupKind::multisig;
+    RowFile file = load_row_file(a.in, a.table, std::nullopt, a.sig_format);
+    const wire::RowSpan span = file.span(file.bytes);
+    if (in.single) {
+        if (span.tail_size != 3) throw InputError(a.in + ": single-signature rows need the canonical tail block_fk[3]");
+        std::vector<std::uint32_t> fks(span.count);
+        for (std::size_t i = 0; i < span.count; ++i)
+            fks[i] = wire::read_u24le(span.row(i) + wire::record_size(span.kind));
+        in.rows = reference::single_signature_group_rows(fks);
+    } else {
+        in.rows = reference::group_rows_from_rows(span, in.kind);
+    }
+    verify_here(in, a, [&] { reference::Verifier(a.threads).verify(span, in.verdicts.data()); });
+    return true;
+}
+
+// --columns DIR. False: a usage error (printed).
+bool groups_from_columns(const GroupsArgs& a, GroupInput& in) {
+    if (!a.table.empty()) {
+        std::fprintf(stderr, "sigverify groups: --table does not apply to --columns (the manifest names it)\n");
+        return false;
+    }
+    ColumnDir dir = load_column_dir(a.columns);
+    const ColumnSpan batch = dir.table.view();
+    if ((dir.correlate == CorrelateLayout::libbitcoin && batch.kind == wire::RecordKind::schnorr) ||
+        (dir.row_table && (*dir.row_table == wire::Table::ecdsa || *dir.row_table == wire::Table::schnorr) &&
+         (dir.correlate == CorrelateLayout::libbitcoin ||
+          (dir.correlate == CorrelateLayout::tail && batch.tail_size == 3)))) {
+        // Each row its own group: single signatures (the correlate starts
+        // with id / block_fk; whatever group number it carries, so columns
+        // written before each single got its own carry group 0 are judged
+        // right), and every row of libbitcoin's Schnorr correlate, threshold
+        // rows included: it holds only the id, and libbitcoin fails a block
+        // on any failed Schnorr row (a threshold spend is captured only when
+        // it is satisfied with all its signatures valid).
+        in.single = true;
+        in.kind = reference::GroupKind::multisig;
+        std::vector<std::uint32_t> fks(batch.count);
+        for (std::size_t i = 0; i < batch.count; ++i) fks[i] = wire::read_u24le(batch.correlate_at(i));
+        in.rows = reference::single_signature_group_rows(fks);
+    } else if (dir.correlate == CorrelateLayout::libbitcoin && batch.kind == wire::RecordKind::ecdsa) {
+        in.kind = reference::GroupKind::multisig;
+        in.rows = reference::group_rows_from_correlate(batch);
+    } else if (dir.correlate == CorrelateLayout::tail && dir.row_table &&
+               (*dir.row_table == wire::Table::multisig || *dir.row_table == wire::Table::threshold) &&
+               batch.tail_size == wire::canonical_tail_size(*dir.row_table)) {
+        in.kind = *dir.row_table == wire::Table::multisig ? reference::GroupKind::multisig
+                                                       : reference::GroupKind::threshold;
+        in.rows.resize(batch.count);
+        for (std::size_t i = 0; i < batch.count; ++i) in.rows[i] = sigverify::read_group_tail(batch.correlate_at(i));
+    } else {
+        throw InputError(a.columns +
+                         ": group verdicts need the libbitcoin correlate (ECDSA or Schnorr), or a table named in "
+                         "the manifest whose correlate is the canonical row tail");
+    }
+    verify_here(in, a, [&] { reference::ColumnVerifier(a.threads).verify(batch, in.verdicts.data()); });
+    return true;
+}
+
+// The verdicts of --results FILE, one byte per row.
+std::vector<std::uint8_t> read_results(const GroupsArgs& a, std::size_t rows) {
+    std::ifstream in(a.results, std::ios::binary);
+    if (!in) throw InputError(a.results + ": cannot open: " + std::strerror(errno));
+    std::vector<std::uint8_t> verdicts(std::istreambuf_iterator<char>(in), {});
+    if (verdicts.size() != rows)
+        throw InputError(a.results + ": " + std::to_string(verdicts.size()) + " result bytes for " +
+                         std::to_string(rows) + " rows");
+    return verdicts;
+}
+
+void print_group_report(const GroupsArgs& a, const GroupInput& in, const reference::GroupReport& report,
+                        const std::string& label) {
     std::uint64_t valid_rows = 0;
-    for (auto v : verdicts) valid_rows += v != 0;
+    for (auto v : in.verdicts) valid_rows += v != 0;
     std::printf("groups (%s): rows=%zu valid=%llu skipped=%llu groups=%zu failed=%llu blocks=%zu failed=%llu\n",
-                label.c_str(), rows.size(), (unsigned long long)valid_rows,
+                label.c_str(), in.rows.size(), (unsigned long long)valid_rows,
                 (unsigned long long)report.skipped_rows, report.groups.size(),
                 (unsigned long long)report.failed_groups, report.blocks.size(),
                 (unsigned long long)report.failed_blocks);
@@ -362,27 +371,43 @@ int run_groups(const GroupsArgs& a) {
     for (const auto& b : report.blocks)
         std::printf("block %u %s groups=%u failed=%u\n", b.block_fk, b.all_groups_pass ? "pass" : "FAIL", b.groups,
                     b.failed_groups);
+}
 
-    if (!a.json_out.empty()) {
-        json j = {{"kind", label},
-                  {"rows", rows.size()},
-                  {"skipped_rows", report.skipped_rows},
-                  {"first_skipped", report.first_skipped},
-                  {"inconsistent_groups", report.inconsistent_groups},
-                  {"failed_groups", report.failed_groups},
-                  {"failed_blocks", report.failed_blocks}};
-        json groups = json::array(), blocks = json::array();
-        for (const auto& g : report.groups)
-            groups.push_back({{"block_fk", g.block_fk}, {"group", g.group}, {"pass", g.pass}, {"rows", g.rows},
-                              {"valid_rows", g.valid_rows}, {"required", g.required}, {"flags", flag_names(g.flags)}});
-        for (const auto& b : report.blocks)
-            blocks.push_back({{"block_fk", b.block_fk}, {"pass", b.all_groups_pass}, {"groups", b.groups},
-                              {"failed_groups", b.failed_groups}});
-        j["groups"] = std::move(groups);
-        j["blocks"] = std::move(blocks);
-        const std::string text = j.dump(1) + "\n";
-        write_file_atomically(a.json_out, reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+void write_group_json(const GroupsArgs& a, const GroupInput& in, const reference::GroupReport& report,
+                      const std::string& label) {
+    json j = {{"kind", label},
+              {"rows", in.rows.size()},
+              {"skipped_rows", report.skipped_rows},
+              {"first_skipped", report.first_skipped},
+              {"inconsistent_groups", report.inconsistent_groups},
+              {"failed_groups", report.failed_groups},
+              {"failed_blocks", report.failed_blocks}};
+    json groups = json::array(), blocks = json::array();
+    for (const auto& g : report.groups)
+        groups.push_back({{"block_fk", g.block_fk}, {"group", g.group}, {"pass", g.pass}, {"rows", g.rows},
+                          {"valid_rows", g.valid_rows}, {"required", g.required}, {"flags", flag_names(g.flags)}});
+    for (const auto& b : report.blocks)
+        blocks.push_back({{"block_fk", b.block_fk}, {"pass", b.all_groups_pass}, {"groups", b.groups},
+                          {"failed_groups", b.failed_groups}});
+    j["groups"] = std::move(groups);
+    j["blocks"] = std::move(blocks);
+    const std::string text = j.dump(1) + "\n";
+    write_file_atomically(a.json_out, reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+}
+
+int run_groups(const GroupsArgs& a) {
+    const bool from_columns = !a.columns.empty();
+    if (from_columns == !a.in.empty()) {
+        std::fprintf(stderr, "sigverify groups: give exactly one of --in FILE (with --table) or --columns DIR\n");
+        return int(ExitCode::usage);
     }
+    GroupInput in;
+    if (!(from_columns ? groups_from_columns(a, in) : groups_from_rows(a, in))) return int(ExitCode::usage);
+    if (!a.results.empty()) in.verdicts = read_results(a, in.rows.size());
+    const auto report = reference::compute_group_verdicts(in.kind, in.rows, in.verdicts);
+    const std::string label = in.single ? "single" : std::string(reference::to_string(in.kind));
+    print_group_report(a, in, report, label);
+    if (!a.json_out.empty()) write_group_json(a, in, report, label);
     return a.strict && report.failed_groups ? int(ExitCode::invalid_rows) : int(ExitCode::ok);
 }
 
