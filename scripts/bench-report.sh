@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Runs every figure that BENCHMARKS.md quotes, on this machine, into one log:
+# Reruns the CPU lines of BENCHMARKS.md's headline table (docs/benchmarks-history.md
+# §1, §3, §4 measured them this way), on this machine, into one log:
 #   1. sigverify verify --local on 200k rows (1 and all threads) next to plain
 #      libsecp256k1 calls in the same run (--baseline);
 #   2. sigverify bench --preset quick against a private daemon (JSON + SVG);

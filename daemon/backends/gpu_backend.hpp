@@ -25,7 +25,7 @@
 // 1-row or block-sized batch is launched at once, not after the bulk launch
 // running on a shared slot and then merged into the next one (a launch of
 // two merged chunks is ~24 ms in the sleeping GPU's model of an H200; a block
-// waited 13x its time alone there, BENCHMARKS.md §13). Its kernel still
+// waited 13x its time alone there, docs/benchmarks-history.md §13). Its kernel still
 // shares the device's SMs with the bulk launches running: its stream has
 // the device's greatest priority (gpu::Options::high_priority,
 // cudaStreamCreateWithPriority), so its blocks take SMs as the running

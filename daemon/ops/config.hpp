@@ -33,12 +33,12 @@ struct Config {
     // (ring readers, main loop): a quiet client's wake-up and its session's
     // reader are not queued behind bulk verification (raising nice needs no
     // privileges). Off by default: against other CPU-bound processes on the
-    // host it also lowers the workers' share (BENCHMARKS.md §7).
+    // host it also lowers the workers' share (docs/benchmarks-history.md §7).
     unsigned worker_nice = 0;
     // The CPU backend's workers each keep to a core of their own (worker i on
     // the i-th core the daemon may use): left to the kernel, two workers woken
     // one after the other often shared one core for a whole run, and a batch
-    // spread over both took as long as on one (BENCHMARKS.md §7d).
+    // spread over both took as long as on one (docs/benchmarks-history.md §7d).
     bool pin_workers = true;
     std::uint32_t ring_entries = 64;     // default and maximum per client
     std::uint64_t arena_size = 64ull << 20;  // default and maximum per client

@@ -257,7 +257,7 @@ TEST_CASE("lane workers: a block beside busy bulk workers goes whole to the GPU,
     // that worker these rows), which shortened the launch by microseconds,
     // and a 1-row batch meanwhile waited for a lane worker (on a GPU daemon,
     // whose chunks are 65,536 rows, the block is one launch and the other
-    // lane worker is now free; latency bench, BENCHMARKS.md §13).
+    // lane worker is now free; latency bench, docs/benchmarks-history.md §13).
     constexpr std::size_t n = 4096;
     REQUIRE(planner.gpu_rows(n, lanes > 1 ? lanes - 1 : 1) < n);
     Rows block = make_rows(n, false);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // sigverify_latency_bench: what a node's small batches wait for on a GPU
-// daemon beside bulk verifiers (issue 29.6; BENCHMARKS.md "Small batches on a
-// GPU daemon"). Not a test: it prints figures.
+// daemon beside bulk verifiers (issue 29.6; docs/benchmarks-history.md §13,
+// "Small batches on a GPU daemon"). Not a test: it prints figures.
 //
 //   sigverify_latency_bench [--gpu sleeping|host-kernel|real] [--window-ms 6000]
 //                           [--bulk-rows N] [--invalid-rows N] [--bulk N] [--bulk-invalid N]

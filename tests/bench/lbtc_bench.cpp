@@ -5,7 +5,7 @@
 // thread pool), on the same ECDSA and Schnorr columns, in the same run. The
 // hook is timed with results and with nullptr (libbitcoin's first Schnorr
 // pass). Rows are valid (the common case); the first 50,000 are signed and
-// the rest repeat them. Not a test; figures go to BENCHMARKS.md §10.
+// the rest repeat them. Not a test; figures go to docs/benchmarks-history.md §10.
 //   build/tests/bench/sigverify_lbtc_bench [daemon_cpu_threads] [repeats] [max_rows]
 #include <algorithm>
 #include <chrono>

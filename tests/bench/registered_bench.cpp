@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Registered buffers against the column copy API (BENCHMARKS.md §8): rows/s
+// Registered buffers against the column copy API (docs/benchmarks-history.md §8): rows/s
 // through a private sigverifyd, and the bytes the CLIENT process copies per
 // row, measured, not derived: this program defines memcpy (the client
 // library is linked in statically, so its copies come here) and counts the

@@ -9,7 +9,7 @@
 // them at once,
 // where with nice 10 it waited for the running bulk worker's slice (1-row
 // p99 4.4-5.1 ms beside four bulk clients, 3.3-3.9 ms with SCHED_IDLE:
-// BENCHMARKS.md §13). Lane workers and session threads keep the daemon's
+// docs/benchmarks-history.md §13). Lane workers and session threads keep the daemon's
 // policy. Sharing its group (this test's session) it takes nice 10 instead:
 // there SCHED_IDLE workers starved behind a parallel test (a 1.3 s repair
 // took 54 s). Without lane workers (the CPU backend) every worker keeps it too,
