@@ -29,6 +29,7 @@
 namespace sigverify::daemon {
 
 Server::Server(Config cfg, HostKernelFactory host_kernel) : host_kernel_(std::move(host_kernel)) {
+    block_handled_signals();  // before any thread starts: the logger's, the backends' call threads
     ctx_.config = std::move(cfg);
     ctx_.log = make_logger(ctx_.config, dist_);
     std::uint64_t epoch = 0;
@@ -136,15 +137,28 @@ int Server::start() {
 }
 
 // Signals are handled synchronously through a signalfd; they are blocked in
-// every thread (threads inherit this mask). The descriptor, or -1.
-int Server::open_signal_fd() {
+// every thread, which holds only if they are blocked before the first thread
+// starts (threads inherit the mask; a thread started earlier — a GPU call
+// thread of the backends, say — would take a SIGTERM with the default
+// action and end the process without a graceful stop).
+static sigset_t handled_signals() {
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGHUP);
+    return mask;
+}
+
+void Server::block_handled_signals() {
+    const sigset_t mask = handled_signals();
     pthread_sigmask(SIG_BLOCK, &mask, nullptr);
     signal(SIGPIPE, SIG_IGN);
+}
+
+// The descriptor, or -1.
+int Server::open_signal_fd() {
+    const sigset_t mask = handled_signals();
     signal_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
     return signal_fd_;
 }

@@ -56,6 +56,7 @@ private:
     void serve();
     void shutdown_gracefully();
 
+    static void block_handled_signals();
     int open_signal_fd();
     bool open_stats_socket();
     bool accept_one();  // false: stop accepting in this round (backlog empty, or paused)
