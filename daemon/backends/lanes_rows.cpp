@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/kernel_math.hpp"
+#include "reference/reference_verifier.hpp"
 
 namespace sigverify::daemon {
 namespace {
@@ -23,10 +24,14 @@ void verify_group8(lanes::Width w, const wire::RowSpan& rows, const std::uint8_t
     }
     // LEAD, at merge: BIP-340 rows in the lanes are one line here,
     //     lanes::schnorr_verify8(w, records, out);
-    // (then lanes_backend.hpp's and docs' "BIP-340 by the exact path" go).
-    // Until then the exact path, row by row (what a recheck gets anyway).
-    for (int l = 0; l < 8; ++l)
-        out[l] = kernels::verify_record_exact(records[l], rows.kind, rows.encoding) ? kLaneValid : kLaneInvalid;
+    // (then lanes_backend.hpp's, lanes_device_text's and docs/operations.md's
+    // "BIP-340 on libsecp256k1" go). Until then libsecp256k1, row by row, on
+    // this worker's own context: the exact path would be half its speed
+    // (BENCHMARKS.md "CPU lanes through the daemon"), slower than the CPU
+    // backend AUTO picked before the lanes.
+    thread_local const reference::RowVerifier secp;
+    (void)w;
+    for (int l = 0; l < 8; ++l) out[l] = secp.verify_schnorr(records[l]) ? kLaneValid : kLaneInvalid;
 }
 
 }  // namespace
