@@ -69,7 +69,7 @@ struct InfoReply {
     std::uint16_t abi_minor;
     std::uint64_t epoch;
     char version[32];                // daemon release (SIGVERIFY_VERSION_STRING), NUL-terminated
-    char backend[32];                // "cpu", "gpu", "host-kernel"
+    char backend[32];                // "cpu", "gpu", "host-kernel", "lanes-ifma8", "lanes-scalar"
     std::uint32_t confirm_rule;      // kConfirmStrict / kConfirmGroups
     std::uint32_t cpu_workers;       // CPU verifier threads (the fallback's on a GPU daemon)
     std::uint32_t gpu_count;         // GPUs found (devices[] holds min(gpu_count, 8))

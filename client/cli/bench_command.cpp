@@ -265,8 +265,8 @@ CLI::App* add_bench_subcommand(CLI::App& app) {
     cmd->add_option("--runtime-dir", g_args.runtime_dir, "Runtime directory of a running sigverifyd");
     cmd->add_flag("--start-daemon", g_args.start_daemon, "Start a private sigverifyd for the run (and stop it after)");
     cmd->add_option("--daemon", g_args.daemon_binary, "sigverifyd binary for --start-daemon (default: next to sigverify)");
-    cmd->add_option("--daemon-backend", g_args.daemon_backend, "Backend of the started daemon: cpu, gpu or auto")
-        ->check(CLI::IsMember({"cpu", "gpu", "auto"}))->capture_default_str();
+    cmd->add_option("--daemon-backend", g_args.daemon_backend, "Backend of the started daemon: cpu, gpu, lanes or auto")
+        ->check(CLI::IsMember({"cpu", "gpu", "lanes", "auto"}))->capture_default_str();
     cmd->add_flag("--no-daemon", g_args.no_daemon, "Only the in-process libsecp256k1 baselines");
     cmd->add_flag("--skip-single-thread", g_args.skip_single_thread,
                   "Leave out the 1-thread libsecp256k1 baseline (about 50 s per 1M rows; ratios are then against all cores)");

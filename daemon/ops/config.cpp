@@ -75,9 +75,11 @@ void add_options(CLI::App& app, Config& cfg, RawOptions& raw) {
     app.add_option("--runtime-dir", cfg.runtime_dir,
                    "Directory of the control socket (default $SIGVERIFY_RUNTIME_DIR or /run/sigverifyd)");
     app.add_option("--backend", raw.backend,
-                   "Verification backend: auto|cpu|gpu (host-kernel: the GPU path with the kernels' host twin in "
-                   "each GPU's place, one per --gpus entry; for tests, slow)")
-        ->check(CLI::IsMember({"auto", "cpu", "gpu", "host-kernel"}));
+                   "Verification backend: auto|cpu|gpu|lanes (lanes: the CPU lanes, 8 signatures a core at once "
+                   "with AVX-512 IFMA, checked like a GPU; auto: the GPUs, else lanes on an IFMA CPU, else cpu; "
+                   "host-kernel: the GPU path with the kernels' host twin in each GPU's place, one per --gpus "
+                   "entry; for tests, slow)")
+        ->check(CLI::IsMember({"auto", "cpu", "gpu", "host-kernel", "lanes"}));
     app.add_option("--cpu-threads", cfg.cpu_threads, "CPU verification threads (0 = all cores)")
         ->check(CLI::Range(0u, 1024u));
     app.add_option("--max-clients", cfg.max_clients, "Maximum connected clients")
@@ -188,6 +190,7 @@ bool finish(Config& cfg, const RawOptions& raw, std::string& error) {
     cfg.backend = raw.backend == "cpu" ? BackendChoice::cpu
                   : raw.backend == "gpu" ? BackendChoice::gpu
                   : raw.backend == "host-kernel" ? BackendChoice::host_kernel
+                  : raw.backend == "lanes" ? BackendChoice::lanes
                                          : BackendChoice::automatic;
     cfg.log_format = raw.log_format == "text" ? LogFormat::text
                      : raw.log_format == "json" ? LogFormat::json

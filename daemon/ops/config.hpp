@@ -14,7 +14,7 @@
 
 namespace sigverify::daemon {
 
-enum class BackendChoice { automatic, cpu, gpu, host_kernel };
+enum class BackendChoice { automatic, cpu, gpu, host_kernel, lanes };
 
 // How log lines look (daemon/ops/logging.hpp). automatic: the journal's native
 // protocol when systemd connected stderr to the journal, else text.

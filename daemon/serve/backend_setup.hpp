@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "daemon/backends/backend.hpp"
+#include "daemon/backends/checked_backend.hpp"
+#include "daemon/backends/lanes_backend.hpp"
 #include "daemon/backends/deadline_backend.hpp"
 #include "daemon/serve/daemon_context.hpp"
 #include "daemon/backends/gpu_backend.hpp"
@@ -39,8 +41,11 @@ public:
     BackendSet(const BackendSet&) = delete;
     BackendSet& operator=(const BackendSet&) = delete;
 
-    // Opens what --backend chooses: with a usable GPU (gpu|auto) the GPUs,
-    // else the CPU; --backend gpu without a usable GPU fails. host-kernel:
+    // Opens what --backend chooses: with a usable GPU (gpu|auto) the GPUs;
+    // auto without one the lanes when the CPU has IFMA and they pass a
+    // self-test of their own (auto_lanes), else the CPU; --backend gpu
+    // without a usable GPU fails. lanes: the CPU lanes at
+    // kernels::lanes::chosen_width(), checked like a GPU. host-kernel:
     // the GPU path with `host_kernel` (or the kernels' host twin) in each
     // GPU's place. false: logged, and `failure` is the line for systemd STATUS=
     // (empty when there is none).
@@ -56,7 +61,8 @@ public:
     Backend* cpu_fallback() const { return cpu_fallback_.get(); }  // with the GPUs only
     SplitPlanner* planner() const { return planner_.get(); }       // with the GPUs and --gpu-split auto
     bool has_gpus() const { return gpus_ != nullptr; }
-    // "cpu", "gpu" or "host-kernel" (the info request's backend kind).
+    // "cpu", "gpu", "host-kernel" or the lanes' name with their width,
+    // "lanes-ifma8" / "lanes-scalar" (the info request's backend kind).
     std::string kind() const;
     // "NAME xWORKERS" for the status line.
     std::string summary() const;
@@ -67,7 +73,11 @@ public:
     std::vector<BackendInfo> describe() const;
 
 private:
-    void use_gpus(std::vector<std::unique_ptr<Backend>> devices, unsigned cpu_threads);
+    std::unique_ptr<CheckedBackend> checked_device(std::unique_ptr<Backend> device, bool deadline);
+    void use_gpus(std::vector<std::unique_ptr<Backend>> devices, unsigned cpu_threads, bool cpu_lanes);
+    void use_lanes(kernels::lanes::Width w, unsigned workers, unsigned cpu_threads);
+    bool auto_lanes(const std::string& no_gpu, unsigned workers, unsigned cpu_threads);
+    void describe_checked(BackendInfo& b, std::size_t i) const;
     std::vector<std::unique_ptr<Backend>> open_host_kernel(const HostKernelFactory& host_kernel, unsigned cpu_threads);
     // Logs what became of each GPU tried (a GPU without a kernel image as exactly that).
     void log_reports() const;
@@ -79,7 +89,8 @@ private:
     StripedBackend* gpus_ = nullptr;            // primary_ when it is the cross-checked GPUs
     std::unique_ptr<SplitPlanner> planner_;     // with the GPUs and --gpu-split auto
     std::vector<GpuDeviceReport> gpu_reports_;  // every GPU tried at start-up
-    std::vector<const DeadlineBackend*> deadlines_;  // each striped device's deadline (its timeouts, why it hung)
+    std::vector<const DeadlineBackend*> deadlines_;  // each striped device's deadline (null: the lanes have none)
+    const LanesBackend* lanes_ = nullptr;            // the one striped device under the lanes backend
     std::string self_test_;                      // the primary's self-test result
 };
 

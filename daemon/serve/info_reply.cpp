@@ -38,8 +38,8 @@ shm::InfoReply make_info_reply(const DaemonContext& ctx, const std::uint8_t* dat
     r.max_clients = ctx.config.max_clients;
     if (!ctx.backends) return r;
     for (const BackendInfo& b : ctx.backends()) {
-        if (b.kind != "gpu") {
-            r.cpu_workers = b.workers;
+        if (b.kind != "gpu") {  // the lanes are named by r.backend ("lanes-ifma8")
+            if (b.kind == "cpu") r.cpu_workers = b.workers;
             continue;
         }
         if (b.enabled) ++r.gpus_enabled;

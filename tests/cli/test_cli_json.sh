@@ -46,7 +46,7 @@ set -e
 check_json "$T/verify-none.json" 'j["command"] == "verify"' 'j["status"] == "unreachable"'
 
 RUN=$T/run
-"$DAEMON" --foreground --runtime-dir "$RUN" --log-file "$T/daemon.log" --cpu-threads 2 &
+"$DAEMON" --foreground --runtime-dir "$RUN" --log-file "$T/daemon.log" --backend cpu --cpu-threads 2 &
 DPID=$!
 wait_for_socket "$RUN/stats.sock"
 export SIGVERIFY_RUNTIME_DIR=$RUN

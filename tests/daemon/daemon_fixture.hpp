@@ -69,6 +69,24 @@ private:
     }
 };
 
+// The backend of the suites' GPU-path cases: host-kernel with the given
+// --gpus, or (SIGVERIFY_TEST_BACKEND=lanes, the *_lanes ctest entries) the
+// CPU lanes in the GPU's place, behind the same checks (issue 42).
+inline bool test_on_lanes() {
+    const char* b = std::getenv("SIGVERIFY_TEST_BACKEND");
+    return b != nullptr && std::string(b) == "lanes";
+}
+inline std::vector<std::string> gpu_path_args(const std::string& gpus) {
+    if (test_on_lanes()) return {"--backend", "lanes"};
+    return {"--backend", "host-kernel", "--gpus", gpus};
+}
+// The metrics' name of the one device of such a daemon: "gpu0" or the lanes' ("lanes-ifma8").
+inline std::string gpu_path_device(const std::string& stats_backends) {
+    if (!test_on_lanes()) return "gpu0";
+    const std::size_t at = stats_backends.find("backend=lanes-");
+    return at == std::string::npos ? "lanes?" : stats_backends.substr(at + 8, stats_backends.find(' ', at) - at - 8);
+}
+
 // Entries of /dev/shm created by the daemons d started (must always be none).
 // Only theirs: other tests, fuzzers or daemons on the host create segments of
 // their own at the same time (the names carry the creating daemon's pid).

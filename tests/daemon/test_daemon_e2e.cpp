@@ -315,13 +315,22 @@ std::string gpus_not_clean(const DaemonProcess& d) {
         const std::size_t end = std::min(backends.find('\n', at), backends.size());
         const std::string line = backends.substr(at, end - at);
         at = end + 1;
-        if (line.find("kind=gpu") == std::string::npos) continue;
+        if (line.find("kind=gpu") == std::string::npos && line.find("kind=lanes") == std::string::npos) continue;
         ++gpus;
         if (line.find("self_test=\"passed\"") == std::string::npos ||
             line.find("crosscheck_mismatches=0 ") == std::string::npos || line.find(" errors=0 ") == std::string::npos)
             out += line + "\n";
     }
     return gpus == 0 ? "no GPU in: " + backends : out;
+}
+
+// The line of a stats `backends` answer that holds `what`, "" when none does.
+std::string backend_line_of(const std::string& backends, const std::string& what) {
+    const std::size_t at = backends.find(what);
+    if (at == std::string::npos) return "";
+    const std::size_t begin = backends.rfind('\n', at);
+    const std::size_t from = begin == std::string::npos ? 0 : begin + 1;
+    return backends.substr(from, backends.find('\n', at) - from);
 }
 
 // The daemon's GPU path — per-GPU CheckedBackend, striping, the batch split,
@@ -332,9 +341,10 @@ std::string gpus_not_clean(const DaemonProcess& d) {
 // still right (the CPU fallback re-ran the chunk). --gpu-min-rows 1 and
 // --gpu-split off: even 1-row batches reach the kernel math.
 std::vector<std::string> host_kernel_args(std::vector<std::string> more = {}) {
-    std::vector<std::string> a = {"--backend", "host-kernel", "--gpus", "0,1", "--cpu-threads", "2",
-                                  "--cross-check-sample", "1", "--cross-check-invalid-sample", "1",
-                                  "--gpu-min-rows", "1", "--gpu-split", "off", "--arena-size", "4M"};
+    std::vector<std::string> a = gpu_path_args("0,1");
+    for (const char* o : {"--cpu-threads", "2", "--cross-check-sample", "1", "--cross-check-invalid-sample", "1",
+                          "--gpu-min-rows", "1", "--gpu-split", "off", "--arena-size", "4M"})
+        a.push_back(o);
     a.insert(a.end(), more.begin(), more.end());
     return a;
 }
@@ -371,6 +381,12 @@ TEST_CASE("the GPU path with the kernel math on the CPU: vectors and known rows,
     CHECK(gpus_not_clean(d) == "");
     // Both "GPUs" took work.
     const std::string backends = stats_command(d.dir(), "backends");
+    if (test_on_lanes()) {  // one device, the lanes, and it took the work
+        const std::string line = backend_line_of(backends, "kind=lanes");
+        CHECK(line != "");
+        CHECK(line.find("rows_confirmed=0 ") == std::string::npos);
+        return;
+    }
     CHECK(backends.find("backend=gpu0") != std::string::npos);
     CHECK(backends.find("backend=gpu1") != std::string::npos);
 }

@@ -155,7 +155,7 @@ TEST_CASE("a caller's cancel flag stops a call: every row verified or untouched"
 
 TEST_CASE("Client::info and sigverify_info describe the daemon", "[lbtc][client][info]") {
     SECTION("a CPU daemon: no GPU") {
-        DaemonProcess d({"--cpu-threads", "2", "--max-clients", "9", "--confirm", "strict"});
+        DaemonProcess d({"--backend", "cpu", "--cpu-threads", "2", "--max-clients", "9", "--confirm", "strict"});
         auto c = Client::connect(options(d.dir()));
         DaemonInfo info;
         REQUIRE(c->info(info) == Status::ok);
@@ -212,7 +212,7 @@ TEST_CASE("Client::info and sigverify_info describe the daemon", "[lbtc][client]
 }
 
 TEST_CASE("a malformed info request is refused, counted, and the session lives on", "[lbtc][info][hostile]") {
-    DaemonProcess d({"--cpu-threads", "1"});
+    DaemonProcess d({"--backend", "cpu", "--cpu-threads", "1"});
     RawSession s;
     REQUIRE(s.handshake(d.socket_path()));
     const std::uint64_t before = prometheus_counter(d, "sigverifyd_protocol_errors_total");

@@ -101,7 +101,7 @@ start_daemon() {  # start_daemon NAME ARGS...: runtime dir $T/NAME, metrics file
   fail "sigverifyd ($name) did not come up: $(tail -5 "$T/$name.log")"
 }
 start_daemon gpu --backend host-kernel
-start_daemon cpu
+start_daemon cpu --backend cpu
 
 "$CLI" gen --table schnorr --count 300 --invalid-rate 0.3 --seed 3 --threads 2 --out "$T/s.rows" >/dev/null
 "$CLI" gen --table multisig --count 300 --invalid-rate 0.3 --seed 4 --threads 2 --out "$T/m.rows" >/dev/null

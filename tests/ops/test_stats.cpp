@@ -72,7 +72,7 @@ std::string prom_line(const std::string& text, const std::string& prefix) {
 }  // namespace
 
 TEST_CASE("stats: counters are exact after known batches of every table", "[ops][stats]") {
-    DaemonProcess d;
+    DaemonProcess d({"--backend", "cpu"});  // (auto picks the lanes on an IFMA CPU)
     ClientOptions o;
     o.runtime_dir = d.dir();
     o.name = "stats-test";

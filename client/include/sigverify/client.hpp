@@ -223,7 +223,7 @@ struct DaemonInfo {
     unsigned protocol_version = 0; // handshake version
     unsigned abi_major = 0, abi_minor = 0;  // ring ABI
     std::uint64_t epoch = 0;
-    std::string backend;           // "cpu", "gpu", "host-kernel" (the GPU path on the CPU)
+    std::string backend;           // "cpu", "gpu", "host-kernel" (the GPU path on the CPU), "lanes-ifma8" / "lanes-scalar" (the CPU lanes and their width)
     std::string confirm_rule;      // "strict" or "groups" (docs/security.md)
     unsigned cpu_workers = 0;      // CPU verifier threads (a GPU daemon's fallback)
     unsigned gpu_count = 0;        // GPUs found (gpus lists the first 8)
