@@ -152,6 +152,7 @@ bool Session::control_message(const std::uint8_t* data, std::size_t size, int fd
         reply.buffer_id = out.id;
         reply.detail = out.detail;
         shm::copy_text(reply.error, out.error);
+        if (out.file_system) ++ctx_.metrics.registrations_refused_file_system;
         if (out.status == shm::Status::ok)
             ctx_.log->debug("client {} '{}': registered buffer {} ({} bytes at offset {})", id_, name_, out.id,
                             req.size, req.offset);
