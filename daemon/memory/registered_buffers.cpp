@@ -3,11 +3,18 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <string_view>
 
 namespace sigverify::daemon {
 namespace {
@@ -25,6 +32,75 @@ bool take_descriptor() {
 }
 
 void give_back_descriptor() { g_descriptors_held.fetch_sub(1, std::memory_order_relaxed); }
+
+// File systems whose reads the kernel answers itself (memory, local disks):
+// a worker's pread of them returns. FUSE (fuse, fuseblk, fuse.*), network
+// and synthetic file systems are not here: their reads wait on another
+// process or host, which may never answer (issue 44).
+constexpr std::array<std::string_view, 12> kLocalTypes = {"tmpfs", "ramfs", "hugetlbfs", "ext2", "ext3", "ext4",
+                                                          "xfs",   "btrfs", "f2fs",      "zfs",  "overlay", "bcachefs"};
+constexpr std::array<unsigned long, 10> kLocalMagics = {
+    0x01021994 /* tmpfs */, 0x858458f6 /* ramfs */, 0x958458f6 /* hugetlbfs */, 0xEF53 /* ext2/3/4 */,
+    0x58465342 /* xfs */,   0x9123683E /* btrfs */, 0xF2F52010 /* f2fs */,       0x2FC12FC1 /* zfs */,
+    0x794C7630 /* overlay */, 0xCA451A4E /* bcachefs */};
+
+// The file system type of fd's file, from this process's /proc/self/mountinfo
+// alone (no request reaches the file's server, as fstatfs or fstat of a FUSE
+// file would): first by the device of the superblock that answers the file's
+// reads (statx with AT_STATX_DONT_SYNC, which a FUSE server never sees; an
+// overlay file reports the layer it lies on), then by the mount it was opened
+// through (fdinfo's mnt_id: a btrfs subvolume's device is no superblock's).
+// Empty when neither is in this mount namespace: the mount belongs to another
+// one (the unit's PrivateMounts= gives the daemon its own, with new mount ids).
+std::string mount_type(int fd) {
+    struct statx sx {};
+    std::string dev;
+    if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &sx) == 0)
+        dev = std::to_string(sx.stx_dev_major) + ":" + std::to_string(sx.stx_dev_minor);
+    std::ifstream info("/proc/self/fdinfo/" + std::to_string(fd));
+    long mnt = -1;
+    for (std::string line; mnt < 0 && std::getline(info, line);)
+        if (line.rfind("mnt_id:", 0) == 0) mnt = std::strtol(line.c_str() + 7, nullptr, 10);
+    std::ifstream mounts("/proc/self/mountinfo");
+    std::string by_mount;
+    for (std::string line; std::getline(mounts, line);) {
+        // ID PARENT MAJ:MIN ROOT POINT OPTIONS [TAGS...] - TYPE SOURCE SUPER-OPTIONS
+        const std::size_t dash = line.find(" - ");
+        const std::size_t dev_at = line.find(' ', line.find(' ') + 1);
+        if (dash == std::string::npos || dev_at == std::string::npos) continue;
+        const std::size_t begin = dash + 3, end = line.find(' ', begin);
+        std::string type = line.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+        if (!dev.empty() && line.compare(dev_at + 1, dev.size() + 1, dev + " ") == 0) return type;
+        if (std::strtol(line.c_str(), nullptr, 10) == mnt) by_mount = std::move(type);
+    }
+    return by_mount;
+}
+
+// Empty when fd's reads never wait on anyone but the kernel: a memfd (it
+// has seals), or a file on a local file system; else why not. Checked before
+// any other call on fd (fstat of a FUSE file asks its server too).
+std::string unsupported_file_system(int fd) {
+    if (fcntl(fd, F_GET_SEALS) >= 0) return {};  // shmem or hugetlbfs: a memfd
+    std::string type = mount_type(fd);
+    if (type.empty()) {
+        // Another mount namespace's mount: the superblock's magic instead. A
+        // FUSE mount made in another namespace does not let the daemon in
+        // (fuse_allow_current_process), so its statfs is answered by the
+        // kernel (FUSE_SUPER_MAGIC) without asking its server.
+        struct statfs fs;
+        if (fstatfs(fd, &fs) != 0) return std::string("fstatfs failed: ") + std::strerror(errno);
+        for (unsigned long m : kLocalMagics)
+            if (static_cast<unsigned long>(fs.f_type) == m) return {};
+        char hex[32];
+        std::snprintf(hex, sizeof hex, "0x%lx", static_cast<unsigned long>(fs.f_type));
+        type = hex;
+    } else if (std::find(kLocalTypes.begin(), kLocalTypes.end(), type) != kLocalTypes.end()) {
+        return {};
+    }
+    return "the file is on a " + type +
+           " file system, whose reads may wait on another process or host; register a memfd or a file on a "
+           "local file system (tmpfs, ext4, xfs, btrfs, ...)";
+}
 
 }  // namespace
 
@@ -74,6 +150,10 @@ RegisterOutcome RegisteredBuffers::add(int fd, std::uint64_t offset, std::uint64
         return out;
     };
     if (fd < 0) return refuse(shm::Status::invalid_argument, "no descriptor was passed with the request");
+    if (std::string why = unsupported_file_system(fd); !why.empty()) {
+        out.file_system = true;
+        return refuse(shm::Status::invalid_argument, std::move(why));
+    }
     struct stat st;
     if (fstat(fd, &st) != 0) return refuse(shm::Status::system_error, "fstat failed", std::uint32_t(errno));
     // Regular files only (a memfd is one): never a device, socket or pipe.

@@ -90,15 +90,18 @@ struct RegisterOutcome {
     std::uint64_t id = 0;
     std::uint32_t detail = 0;  // errno of a system_error
     std::string error;         // the reason of a refusal, for the client
+    bool file_system = false;  // refused for its file system (not a memfd, not local)
 };
 
 class RegisteredBuffers {
 public:
     RegisteredBuffers(std::uint64_t max_bytes, unsigned max_count) : max_bytes_(max_bytes), max_count_(max_count) {}
 
-    // Checks the descriptor (a regular file open for reading) and the range
-    // (fstat), the session's limits and the daemon's descriptor budget, and
-    // keeps a duplicate of fd. The caller keeps (and closes) fd.
+    // Checks the descriptor (a memfd, or a regular file on a local file
+    // system, open for reading: never a file whose reads may wait on another
+    // process, such as FUSE's, issue 44) and the range (fstat), the session's
+    // limits and the daemon's descriptor budget, and keeps a duplicate of fd.
+    // The caller keeps (and closes) fd.
     RegisterOutcome add(int fd, std::uint64_t offset, std::uint64_t size);
     // ok, or not_found. Batches in flight keep their file until they finish.
     shm::Status remove(std::uint64_t id);

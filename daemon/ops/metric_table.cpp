@@ -134,6 +134,10 @@ constexpr MetricDef kMetrics[] = {
     {"sigverifyd_protocol_errors_total", C,
      "Protocol errors: malformed handshakes, invalid submissions, ring index violations.", L::none,
      counter<&Metrics::protocol_errors>, J::counters, "protocol_errors"},
+    {"sigverifyd_registrations_refused_file_system_total", C,
+     "Buffer registrations refused because the file is neither a memfd nor on a local file system "
+     "(FUSE, network, proc, sysfs...): a read of it could wait on another process for ever.",
+     L::none, counter<&Metrics::registrations_refused_file_system>, J::counters, "registrations_refused_file_system"},
     {"sigverifyd_chunks_total", C, "Chunks verified by the backends.", L::none, counter<&Metrics::chunks>,
      J::counters, "chunks"},
     {"sigverifyd_cpu_fallback_chunks_total", C, "Chunks the primary backend failed and the CPU re-ran.", L::none,

@@ -50,6 +50,9 @@ struct Metrics {
     // and ring index violations.
     Counter connections_refused{0};
     Counter protocol_errors{0};
+    // Buffer registrations refused because the file is not a memfd or on a
+    // local file system (FUSE, network, proc/sysfs...: daemon/memory/registered_buffers.cpp).
+    Counter registrations_refused_file_system{0};
     // accept() failures for lack of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM) on the
     // control or stats socket; each one pauses that socket's accepts (daemon/ops/accept_backoff.hpp).
     Counter accept_errors{0};

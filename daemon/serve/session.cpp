@@ -152,6 +152,7 @@ bool Session::control_message(const std::uint8_t* data, std::size_t size, int fd
         reply.buffer_id = out.id;
         reply.detail = out.detail;
         shm::copy_text(reply.error, out.error);
+        if (out.file_system) ++ctx_.metrics.registrations_refused_file_system;
         if (out.status == shm::Status::ok)
             ctx_.log->debug("client {} '{}': registered buffer {} ({} bytes at offset {})", id_, name_, out.id,
                             req.size, req.offset);
@@ -197,11 +198,20 @@ bool Session::socket_alive() {
         if ((p.revents & POLLIN) == 0) return (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) == 0;
         alignas(8) std::uint8_t buf[512];
         shm::ReceivedPacket got = shm::receive_packet(fd_, buf, sizeof buf, shm::KeepDescriptor::first);
-        if (got.bytes == 0 && !got.truncated && got.fds_closed == 0 && got.fd < 0) return false;  // EOF
+        // recv reads 0 bytes both at the end of the stream and for an empty
+        // packet; only the former comes with the peer's hang-up (POLLRDHUP,
+        // set before the last packet is read). An empty packet is ignored.
+        const bool hung_up = (p.revents & (POLLHUP | POLLRDHUP)) != 0;
+        if (got.bytes == 0 && !got.truncated && got.fds_closed == 0 && got.fd < 0 && hung_up) return false;  // EOF
         if (got.bytes < 0)
             return got.error == EAGAIN || got.error == EWOULDBLOCK || got.error == EINTR;
-        const bool handled = !got.truncated && got.fds_closed == 0 &&
-                             control_message(buf, static_cast<std::size_t>(got.bytes), got.fd);
+        // A packet cut off at 512 bytes is still answered when it names the
+        // info magic (a refusal: docs/protocol.md answers every size); no
+        // other control message is that long, and one cut with descriptors
+        // attached is never taken.
+        const bool whole = !got.truncated || (got.fd < 0 && got.fds_closed == 0);
+        const bool handled =
+            whole && got.fds_closed == 0 && control_message(buf, static_cast<std::size_t>(got.bytes), got.fd);
         if (got.fd >= 0) {
             ::close(got.fd);
             ++got.fds_closed;

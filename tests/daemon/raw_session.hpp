@@ -154,6 +154,22 @@ inline shm::RegisterReply raw_register(RawSession& s, int fd, std::uint64_t offs
     return receive_register_reply(s);
 }
 
+// A verify_registered_columns entry (results mode) over buffer id's columns.
+inline shm::SubmissionEntry registered_entry(std::uint64_t id, std::uint64_t message, std::uint64_t key,
+                                             std::uint64_t signature, std::uint64_t results, std::uint64_t n,
+                                             wire::RecordKind kind = wire::RecordKind::ecdsa) {
+    shm::SubmissionEntry e{};
+    e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_registered_columns);
+    e.record_kind = static_cast<std::uint8_t>(kind);
+    e.mode = static_cast<std::uint8_t>(wire::Mode::results);
+    e.table = shm::kTableUnspecified;
+    e.rows_offset = message;
+    e.results_offset = results;
+    e.row_count = n;
+    shm::set_registered_offsets(e, shm::RegisteredColumnOffsets{key, signature, id});
+    return e;
+}
+
 inline shm::RegisterReply raw_unregister(RawSession& s, std::uint64_t id) {
     shm::UnregisterRequest req{shm::kUnregisterMagic, 0, id};
     shm::send_packet(s.sock, &req, sizeof req);

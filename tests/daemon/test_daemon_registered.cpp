@@ -136,21 +136,6 @@ bool eventually(Pred&& pred, std::chrono::milliseconds limit = std::chrono::seco
     return pred();
 }
 
-shm::SubmissionEntry registered_entry(std::uint64_t id, std::uint64_t message, std::uint64_t key,
-                                      std::uint64_t signature, std::uint64_t results, std::uint64_t n,
-                                      RecordKind kind = RecordKind::ecdsa) {
-    shm::SubmissionEntry e{};
-    e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_registered_columns);
-    e.record_kind = static_cast<std::uint8_t>(kind);
-    e.mode = static_cast<std::uint8_t>(wire::Mode::results);
-    e.table = shm::kTableUnspecified;
-    e.rows_offset = message;
-    e.results_offset = results;
-    e.row_count = n;
-    shm::set_registered_offsets(e, shm::RegisteredColumnOffsets{key, signature, id});
-    return e;
-}
-
 }  // namespace
 
 TEST_CASE("registered memfds and files verify in place like the copy path", "[daemon][registered]") {

@@ -122,16 +122,12 @@ std::size_t daemon_fds_naming(pid_t pid, const std::string& name) {
     return n;
 }
 
+// A verify_registered_column_set entry: the set at set_offset in the arena
+// names the buffers (the entry's own offset fields stay 0).
 shm::SubmissionEntry column_set_entry(std::uint64_t set_offset, std::uint64_t results, std::uint64_t n,
                                       RecordKind kind = RecordKind::ecdsa) {
-    shm::SubmissionEntry e{};
+    shm::SubmissionEntry e = registered_entry(0, set_offset, 0, 0, results, n, kind);
     e.opcode = static_cast<std::uint8_t>(shm::Opcode::verify_registered_column_set);
-    e.record_kind = static_cast<std::uint8_t>(kind);
-    e.mode = static_cast<std::uint8_t>(wire::Mode::results);
-    e.table = shm::kTableUnspecified;
-    e.rows_offset = set_offset;
-    e.results_offset = results;
-    e.row_count = n;
     return e;
 }
 

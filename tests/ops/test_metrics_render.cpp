@@ -60,6 +60,7 @@ StatsSnapshot snapshot(Metrics& m) {
     s.max_clients = 64;
     m.connections_refused = 23;
     m.protocol_errors = 29;
+    m.registrations_refused_file_system = 31;
     s.stats_connections = 3;
     s.shm_bytes = 1 << 20;
     s.shm_budget_bytes = 1 << 30;
