@@ -243,8 +243,8 @@ BatchResult Client::Impl::run_registered(const detail::RegisteredSource& src, st
     std::size_t chunk = kRegisteredChunkRows;
     Status registration = Status::ok;
     {
-        std::lock_guard lk(mu);
-        maybe_reconnect_locked();
+        std::unique_lock lk(mu);
+        maybe_reconnect_locked(lk);
         if (!src.one_buffer() && live && conn.abi_minor < shm::kAbiMinorRegisteredColumnSet) {
             last_error = "sigverifyd speaks ring ABI " + std::to_string(shm::kAbiMajor) + "." +
                          std::to_string(conn.abi_minor) + "; a registered buffer per column needs " +
@@ -378,8 +378,8 @@ Status Client::register_buffer(int fd, std::uint64_t offset, std::uint64_t size,
     st->data = static_cast<const std::uint8_t*>(m) + (offset - aligned);
     Status result;
     {
-        std::lock_guard lk(session().mu);
-        session().maybe_reconnect_locked();
+        std::unique_lock lk(session().mu);
+        session().maybe_reconnect_locked(lk);
         result = session().register_locked(*st);
         // With the local fallback, a buffer no daemon can take now is verified
         // here (and registered with a daemon on a later call when one can).
