@@ -126,6 +126,19 @@ bool column_fits(std::uint64_t offset, std::uint64_t count, std::uint64_t width,
     return count <= (size - offset) / width;
 }
 
+// True when two of the columns lie in one buffer and share a byte (each
+// already inside its buffer: no overflow; an empty column overlaps nothing).
+bool columns_overlap(const detail::RegisteredSource& src, std::uint64_t count, const std::size_t (&widths)[3]) {
+    for (int i = 0; i < 3; ++i)
+        for (int j = i + 1; j < 3; ++j) {
+            if (src.buffer[i] != src.buffer[j] || count == 0) continue;
+            const std::uint64_t a = src.offset[i], a_end = a + count * widths[i];
+            const std::uint64_t b = src.offset[j], b_end = b + count * widths[j];
+            if (a < b_end && b < a_end) return true;
+        }
+    return false;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -286,7 +299,10 @@ BatchResult Client::Impl::run_registered(const detail::RegisteredSource& src, st
                                    wire::kColumnSignatureWidth};
     bool fits = !bad_enums;
     for (int i = 0; i < 3 && fits; ++i) fits = column_fits(src.offset[i], n, widths[i], src.buffer[i]->size);
-    if (!fits) {
+    // Columns overlapping in one buffer are a caller's error, refused here
+    // before anything is sent (the daemon refuses those that only fit by
+    // overlapping with bad_range: the last line of defence).
+    if (!fits || columns_overlap(src, n, widths)) {
         total.status = Status::invalid_argument;
         return total;
     }
