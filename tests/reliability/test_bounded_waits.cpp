@@ -8,6 +8,7 @@
 // with the client's (or the hook's registry) mutex held: the calls never
 // returned while the daemon stayed stopped.
 #include <fcntl.h>
+#include <spawn.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -162,6 +163,19 @@ int finish_within(pid_t pid, std::chrono::seconds limit) {
     return -1;
 }
 
+// The CLI's `sigverify ping` pinging in a loop (options: extra arguments);
+// its pid. (A CLI that waits without a bound is killed by finish_within.)
+pid_t start_cli_ping(const std::string& dir, const std::vector<std::string>& options) {
+    std::vector<std::string> args = {SIGVERIFY_CLI_BIN, "ping", "--count", "1000000", "--runtime-dir", dir};
+    args.insert(args.end(), options.begin(), options.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    REQUIRE(posix_spawn(&pid, SIGVERIFY_CLI_BIN, nullptr, nullptr, argv.data(), environ) == 0);
+    return pid;
+}
+
 // Every call's worst case, with all threads' calls in turn: generous, it only
 // tells a hang from an answer.
 constexpr std::chrono::seconds kChildLimit{40};
@@ -197,4 +211,20 @@ TEST_CASE("a socket listened on and never accepted: every call returns true verd
     }
     ::close(listener);
     remove_tree(dir);
+}
+
+TEST_CASE("sigverify ping gives up on a daemon stopped under it", "[bounded][cli]") {
+    DaemonProcess d({"--cpu-threads", "1"});
+    const pid_t ping = start_cli_ping(d.dir(), {});  // its default bound, 5 s a ping
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // connected and pinging
+    REQUIRE(kill(d.pid(), SIGSTOP) == 0);
+    const auto t0 = Clock::now();
+    // Exit 4: the daemon failed (timeout), within the bound; before the
+    // bound the ping waited as long as the daemon stayed stopped.
+    const int rc = finish_within(ping, std::chrono::seconds(20));
+    const long ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+    kill(d.pid(), SIGCONT);
+    INFO("sigverify ping exited " << rc << " after " << ms << " ms");
+    CHECK(rc == 4);
+    CHECK(ms <= 5000 + kBoundMs);
 }
