@@ -19,6 +19,7 @@ namespace {
 struct PingArgs {
     std::string runtime_dir;
     unsigned count = 1;
+    unsigned timeout_ms = 5000;  // each ping's bound: a stopped or hung daemon must not hold the command
     bool json = false;
 };
 
@@ -53,14 +54,19 @@ int report_ping_failure(const PingArgs& a, const DaemonFailure& f) {
 
 int run_ping(const PingArgs& a) {
     DaemonFailure failure;
-    auto c = connect_or_report(client_options(a.runtime_dir, "sigverify-ping"), "ping", &failure);
+    ClientOptions o = client_options(a.runtime_dir, "sigverify-ping");
+    o.batch_timeout = std::chrono::milliseconds(a.timeout_ms);
+    auto c = connect_or_report(o, "ping", &failure);
     if (!c) return report_ping_failure(a, failure);
     std::vector<double> us;
     for (unsigned i = 0; i < std::max(1u, a.count); ++i) {
         std::uint64_t rtt = 0;
         const Status st = c->ping(&rtt);
         if (st != Status::ok) {
-            const std::string why = std::string(shm::to_string(st)) + ": " + c->last_error();
+            const std::string detail = st == Status::timeout && c->last_error().empty()
+                                           ? "no answer within " + std::to_string(a.timeout_ms) + " ms (--timeout-ms)"
+                                           : c->last_error();
+            const std::string why = std::string(shm::to_string(st)) + ": " + detail;
             std::fprintf(stderr, "sigverify ping: %s\n", why.c_str());
             return report_ping_failure(a, DaemonFailure{st, why});
         }
@@ -99,6 +105,11 @@ void add_extra_subcommands(CLI::App& app) {
     g_ping_cmd->add_option("--runtime-dir", g_ping.runtime_dir,
                            "sigverifyd runtime directory (default $SIGVERIFY_RUNTIME_DIR or /run/sigverifyd)");
     g_ping_cmd->add_option("--count", g_ping.count, "Number of pings")->check(CLI::Range(1u, 1000000u))
+        ->capture_default_str();
+    g_ping_cmd->add_option("--timeout-ms", g_ping.timeout_ms,
+                           "How long one ping may wait for the daemon (a stopped or hung one) before the command "
+                           "fails with timeout")
+        ->check(CLI::Range(1u, 3600000u))
         ->capture_default_str();
     g_ping_cmd->add_flag("--json", g_ping.json,
                          "Print the result as one JSON object (status, epoch, arena_bytes, pings, round_trip_*_us)");

@@ -120,7 +120,9 @@ bool DaemonProcess::connectable() const {
     const std::string p = socket_path();
     if (p.size() >= sizeof addr.sun_path) return false;
     std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
-    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    // Non-blocking: a full listen backlog (a stopped daemon) answers EAGAIN
+    // at once (not connectable) instead of waiting for room without a bound.
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return false;
     const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
     close(fd);

@@ -37,15 +37,19 @@ Status Client::Impl::connect_locked() {
         last_error = err;
         return st;
     }
+    install_locked(c);
+    return Status::ok;
+}
+
+void Client::Impl::install_locked(detail::Connection& c) {
     conn.close();
     conn = c;
     live = true;
     ++session_serial;
     setup_slots();
-    return Status::ok;
 }
 
-void Client::Impl::maybe_reconnect_locked() {
+void Client::Impl::maybe_reconnect_locked(std::unique_lock<std::mutex>& lk) {
     // A session the daemon ended (it stopped, or dropped us) is dead even if
     // no batch of ours was there to notice: without this check a client
     // idle across a daemon restart kept submitting into the old segment and
@@ -53,10 +57,33 @@ void Client::Impl::maybe_reconnect_locked() {
     if (live && shm::word(conn.header->state).load(std::memory_order_acquire) ==
                     static_cast<std::uint32_t>(shm::SegmentState::closed))
         mark_dead_locked("sigverifyd ended the session");
-    if (live || !opt.reconnect) return;
+    if (live || !opt.reconnect || connecting) return;
     if (in_use != 0 || sleepers != 0) return;
     if (Clock::now() - last_reconnect < detail::kReconnectInterval) return;
-    connect_locked();
+    // The connect and handshake run without the mutex (bounded by
+    // connect_timeout, but a stopped daemon takes all of it): meanwhile the
+    // other threads see no live session and take the local fallback, and
+    // none of them starts a second attempt (connecting).
+    connecting = true;
+    last_reconnect = Clock::now();
+    lk.unlock();
+    detail::Connection c;
+    std::string err;
+    const Status st = detail::open_connection(opt, c, err);
+    lk.lock();
+    connecting = false;
+    last_reconnect = Clock::now();
+    if (st != Status::ok) {
+        last_error = err;
+        return;
+    }
+    // Nothing can have made a session or taken a slot meanwhile (both need
+    // a live one), but check rather than assume.
+    if (live || in_use != 0 || sleepers != 0) {
+        c.close();
+        return;
+    }
+    install_locked(c);
 }
 
 void Client::Impl::mark_dead_locked(const std::string& why) {

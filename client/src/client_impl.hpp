@@ -194,10 +194,14 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     std::uint32_t sleepers = 0;        // threads sleeping on the mapping without the lock
     std::uint32_t next_generation = 1;
     Clock::time_point last_reconnect{};
+    bool connecting = false;           // a thread is connecting without the lock
 
     // --- session (client.cpp) ------------------------------------------------
     Status connect_locked();
-    void maybe_reconnect_locked();
+    // Reconnects a dead session when due, with the mutex dropped across the
+    // connect and handshake (lk is relocked before it returns).
+    void maybe_reconnect_locked(std::unique_lock<std::mutex>& lk);
+    void install_locked(detail::Connection& c);  // makes c the live session
     void mark_dead_locked(const std::string& why);
     bool alive_locked();
 

@@ -9,13 +9,16 @@
 // what it opened (the socket, the passed fd, the mapping).
 #include "connection.hpp"
 
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -33,6 +36,75 @@ std::string default_runtime_dir() {
     if (const char* env = std::getenv("SIGVERIFY_RUNTIME_DIR"); env != nullptr && *env != '\0') return env;
     return "/run/sigverifyd";
 }
+
+namespace {
+
+// Sets SO_SNDTIMEO and SO_RCVTIMEO to the time left before `deadline`
+// (at least 1 ms: 0 would mean no bound). False when none is left.
+bool set_timeouts(int fd, std::chrono::steady_clock::time_point deadline) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    const long long us = std::max<long long>(left.count(), 1000);
+    timeval tv;
+    tv.tv_sec = static_cast<time_t>(us / 1000000);
+    tv.tv_usec = static_cast<suseconds_t>(us % 1000000);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    return true;
+}
+
+// Polls until fd is readable (or hung up) or the deadline passes; a signal
+// does not restart the wait past the deadline. False on the deadline.
+bool wait_readable(int fd, std::chrono::steady_clock::time_point deadline) {
+    for (;;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() < 0) return false;
+        pollfd p{fd, POLLIN, 0};
+        const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count() + 1, 60000)));
+        if (r > 0) {
+            (void)set_timeouts(fd, deadline);  // the receive then has the time left (at least 1 ms)
+            return true;
+        }
+        if (r < 0 && errno != EINTR) return true;  // let the receive report the error
+    }
+}
+
+// Connects fd to addr by the deadline. On a unix socket connect never
+// answers EINPROGRESS: it completes at once, or (the listen backlog full: a
+// stopped or hung daemon, handshakes of clients that gave up) waits for
+// room, bounded by SO_SNDTIMEO (socket(7)) and then failing with EAGAIN. So
+// the timeouts are set first, from the time left (and again after a signal),
+// and reset to what is left for the handshake afterwards.
+Status connect_until(int fd, const sockaddr_un& addr, const std::string& path,
+                     std::chrono::steady_clock::time_point deadline, std::string& err) {
+    if (!set_timeouts(fd, deadline)) {
+        err = "no time left to connect to sigverifyd at " + path;
+        return Status::timeout;
+    }
+    while (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        const int e = errno;
+        if (e == EINTR && set_timeouts(fd, deadline)) continue;
+        if (e == EACCES || e == EPERM) {
+            err = "cannot connect to " + path + ": " + std::strerror(e);
+            return Status::permission_denied;
+        }
+        if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR) {
+            err = "sigverifyd at " + path + " accepted no connection in time (backlog full)";
+            return Status::timeout;
+        }
+        err = "no sigverifyd at " + path + ": " + std::strerror(e);
+        return Status::unreachable;
+    }
+    if (!set_timeouts(fd, deadline)) {
+        err = "sigverifyd at " + path + " did not answer the handshake in time";
+        return Status::timeout;
+    }
+    return Status::ok;
+}
+
+}  // namespace
 
 Status open_connection(const ClientOptions& opt, Connection& out, std::string& err) {
     const std::string dir = opt.runtime_dir.empty() ? default_runtime_dir() : opt.runtime_dir;
@@ -56,17 +128,14 @@ Status open_connection(const ClientOptions& opt, Connection& out, std::string& e
         c.close();
         return s;
     };
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        const int e = errno;
-        if (e == EACCES || e == EPERM)
-            return fail(Status::permission_denied, "cannot connect to " + path + ": " + std::strerror(e));
-        return fail(Status::unreachable, "no sigverifyd at " + path + ": " + std::strerror(e));
+    // One deadline bounds the whole handshake: connect, hello, reply, ack.
+    // (A bound of 0 or less would mean none: the default 2 s stands in.)
+    const auto bound = opt.connect_timeout.count() > 0 ? opt.connect_timeout : std::chrono::milliseconds(2000);
+    const auto deadline = std::chrono::steady_clock::now() + bound;
+    if (const Status s = connect_until(fd, addr, path, deadline, err); s != Status::ok) {
+        c.close();
+        return s;
     }
-    timeval tv;
-    tv.tv_sec = static_cast<time_t>(opt.connect_timeout.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>((opt.connect_timeout.count() % 1000) * 1000);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 
     shm::HelloRequest hello{};
     hello.magic = shm::kHelloMagic;
@@ -79,6 +148,8 @@ Status open_connection(const ClientOptions& opt, Connection& out, std::string& e
     (void)send(fd, &hello, sizeof hello, MSG_NOSIGNAL);
 
     shm::HelloReply reply{};
+    if (!wait_readable(fd, deadline))
+        return fail(Status::timeout, "sigverifyd at " + path + " did not answer the handshake in time");
     // Keeps the segment descriptor; closes any other one a hostile peer attached.
     const shm::ReceivedPacket packet = shm::receive_packet(fd, &reply, sizeof reply, shm::KeepDescriptor::first);
     const ssize_t n = packet.bytes;
@@ -130,8 +201,13 @@ Status open_connection(const ClientOptions& opt, Connection& out, std::string& e
     c.sq_tail = shm::word(h->sq_tail).load(std::memory_order_acquire);
     c.cq_head = shm::word(h->cq_head).load(std::memory_order_acquire);
     shm::MappedAck ack{shm::kAckMagic, 0};
+    if (!set_timeouts(fd, deadline))
+        return fail(Status::timeout, "sigverifyd at " + path + " did not finish the handshake in time");
     if (send(fd, &ack, sizeof ack, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof ack))
         return fail(Status::disconnected, "sigverifyd closed the connection after the handshake");
+    // Later control messages (registrations, info) each get the whole bound
+    // for a send, not what the handshake left of it.
+    (void)set_timeouts(fd, std::chrono::steady_clock::now() + bound);
     out = c;
     return Status::ok;
 }

@@ -72,8 +72,8 @@ BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::u
     const std::size_t stride = rows.row_stride();
     std::size_t chunk;
     {
-        std::lock_guard lk(mu);
-        maybe_reconnect_locked();
+        std::unique_lock lk(mu);
+        maybe_reconnect_locked(lk);
         const std::uint64_t arena_quarter_rows =
             live ? (conn.arena_size / 4 > 2 * kAlign ? (conn.arena_size / 4 - 2 * kAlign) / (stride + 1) : 0) : 0;
         chunk = std::max<std::uint64_t>(1, std::min<std::uint64_t>(arena_quarter_rows, kMaxChunkRows));
@@ -129,8 +129,8 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
     const std::size_t key_width = wire::column_key_width(cols.kind);
     std::size_t chunk;
     {
-        std::lock_guard lk(mu);
-        maybe_reconnect_locked();
+        std::unique_lock lk(mu);
+        maybe_reconnect_locked(lk);
         const std::uint64_t per_row = wire::stride(cols.kind, tail) + 1;
         const std::uint64_t arena_quarter_rows =
             live ? (conn.arena_size / 4 > 5 * kAlign ? (conn.arena_size / 4 - 5 * kAlign) / per_row : 0) : 0;

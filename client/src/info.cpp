@@ -45,15 +45,16 @@ DaemonInfo from_reply(const shm::InfoReply& r) {
 }  // namespace
 
 Status Client::info(DaemonInfo& out) {
-    std::lock_guard lk(session().mu);
-    session().maybe_reconnect_locked();
-    if (!session().live) return Status::unreachable;
-    if (!session().alive_locked()) return Status::disconnected;
-    if (session().conn.abi_minor < shm::kAbiMinorInfo) return Status::bad_entry;
+    Client::Impl& s = session();
+    std::unique_lock lk(s.mu);
+    s.maybe_reconnect_locked(lk);
+    if (!s.live) return Status::unreachable;
+    if (!s.alive_locked()) return Status::disconnected;
+    if (s.conn.abi_minor < shm::kAbiMinorInfo) return Status::bad_entry;
     const shm::InfoRequest req{shm::kInfoMagic, 0};
     shm::InfoReply reply{};
-    const Status st = session().control_exchange_locked(&req, sizeof req, -1, shm::kInfoReplyMagic, &reply, sizeof reply,
-                                                     "an info request");
+    const Status st = s.control_exchange_locked(&req, sizeof req, -1, shm::kInfoReplyMagic, &reply, sizeof reply,
+                                               "an info request");
     if (st != Status::ok) return st;
     if (reply.status != static_cast<std::uint32_t>(Status::ok)) return static_cast<Status>(reply.status);
     out = from_reply(reply);

@@ -48,7 +48,10 @@ long batch_timeout_ms() {
 // One session and one local verifier per thread count. Never destroyed: a
 // node may call the hook from its threads while the process exits.
 struct Lane {
-    std::unique_ptr<Client> client;                       // null: no client could be made (verify here)
+    // Null until the thread that made the lane has connected (without the
+    // registry's mutex; the other threads verify here meanwhile), and null
+    // for good when no client could be made (verify here).
+    std::atomic<Client*> client{nullptr};
     std::unique_ptr<reference::ColumnVerifier> verifier;  // this lane's libsecp256k1, on first need
     std::once_flag verifier_once;
 };
@@ -59,27 +62,31 @@ public:
 
     Lane& lane(std::size_t max_threads) {
         const unsigned threads = local_threads(max_threads);
-        std::lock_guard lk(mu_);
-        auto it = lanes_.find(threads);
-        if (it == lanes_.end()) {
+        Lane* made = nullptr;
+        {
+            std::lock_guard lk(mu_);
+            auto it = lanes_.find(threads);
+            if (it != lanes_.end()) return *it->second;
             if (lanes_.size() >= kMaxSessions) return *lanes_.begin()->second;  // bounded: reuse one
-            it = lanes_.emplace(threads, make_lane(threads)).first;
+            made = lanes_.emplace(threads, std::make_unique<Lane>()).first->second.get();
         }
-        return *it->second;
+        // The connect (at most the batch timeout) runs without the mutex.
+        made->client.store(make_client(threads).release(), std::memory_order_release);
+        return *made;
     }
 
 private:
-    static std::unique_ptr<Lane> make_lane(unsigned threads) {
-        auto lane = std::make_unique<Lane>();
+    static std::unique_ptr<Client> make_client(unsigned threads) {
         ClientOptions opt;
         opt.name = "libbitcoin-" + std::to_string(::getpid());
         opt.fallback = Fallback::local;
         opt.local_threads = threads;
         opt.batch_timeout = std::chrono::milliseconds(batch_timeout_ms());
+        // A (re)connect never waits longer than a batch may.
+        opt.connect_timeout = std::min(opt.connect_timeout, opt.batch_timeout);
         Status st = Status::ok;
         std::string why;
-        lane->client = Client::connect(opt, st, why);  // with Fallback::local: a client even without a daemon
-        return lane;
+        return Client::connect(opt, st, why);  // with Fallback::local: a client even without a daemon
     }
 
     std::mutex mu_;
@@ -154,9 +161,9 @@ bool verify_columns(wire::RecordKind kind, wire::Table table, const std::uint8_t
         std::abort();
     }
     Lane& lane = registry().lane(max_threads);
-    if (lane.client) {
+    if (Client* client = lane.client.load(std::memory_order_acquire); client != nullptr) {
         const BatchResult r =
-            lane.client->run_columns(b, wire::Mode::results, results, static_cast<std::uint8_t>(table));
+            client->run_columns(b, wire::Mode::results, results, static_cast<std::uint8_t>(table));
         if (all_counted(r, count, results)) return r.invalid == 0;
     }
     return verify_here(lane, max_threads, b, results);
@@ -178,9 +185,10 @@ bool schnorr_verify_columns(const std::uint8_t* digests32, const std::uint8_t* x
 
 bool gpu_available() {
     Lane& lane = registry().lane(0);
-    if (!lane.client) return false;
+    Client* client = lane.client.load(std::memory_order_acquire);
+    if (client == nullptr) return false;
     DaemonInfo info;
-    return lane.client->info(info) == Status::ok && info.gpus_enabled > 0;
+    return client->info(info) == Status::ok && info.gpus_enabled > 0;
 }
 
 }  // namespace sigverify::lbtc

@@ -38,6 +38,73 @@ using detail::kAlign;
 
 namespace {
 
+// Reads up to n bytes of fd at `at` into out; fewer at the file's end (or on
+// an error): the count read.
+std::size_t read_at(int fd, std::uint8_t* out, std::size_t n, std::uint64_t at) {
+    std::size_t done = 0;
+    while (done < n) {
+        const ssize_t r = ::pread(fd, out + done, n - done, static_cast<off_t>(at + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        done += static_cast<std::size_t>(r);
+    }
+    return done;
+}
+
+// True when a registered file still holds its whole registered range.
+bool still_whole(const RegisteredBuffer::State& b) {
+    struct stat sb;
+    return fstat(b.fd, &sb) == 0 && sb.st_size >= 0 && static_cast<std::uint64_t>(sb.st_size) >= b.offset + b.size;
+}
+
+// The local fallback on rows [begin, begin + count) of a registered source,
+// verified from copies read with pread, never through the client's mapping:
+// a file that shrank before or during the call would fault there (SIGBUS,
+// the caller's process dies) and reads short here. Rows past the file's end
+// are cut: verdict 0 and the status buffer_lost, never a verdict.
+BatchResult verify_registered_here(detail::LocalFallback& local, const detail::RegisteredSource& src,
+                                   wire::SigEncoding enc, std::size_t begin, std::size_t count, std::uint8_t* out) {
+    constexpr std::size_t kPieceRows = 4096;
+    const std::size_t widths[3] = {wire::kColumnMessageWidth, wire::column_key_width(src.kind),
+                                   wire::kColumnSignatureWidth};
+    BatchResult total;
+    try {
+        std::vector<std::uint8_t> copy[3];
+        for (std::size_t done = 0; done < count;) {
+            const std::size_t rows = std::min(kPieceRows, count - done);
+            std::size_t whole = rows;
+            for (int i = 0; i < 3; ++i) {
+                copy[i].resize(rows * widths[i]);
+                const std::uint64_t at = src.buffer[i]->offset + src.offset[i] + (begin + done) * widths[i];
+                whole = std::min(whole, read_at(src.buffer[i]->fd, copy[i].data(), copy[i].size(), at) / widths[i]);
+            }
+            if (whole > 0) {
+                wire::ColumnSpan c;
+                c.kind = src.kind;
+                c.encoding = enc;
+                c.count = whole;
+                c.message = copy[0].data();
+                c.key = copy[1].data();
+                c.signature = copy[2].data();
+                const BatchResult r = local.run_columns(c, wire::Mode::results, out + done);
+                total.valid += r.valid;
+                total.invalid += r.invalid;
+                total.local_rows += r.local_rows;
+                if (r.status != Status::ok) total.status = r.status;
+            }
+            if (whole < rows) {
+                std::memset(out + done + whole, 0, count - done - whole);
+                total.status = Status::buffer_lost;
+                return total;
+            }
+            done += rows;
+        }
+    } catch (const std::bad_alloc&) {
+        total.status = Status::system_error;
+    }
+    return total;
+}
+
 // Rows per registered piece: as the copy API's (the arena would hold far more
 // verdicts, but larger pieces measured no faster and a cancel waits for
 // whole pieces' running chunks); the daemon splits each over its workers.
@@ -57,6 +124,19 @@ void release_state(RegisteredBuffer::State* st) {
 bool column_fits(std::uint64_t offset, std::uint64_t count, std::uint64_t width, std::uint64_t size) {
     if (offset > size) return false;
     return count <= (size - offset) / width;
+}
+
+// True when two of the columns lie in one buffer and share a byte (each
+// already inside its buffer: no overflow; an empty column overlaps nothing).
+bool columns_overlap(const detail::RegisteredSource& src, std::uint64_t count, const std::size_t (&widths)[3]) {
+    for (int i = 0; i < 3; ++i)
+        for (int j = i + 1; j < 3; ++j) {
+            if (src.buffer[i] != src.buffer[j] || count == 0) continue;
+            const std::uint64_t a = src.offset[i], a_end = a + count * widths[i];
+            const std::uint64_t b = src.offset[j], b_end = b + count * widths[j];
+            if (a < b_end && b < a_end) return true;
+        }
+    return false;
 }
 
 }  // namespace
@@ -219,7 +299,10 @@ BatchResult Client::Impl::run_registered(const detail::RegisteredSource& src, st
                                    wire::kColumnSignatureWidth};
     bool fits = !bad_enums;
     for (int i = 0; i < 3 && fits; ++i) fits = column_fits(src.offset[i], n, widths[i], src.buffer[i]->size);
-    if (!fits) {
+    // Columns overlapping in one buffer are a caller's error, refused here
+    // before anything is sent (the daemon refuses those that only fit by
+    // overlapping with bad_range: the last line of defence).
+    if (!fits || columns_overlap(src, n, widths)) {
         total.status = Status::invalid_argument;
         return total;
     }
@@ -230,21 +313,11 @@ BatchResult Client::Impl::run_registered(const detail::RegisteredSource& src, st
     };
     if (n == 0) return total;
     const wire::SigEncoding enc = src.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : src.encoding;
-    auto sub_batch = [&](std::size_t begin, std::size_t count) {
-        wire::ColumnSpan c;
-        c.kind = src.kind;
-        c.encoding = enc;
-        c.count = count;
-        c.message = src.buffer[0]->data + src.offset[0] + begin * widths[0];
-        c.key = src.buffer[1]->data + src.offset[1] + begin * widths[1];
-        c.signature = src.buffer[2]->data + src.offset[2] + begin * widths[2];
-        return c;
-    };
     std::size_t chunk = kRegisteredChunkRows;
     Status registration = Status::ok;
     {
-        std::lock_guard lk(mu);
-        maybe_reconnect_locked();
+        std::unique_lock lk(mu);
+        maybe_reconnect_locked(lk);
         if (!src.one_buffer() && live && conn.abi_minor < shm::kAbiMinorRegisteredColumnSet) {
             last_error = "sigverifyd speaks ring ABI " + std::to_string(shm::kAbiMajor) + "." +
                          std::to_string(conn.abi_minor) + "; a registered buffer per column needs " +
@@ -253,7 +326,14 @@ BatchResult Client::Impl::run_registered(const detail::RegisteredSource& src, st
         }
         for (int i = 0; i < 3 && registration == Status::ok; ++i) {
             RegisteredBuffer::State& b = *src.buffer[i];
-            if (b.serial != session_serial || b.daemon_id == 0) registration = register_locked(b);
+            // A file cut below its registered range is lost (the daemon
+            // would refuse it as invalid_argument, which it is not).
+            if (!still_whole(b)) {
+                last_error = "a registered file shrank below its registered range";
+                registration = Status::buffer_lost;
+            } else if (b.serial != session_serial || b.daemon_id == 0) {
+                registration = register_locked(b);
+            }
         }
         if (live && conn.arena_size / 4 > kAlign)
             chunk = std::min<std::size_t>(chunk, static_cast<std::size_t>(conn.arena_size / 4 - kAlign));
@@ -269,11 +349,12 @@ BatchResult Client::Impl::run_registered(const detail::RegisteredSource& src, st
                 const std::size_t count = std::min(n - begin, detail::kMaxChunkRows);
                 std::uint8_t* out = local_out(begin, count);
                 const BatchResult r = out == nullptr ? BatchResult{Status::system_error, 0, 0, 0}
-                                                     : local.run_columns(sub_batch(begin, count), wire::Mode::results, out);
+                                                     : verify_registered_here(local, src, enc, begin, count, out);
                 total.valid += r.valid;
                 total.invalid += r.invalid;
                 total.local_rows += r.local_rows;
                 if (r.status != Status::ok) total.status = r.status;
+                if (r.status == Status::buffer_lost) break;  // the rest is past the file's end too
             }
             return total;
         }
@@ -291,7 +372,7 @@ BatchResult Client::Impl::run_registered(const detail::RegisteredSource& src, st
         [&](std::size_t begin, std::size_t count) {
             std::uint8_t* out = local_out(begin, count);
             if (out == nullptr) return BatchResult{Status::system_error, 0, 0, 0};
-            return local.run_columns(sub_batch(begin, count), wire::Mode::results, out);
+            return verify_registered_here(local, src, enc, begin, count, out);
         },
         [&](Status st) { return is_daemon_failure(st) || st == Status::too_large; });
     if (total.status == Status::buffer_lost || total.status == Status::not_found) {
@@ -378,8 +459,8 @@ Status Client::register_buffer(int fd, std::uint64_t offset, std::uint64_t size,
     st->data = static_cast<const std::uint8_t*>(m) + (offset - aligned);
     Status result;
     {
-        std::lock_guard lk(session().mu);
-        session().maybe_reconnect_locked();
+        std::unique_lock lk(session().mu);
+        session().maybe_reconnect_locked(lk);
         result = session().register_locked(*st);
         // With the local fallback, a buffer no daemon can take now is verified
         // here (and registered with a daemon on a later call when one can).

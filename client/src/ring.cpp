@@ -229,7 +229,7 @@ Status Client::Impl::alloc_waiting_locked(std::unique_lock<std::mutex>& lk, std:
 Status Client::Impl::reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, RowBatch& b,
                              bool wait) {
     std::unique_lock lk(mu);
-    maybe_reconnect_locked();
+    maybe_reconnect_locked(lk);
     if (!live) return conn.header == nullptr && slots.empty() ? Status::unreachable : Status::disconnected;
     if (count > max_alloc_rows(kind, tail_size)) return Status::too_large;
     const std::uint64_t rows_bytes = std::uint64_t(count) * wire::stride(kind, tail_size);
@@ -259,7 +259,7 @@ std::uint64_t Client::Impl::max_alloc_column_rows(wire::RecordKind kind, std::si
 Status Client::Impl::reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, ColumnBatch& b,
                                      bool wait) {
     std::unique_lock lk(mu);
-    maybe_reconnect_locked();
+    maybe_reconnect_locked(lk);
     if (!live) return conn.header == nullptr && slots.empty() ? Status::unreachable : Status::disconnected;
     if (conn.abi_minor < shm::kAbiMinorColumns) {
         last_error = "sigverifyd speaks ring ABI " + std::to_string(shm::kAbiMajor) + "." +

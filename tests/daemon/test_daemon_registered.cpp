@@ -102,6 +102,15 @@ ClientOptions options_for(const DaemonProcess& d, const std::string& name) {
     return o;
 }
 
+// A client for a runtime directory with no daemon: the local fallback, one thread.
+ClientOptions lone_options(const std::string& empty_dir) {
+    ClientOptions o;
+    o.runtime_dir = empty_dir;
+    o.fallback = Fallback::local;
+    o.local_threads = 1;
+    return o;
+}
+
 // Lines of the daemon's /proc/PID/maps that name `path`.
 std::size_t maps_lines_naming(pid_t pid, const std::string& path) {
     std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
@@ -286,6 +295,10 @@ TEST_CASE("hostile registrations and registered entries get documented statuses"
     add(registered_entry(id, m, k, g + 1, 0, n), Status::bad_range, D::signature);  // one byte past the end
     add(registered_entry(id, m, k, g, 0, max / 16), Status::bad_range, D::results);
     add(registered_entry(id, m, k, g, 0, size / 128 + 1), Status::bad_range, D::row_count);
+    // Three columns at one offset: each fits, but n rows of all three only by
+    // overlapping (n * 129 > size). The library never sends this (issue
+    // 39.5); the daemon refuses it all the same.
+    add(registered_entry(id, 0, 0, 0, 0, size / 129 + 1), Status::bad_range, D::row_count);
     add(registered_entry(id, m, k, g, max - 1, n), Status::bad_range, D::results);
     auto collect = registered_entry(id, m, k, g, 0, n);
     collect.mode = static_cast<std::uint8_t>(wire::Mode::collect);
@@ -321,6 +334,63 @@ TEST_CASE("hostile registrations and registered entries get documented statuses"
     CHECK(check_batch(*c, Table::schnorr, wire::Mode::results, SigEncoding::opaque, 50, 5));
 }
 
+TEST_CASE("overlapping columns in one registered buffer: invalid_argument before anything is sent",
+          "[daemon][registered][overlap]") {
+    DaemonProcess d({"--cpu-threads", "1"});
+    auto c = Client::connect(options_for(d, "overlap"));
+    const std::size_t n = 40;
+    const BufferImage img = make_image(Table::ecdsa, n, SigEncoding::opaque, 31);
+    const int fd = write_buffer(img);
+    REQUIRE(fd >= 0);
+    // A client with no daemon at all and the local fallback: a refusal there
+    // is the library's own (the local fallback would otherwise verify).
+    const std::string empty = make_temp_dir();
+    auto alone = Client::connect(lone_options(empty));
+    for (Client* client : {c.get(), alone.get()}) {
+        RegisteredBuffer b = client->register_buffer(fd, 0, img.bytes.size());
+        std::vector<std::uint8_t> results(n + 1, 7);
+        // Adjacent columns are fine.
+        BatchResult r = client->verify_registered_columns(b, img.cols, results.data());
+        CHECK(r.ok());
+        CHECK(std::equal(results.begin(), results.begin() + n, img.known.expected.begin()));
+        const RegisteredColumns& a = img.cols;
+        RegisteredColumns key_into_message = a;
+        key_into_message.key_offset = a.message_offset + n * 32 - 1;  // one byte shared
+        RegisteredColumns signature_on_message = a;
+        signature_on_message.signature_offset = a.message_offset;
+        RegisteredColumns all_at_zero = a;  // 40 rows of all three fit the buffer; 41 only by overlapping
+        all_at_zero.message_offset = all_at_zero.key_offset = all_at_zero.signature_offset = 0;
+        RegisteredColumns all_at_zero_41 = all_at_zero;
+        all_at_zero_41.count = n + 1;
+        for (const RegisteredColumns* bad : {&key_into_message, &signature_on_message, &all_at_zero, &all_at_zero_41}) {
+            std::fill(results.begin(), results.end(), 7);
+            r = client->verify_registered_columns(b, *bad, results.data());
+            INFO("status " << shm::to_string(r.status) << ", local rows " << r.local_rows);
+            CHECK(r.status == Status::invalid_argument);
+            CHECK(r.valid + r.invalid + r.local_rows == 0);
+        }
+        // A buffer per column where two name the same buffer: the same rule.
+        RegisteredBuffer other = client->register_buffer(fd, 0, img.bytes.size());
+        RegisteredColumnBuffers set;
+        set.kind = a.kind;
+        set.count = n;
+        set.message = &b;
+        set.message_offset = a.message_offset;
+        set.key = &b;
+        set.key_offset = a.message_offset + 31;
+        set.signature = &other;
+        set.signature_offset = a.signature_offset;
+        r = client->verify_registered_columns(set, results.data());
+        CHECK(r.status == Status::invalid_argument);
+        set.key_offset = a.key_offset;  // apart again: fine
+        r = client->verify_registered_columns(set, results.data());
+        CHECK(r.ok());
+        CHECK(std::equal(results.begin(), results.begin() + n, img.known.expected.begin()));
+    }
+    close(fd);
+    remove_tree(empty);
+}
+
 TEST_CASE("a client truncating or rewriting its registered buffer mid-batch cannot hurt the daemon",
           "[daemon][registered]") {
     DaemonProcess d({"--cpu-threads", "1"});
@@ -342,8 +412,10 @@ TEST_CASE("a client truncating or rewriting its registered buffer mid-batch cann
         INFO("status " << shm::to_string(r.status));
         CHECK((r.status == Status::buffer_lost || (r.ok() && results == img.known.expected)));
         CHECK(kill(d.pid(), 0) == 0);
-        // The file is empty now: registering it again is refused.
-        CHECK(c->verify_registered_columns(b, img.cols, results.data()).status == Status::invalid_argument);
+        // The file is empty now: the library finds it shorter than its
+        // registered range and answers buffer_lost without registering it
+        // again (issue 39.2; the daemon would refuse it as invalid_argument).
+        CHECK(c->verify_registered_columns(b, img.cols, results.data()).status == Status::buffer_lost);
         close(fd);
     }
     {
@@ -414,13 +486,9 @@ TEST_CASE("registered buffers: limits from the client API, local fallback, C ABI
     const int fd = write_buffer(img, 10);
     REQUIRE(fd >= 0);
     {
-        // No daemon: the fallback verifies from the client's own mapping.
+        // No daemon: the fallback verifies copies of the file (pread).
         const std::string empty = make_temp_dir();
-        ClientOptions o;
-        o.runtime_dir = empty;
-        o.fallback = Fallback::local;
-        o.local_threads = 1;
-        auto c = Client::connect(o);
+        auto c = Client::connect(lone_options(empty));
         RegisteredBuffer b;
         REQUIRE(c->register_buffer(fd, 10, img.bytes.size(), b) == Status::ok);
         CHECK(b.id() == 0);

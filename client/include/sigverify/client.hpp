@@ -337,11 +337,14 @@ public:
     [[nodiscard]] RegisteredBuffer register_buffer(int fd, std::uint64_t offset, std::uint64_t size);
     // Verifies count rows whose columns lie inside the registered buffer
     // (results mode: results gets count bytes, zeroed first, 1 = valid). The
-    // columns are never copied by the library. invalid_argument when a column
-    // passes the end of the buffer or the buffer is not registered by this
-    // client; buffer_lost when the file shrank under the daemon (the
-    // registration is dropped); with Fallback::local a batch the daemon fails
-    // is verified in-process from data().
+    // columns are never copied by the library. invalid_argument (before
+    // anything is sent) when a column passes the end of the buffer, two
+    // columns overlap in it, or the buffer is not registered by this client; buffer_lost when the file shrank under the daemon (the
+    // registration is dropped; also when the file is found shorter than its
+    // registered range before the call or, with Fallback::local, while the
+    // library reads it); with Fallback::local a batch the daemon fails is
+    // verified in-process from copies of the file read with pread (never
+    // past its current end: rows cut off answer 0 and buffer_lost).
     BatchResult verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
                                           std::uint8_t* results, std::uint8_t table = shm::kTableUnspecified);
     // Cancellable form (as run() with a stop token).
