@@ -9,6 +9,7 @@
 #include "reference/group_verdicts.hpp"
 #include "reference/parallel_for.hpp"
 #include "shm_protocol/verdict_publish.hpp"
+#include "sigverify/shm_protocol/group_fields.hpp"
 
 namespace sigverify::reference {
 
@@ -166,9 +167,11 @@ ColumnTable rows_to_columns(const RowSpan& rows, CorrelateLayout layout, std::op
             case wire::Table::ecdsa:
                 write_ecdsa_correlate(out, {wire::read_u24le(tail), 0, singles[i].group});
                 break;
-            case wire::Table::multisig:
-                write_ecdsa_correlate(out, {wire::read_u24le(tail + 3), tail[0], wire::read_u16le(tail + 1)});
+            case wire::Table::multisig: {
+                const GroupRow g = sigverify::read_group_tail(tail);
+                write_ecdsa_correlate(out, {g.block_fk, g.mn, g.group});
                 break;
+            }
             case wire::Table::schnorr: std::memcpy(out, tail, 3); break;
             case wire::Table::threshold: std::memcpy(out, tail + 3, 3); break;
             }
@@ -215,9 +218,7 @@ std::vector<std::uint8_t> columns_to_rows(const ColumnSpan& c, CorrelateLayout l
         case wire::Table::ecdsa: std::memcpy(tail, corr, 3); break;  // id -> block_fk
         case wire::Table::multisig: {
             const EcdsaCorrelate e = read_ecdsa_correlate(corr);
-            tail[0] = e.pair;
-            wire::write_u16le(tail + 1, e.group);
-            wire::write_u24le(tail + 3, e.id);
+            sigverify::write_group_tail(tail, {e.pair, e.group, e.id});
             break;
         }
         case wire::Table::schnorr: std::memcpy(tail, corr, 3); break;

@@ -22,10 +22,7 @@ std::vector<GroupRow> group_rows_from_rows(const RowSpan& rows, GroupKind kind) 
         throw std::invalid_argument("group_rows_from_rows: rows need the canonical 6-byte tail mn || group || block_fk");
     std::vector<GroupRow> out(rows.count);
     const std::size_t record = wire::record_size(rows.kind);
-    for (std::size_t i = 0; i < rows.count; ++i) {
-        const std::uint8_t* tail = rows.row(i) + record;
-        out[i] = {tail[0], wire::read_u16le(tail + 1), wire::read_u24le(tail + 3)};
-    }
+    for (std::size_t i = 0; i < rows.count; ++i) out[i] = sigverify::read_group_tail(rows.row(i) + record);
     return out;
 }
 
@@ -61,44 +58,20 @@ std::vector<GroupRow> single_signature_group_rows(std::span<const std::uint32_t>
     return out;
 }
 
-bool multisig_satisfied(std::span<const std::uint32_t> usable, unsigned m) {
-    if (m > usable.size() || m > kMaxMultisigKeys) return false;
-    constexpr std::uint32_t kAllKeys = (1u << kMaxMultisigKeys) - 1;
-    int previous = -1;  // key index used by the previous signature
-    for (unsigned s = 0; s < m; ++s) {
-        // Keys strictly after the previous one.
-        const unsigned after = unsigned(previous + 1);
-        const std::uint32_t allowed = after >= kMaxMultisigKeys ? 0u : (kAllKeys << after) & kAllKeys;
-        const std::uint32_t candidates = usable[s] & allowed;
-        if (candidates == 0) return false;
-        previous = std::countr_zero(candidates);
-    }
-    return true;
-}
-
 namespace {
 
 GroupVerdict evaluate_multisig(std::span<const std::pair<std::uint64_t, std::size_t>> members,
                                std::span<const GroupRow> rows, std::span<const std::uint8_t> verdicts) {
     GroupVerdict g;
-    // Masks of key indices per signature index, both 0..19 (multisig_pair.hpp).
-    std::uint32_t present[kMaxMultisigKeys] = {}, failed[kMaxMultisigKeys] = {};
-    unsigned m = 0;
+    MultisigTally tally;
     for (const auto& [key, i] : members) {
-        const MultisigPair p = decode_multisig_pair(rows[i].mn);
-        const auto bit = std::uint32_t(1u << p.key);
-        if (present[p.signature] & bit) g.flags |= kGroupDuplicates;
-        present[p.signature] |= bit;
         const bool ok = verdicts[i] != 0;
-        if (!ok) failed[p.signature] |= bit;
+        if (tally.add(rows[i].mn, ok)) g.flags |= kGroupDuplicates;
         ++g.rows;
         g.valid_rows += ok ? 1 : 0;
-        m = std::max(m, p.signature + 1u);
     }
-    std::uint32_t usable[kMaxMultisigKeys];
-    for (unsigned s = 0; s < kMaxMultisigKeys; ++s) usable[s] = present[s] & ~failed[s];
-    g.required = m;
-    g.pass = multisig_satisfied(usable, m);
+    g.required = tally.required();
+    g.pass = tally.satisfied();
     if (!g.pass) g.flags |= kGroupUnmatched;
     return g;
 }

@@ -58,6 +58,7 @@
 
 #include "reference/columns.hpp"
 #include "reference/multisig_pair.hpp"
+#include "reference/multisig_tally.hpp"
 #include "sigverify/shm_protocol/group_fields.hpp"
 #include "sigverify/shm_protocol/wire_format.hpp"
 
@@ -125,12 +126,5 @@ std::vector<GroupVerdict> unsatisfiable_threshold_groups(std::span<const GroupRo
 // (std::invalid_argument otherwise).
 GroupReport compute_group_verdicts(GroupKind kind, std::span<const GroupRow> rows,
                                    std::span<const std::uint8_t> verdicts);
-
-// Multisig rule on one group's pairs: usable[s] is the mask of keys k (bits
-// 0..19) whose (s, k) pair is usable; m signatures are required (false when
-// m exceeds usable.size() or 20). Greedy ordered matching (the smallest usable
-// key after the previous one), which is optimal for a chain of increasing
-// choices.
-bool multisig_satisfied(std::span<const std::uint32_t> usable, unsigned m);
 
 }  // namespace sigverify::reference

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "reference/row_generator.hpp"
+#include "sigverify/shm_protocol/group_fields.hpp"
 
 #include <secp256k1.h>
 #include <secp256k1_extrakeys.h>
@@ -254,9 +255,7 @@ void fill_row(const GenOptions& o, std::size_t tail_size, const secp256k1_contex
         wire::write_u24le(canonical, p.block);
         canonical_size = 3;
     } else {
-        canonical[0] = p.mn;
-        wire::write_u16le(canonical + 1, p.group);
-        wire::write_u24le(canonical + 3, p.block);
+        sigverify::write_group_tail(canonical, {p.mn, p.group, p.block});
         canonical_size = 6;
     }
     std::uint8_t* tail = row + wire::record_size(kind);

@@ -15,6 +15,7 @@
 
 #include "reference/group_verdicts.hpp"
 #include "reference/reference_verifier.hpp"
+#include "sigverify/shm_protocol/group_fields.hpp"
 
 namespace sigverify::cli {
 namespace {
@@ -314,10 +315,7 @@ int run_groups(const GroupsArgs& a) {
             kind = *dir.row_table == wire::Table::multisig ? reference::GroupKind::multisig
                                                            : reference::GroupKind::threshold;
             rows.resize(batch.count);
-            for (std::size_t i = 0; i < batch.count; ++i) {
-                const std::uint8_t* tail = batch.correlate_at(i);
-                rows[i] = {tail[0], wire::read_u16le(tail + 1), wire::read_u24le(tail + 3)};
-            }
+            for (std::size_t i = 0; i < batch.count; ++i) rows[i] = sigverify::read_group_tail(batch.correlate_at(i));
         } else {
             throw InputError(a.columns +
                              ": group verdicts need the libbitcoin correlate (ECDSA or Schnorr), or a table named in "

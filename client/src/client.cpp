@@ -92,8 +92,50 @@ bool Client::Impl::alive_locked() {
 // ---------------------------------------------------------------------------
 // Client
 // ---------------------------------------------------------------------------
+// ---------------------------------------------------------------------------
+// Fork safety
+// ---------------------------------------------------------------------------
+// A session made before fork() is shared with the parent: the segment is a
+// MAP_SHARED mapping, so a child reserving slots, submitting or reaping
+// completions there takes the parent's verdicts and gives the parent its own
+// (false VALID observed). One getpid() per call tells the two apart; the
+// child gets a session of its own, made on its first call, and the
+// inherited one is left exactly as it is (its mutex may be held by a parent
+// thread that does not exist here, its fallback's threads are gone).
+Client::Impl& Client::Impl::child_session() {
+    const pid_t me = ::getpid();
+    Impl* c = forked.load(std::memory_order_acquire);
+    while (c == nullptr || c->pid != me) {
+        // Absent, or an ancestor's (a grandchild): make this process's own.
+        auto fresh = std::make_unique<Impl>(opt);
+        {
+            std::lock_guard lk(fresh->mu);
+            fresh->connect_locked();  // failure: not live; the fallback and reconnect rules apply as usual
+        }
+        if (forked.compare_exchange_strong(c, fresh.get(), std::memory_order_acq_rel)) {
+            c = fresh.release();  // an ancestor's session it replaced is left alone (never freed here)
+            break;
+        }
+    }
+    return *c;
+}
+
+Client::Impl& Client::session() const {
+    Impl& own = *impl_;
+    return own.pid == ::getpid() ? own : own.child_session();
+}
+
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Client::~Client() = default;
+
+Client::~Client() {
+    if (impl_ == nullptr || impl_->pid == ::getpid()) return;  // our own: freed as usual
+    // A forked child: free only the session made here; the inherited one is
+    // the parent's and is leaked on purpose (closing or unmapping it is
+    // harmless to the parent, but its mutex and threads are not ours).
+    Impl* c = impl_->forked.load(std::memory_order_acquire);
+    if (c != nullptr && c->pid == ::getpid()) delete c;
+    static_cast<void>(impl_.release());
+}
 
 std::unique_ptr<Client> Client::connect(const ClientOptions& options, Status& status, std::string& message) noexcept {
     try {
@@ -130,13 +172,13 @@ std::unique_ptr<Client> Client::connect(const ClientOptions& options) {
 
 Status Client::reserve(wire::RecordKind kind, std::size_t tail_size, std::size_t count, RowBatch& batch, bool wait) {
     if (tail_size > wire::kMaxTailSize || static_cast<std::uint8_t>(kind) > 1) return Status::invalid_argument;
-    return impl_->reserve(kind, tail_size, count, batch, wait);
+    return session().reserve(kind, tail_size, count, batch, wait);
 }
 
 Status Client::reserve_columns(wire::RecordKind kind, std::size_t tail_size, std::size_t count, ColumnBatch& batch,
                                bool wait) {
     if (tail_size > wire::kMaxTailSize || static_cast<std::uint8_t>(kind) > 1) return Status::invalid_argument;
-    return impl_->reserve_columns(kind, tail_size, count, batch, wait);
+    return session().reserve_columns(kind, tail_size, count, batch, wait);
 }
 
 namespace {
@@ -147,54 +189,54 @@ bool bad_submit_enums(wire::Mode mode, wire::SigEncoding encoding) {
 
 Status Client::submit(RowBatch& batch, wire::Mode mode, wire::SigEncoding encoding, std::uint8_t table) {
     if (bad_submit_enums(mode, encoding)) return Status::invalid_argument;
-    return impl_->submit(detail::ref(batch), shm::Opcode::verify, mode, encoding, table, &batch.encoding);
+    return session().submit(detail::ref(batch), shm::Opcode::verify, mode, encoding, table, &batch.encoding);
 }
 
 Status Client::submit(ColumnBatch& batch, wire::Mode mode, wire::SigEncoding encoding, std::uint8_t table) {
     if (bad_submit_enums(mode, encoding)) return Status::invalid_argument;
-    return impl_->submit(detail::ref(batch), shm::Opcode::verify, mode, encoding, table, &batch.encoding);
+    return session().submit(detail::ref(batch), shm::Opcode::verify, mode, encoding, table, &batch.encoding);
 }
 
-BatchResult Client::wait(RowBatch& batch) { return impl_->wait(detail::ref(batch), true); }
-BatchResult Client::wait(ColumnBatch& batch) { return impl_->wait(detail::ref(batch), true); }
+BatchResult Client::wait(RowBatch& batch) { return session().wait(detail::ref(batch), true); }
+BatchResult Client::wait(ColumnBatch& batch) { return session().wait(detail::ref(batch), true); }
 
-BatchResult Client::poll(RowBatch& batch) { return impl_->wait(detail::ref(batch), false); }
-BatchResult Client::poll(ColumnBatch& batch) { return impl_->wait(detail::ref(batch), false); }
+BatchResult Client::poll(RowBatch& batch) { return session().wait(detail::ref(batch), false); }
+BatchResult Client::poll(ColumnBatch& batch) { return session().wait(detail::ref(batch), false); }
 
-Status Client::cancel(RowBatch& batch) { return impl_->cancel(detail::ref(batch)); }
-Status Client::cancel(ColumnBatch& batch) { return impl_->cancel(detail::ref(batch)); }
+Status Client::cancel(RowBatch& batch) { return session().cancel(detail::ref(batch)); }
+Status Client::cancel(ColumnBatch& batch) { return session().cancel(detail::ref(batch)); }
 
 void Client::release(RowBatch& batch) {
-    impl_->release(detail::ref(batch));
+    session().release(detail::ref(batch));
     batch.generation = 0;
 }
 
 void Client::release(ColumnBatch& batch) {
-    impl_->release(detail::ref(batch));
+    session().release(detail::ref(batch));
     batch.generation = 0;
 }
 
 std::size_t Client::max_batch_rows(wire::RecordKind kind, std::size_t tail_size) const {
-    std::lock_guard lk(impl_->mu);
-    return impl_->live ? impl_->max_alloc_rows(kind, tail_size) : 0;
+    std::lock_guard lk(session().mu);
+    return session().live ? session().max_alloc_rows(kind, tail_size) : 0;
 }
 
 std::size_t Client::max_column_batch_rows(wire::RecordKind kind, std::size_t tail_size) const {
-    std::lock_guard lk(impl_->mu);
-    return impl_->live && impl_->conn.abi_minor >= shm::kAbiMinorColumns
-               ? impl_->max_alloc_column_rows(kind, tail_size)
+    std::lock_guard lk(session().mu);
+    return session().live && session().conn.abi_minor >= shm::kAbiMinorColumns
+               ? session().max_alloc_column_rows(kind, tail_size)
                : 0;
 }
 
 Status Client::ping(std::uint64_t* rtt_ns) {
     const auto t0 = Clock::now();
     RowBatch b;
-    Status st = impl_->reserve(wire::RecordKind::ecdsa, 0, 0, b, true);
+    Status st = session().reserve(wire::RecordKind::ecdsa, 0, 0, b, true);
     if (st != Status::ok) return st;
-    st = impl_->submit(detail::ref(b), shm::Opcode::nop, wire::Mode::results, wire::SigEncoding::opaque,
+    st = session().submit(detail::ref(b), shm::Opcode::nop, wire::Mode::results, wire::SigEncoding::opaque,
                        shm::kTableUnspecified, nullptr);
-    const BatchResult r = impl_->wait_raw(detail::ref(b), true);
-    impl_->release(detail::ref(b));
+    const BatchResult r = session().wait_raw(detail::ref(b), true);
+    session().release(detail::ref(b));
     if (st == Status::ok) st = r.status;
     if (rtt_ns != nullptr)
         *rtt_ns = static_cast<std::uint64_t>(
@@ -203,23 +245,23 @@ Status Client::ping(std::uint64_t* rtt_ns) {
 }
 
 bool Client::connected() const {
-    std::lock_guard lk(impl_->mu);
-    return impl_->live;
+    std::lock_guard lk(session().mu);
+    return session().live;
 }
 
 std::uint64_t Client::epoch() const {
-    std::lock_guard lk(impl_->mu);
-    return impl_->live ? impl_->conn.epoch : 0;
+    std::lock_guard lk(session().mu);
+    return session().live ? session().conn.epoch : 0;
 }
 
 std::uint64_t Client::arena_size() const {
-    std::lock_guard lk(impl_->mu);
-    return impl_->live ? impl_->conn.arena_size : 0;
+    std::lock_guard lk(session().mu);
+    return session().live ? session().conn.arena_size : 0;
 }
 
 std::string Client::last_error() const {
-    std::lock_guard lk(impl_->mu);
-    return impl_->last_error;
+    std::lock_guard lk(session().mu);
+    return session().last_error;
 }
 
 }  // namespace sigverify

@@ -28,6 +28,9 @@
 // generation), so a stale one is never applied.
 #pragma once
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -163,6 +166,16 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
 
     explicit Impl(const ClientOptions& options);
     ~Impl() { conn.close(); }
+
+    // Fork safety (client.cpp). The process this session belongs to: in a
+    // forked child its ring, arena, doorbell, socket, mutex and fallback
+    // threads are the parent's (the mapping is shared), so the child never
+    // touches them, not even to unmap or close. child_session() is this
+    // client's session in the calling process: made on first use there,
+    // with the same options (its own connection, its own local fallback).
+    const pid_t pid = ::getpid();
+    std::atomic<Impl*> forked{nullptr};
+    Impl& child_session();
 
     ClientOptions opt;
     detail::LocalFallback local;

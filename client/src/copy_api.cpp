@@ -173,17 +173,17 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
 // Client: the public copy calls
 // ---------------------------------------------------------------------------
 BatchResult Client::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table) {
-    return impl_->run(rows, mode, results, table, detail::CancelCheck{});
+    return session().run(rows, mode, results, table, detail::CancelCheck{});
 }
 
 BatchResult Client::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
                         std::stop_token stop) {
-    return impl_->run(rows, mode, results, table, detail::CancelCheck{std::move(stop), nullptr});
+    return session().run(rows, mode, results, table, detail::CancelCheck{std::move(stop), nullptr});
 }
 
 BatchResult Client::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
                         const std::atomic<bool>* cancel) {
-    return impl_->run(rows, mode, results, table, detail::CancelCheck{{}, cancel});
+    return session().run(rows, mode, results, table, detail::CancelCheck{{}, cancel});
 }
 
 BatchResult Client::verify_ecdsa(const std::uint8_t* rows, std::size_t n, std::size_t tail_size,
@@ -265,17 +265,17 @@ BatchResult Client::collect_threshold(std::span<wire::ThresholdRow> rows) {
 }
 
 BatchResult Client::run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table) {
-    return impl_->run_columns(columns, mode, results, table, detail::CancelCheck{});
+    return session().run_columns(columns, mode, results, table, detail::CancelCheck{});
 }
 
 BatchResult Client::run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
                                 std::stop_token stop) {
-    return impl_->run_columns(columns, mode, results, table, detail::CancelCheck{std::move(stop), nullptr});
+    return session().run_columns(columns, mode, results, table, detail::CancelCheck{std::move(stop), nullptr});
 }
 
 BatchResult Client::run_columns(const Columns& columns, wire::Mode mode, std::uint8_t* results, std::uint8_t table,
                                 const std::atomic<bool>* cancel) {
-    return impl_->run_columns(columns, mode, results, table, detail::CancelCheck{{}, cancel});
+    return session().run_columns(columns, mode, results, table, detail::CancelCheck{{}, cancel});
 }
 
 namespace {

@@ -45,14 +45,14 @@ DaemonInfo from_reply(const shm::InfoReply& r) {
 }  // namespace
 
 Status Client::info(DaemonInfo& out) {
-    std::lock_guard lk(impl_->mu);
-    impl_->maybe_reconnect_locked();
-    if (!impl_->live) return Status::unreachable;
-    if (!impl_->alive_locked()) return Status::disconnected;
-    if (impl_->conn.abi_minor < shm::kAbiMinorInfo) return Status::bad_entry;
+    std::lock_guard lk(session().mu);
+    session().maybe_reconnect_locked();
+    if (!session().live) return Status::unreachable;
+    if (!session().alive_locked()) return Status::disconnected;
+    if (session().conn.abi_minor < shm::kAbiMinorInfo) return Status::bad_entry;
     const shm::InfoRequest req{shm::kInfoMagic, 0};
     shm::InfoReply reply{};
-    const Status st = impl_->control_exchange_locked(&req, sizeof req, -1, shm::kInfoReplyMagic, &reply, sizeof reply,
+    const Status st = session().control_exchange_locked(&req, sizeof req, -1, shm::kInfoReplyMagic, &reply, sizeof reply,
                                                      "an info request");
     if (st != Status::ok) return st;
     if (reply.status != static_cast<std::uint32_t>(Status::ok)) return static_cast<Status>(reply.status);

@@ -11,6 +11,7 @@
 #include "sigverify/lbtc.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -54,6 +55,8 @@ struct Lane {
 
 class Registry {
 public:
+    const pid_t pid = ::getpid();  // the process whose sessions these are
+
     Lane& lane(std::size_t max_threads) {
         const unsigned threads = local_threads(max_threads);
         std::lock_guard lk(mu_);
@@ -83,8 +86,20 @@ private:
     std::map<unsigned, std::unique_ptr<Lane>> lanes_;
 };
 
+// The calling process's registry. After fork() the child makes its own on
+// its first call (so its own sessions, with its own names); the inherited
+// one is the parent's, whose rings are shared with the parent and whose
+// mutex may be held by a parent thread that does not exist here, and is
+// never touched again (never freed: see Lane).
 Registry& registry() {
-    static Registry* r = new Registry;  // leaked on purpose (see Lane)
+    static std::atomic<Registry*> current{new Registry};
+    const pid_t me = ::getpid();
+    Registry* r = current.load(std::memory_order_acquire);
+    while (r->pid != me) {
+        auto* fresh = new Registry;
+        if (current.compare_exchange_strong(r, fresh, std::memory_order_acq_rel)) return *fresh;
+        delete fresh;  // another thread of this process made it first (r is now its)
+    }
     return *r;
 }
 

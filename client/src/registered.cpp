@@ -328,12 +328,16 @@ bool RegisteredBuffer::registered() const noexcept { return state_ != nullptr; }
 const std::uint8_t* RegisteredBuffer::data() const noexcept { return state_ != nullptr ? state_->data : nullptr; }
 std::uint64_t RegisteredBuffer::size() const noexcept { return state_ != nullptr ? state_->size : 0; }
 std::uint64_t RegisteredBuffer::id() const noexcept {
-    if (state_ == nullptr) return 0;
+    if (state_ == nullptr || state_->impl->pid != ::getpid()) return 0;  // a parent's registration (forked)
     std::lock_guard lk(state_->impl->mu);
     return state_->serial == state_->impl->session_serial ? state_->daemon_id : 0;
 }
 void RegisteredBuffer::reset() noexcept {
     if (state_ == nullptr) return;
+    if (state_->impl->pid != ::getpid()) {  // forked: the parent's registration, its session not ours
+        state_ = nullptr;                    // left alone (the parent unregisters it)
+        return;
+    }
     try {
         std::lock_guard lk(state_->impl->mu);
         state_->impl->unregister_locked(*state_);
@@ -356,7 +360,7 @@ Status Client::register_buffer(int fd, std::uint64_t offset, std::uint64_t size,
     if (size > std::numeric_limits<std::size_t>::max() / 2) return Status::too_large;
     auto* st = new (std::nothrow) RegisteredBuffer::State;
     if (st == nullptr) return Status::system_error;
-    st->impl = impl_.get();
+    st->impl = &session();
     st->offset = offset;
     st->size = size;
     st->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -374,14 +378,14 @@ Status Client::register_buffer(int fd, std::uint64_t offset, std::uint64_t size,
     st->data = static_cast<const std::uint8_t*>(m) + (offset - aligned);
     Status result;
     {
-        std::lock_guard lk(impl_->mu);
-        impl_->maybe_reconnect_locked();
-        result = impl_->register_locked(*st);
+        std::lock_guard lk(session().mu);
+        session().maybe_reconnect_locked();
+        result = session().register_locked(*st);
         // With the local fallback, a buffer no daemon can take now is verified
         // here (and registered with a daemon on a later call when one can).
         const bool refused = result == Status::invalid_argument || result == Status::too_large ||
                              result == Status::system_error;
-        if (result != Status::ok && impl_->opt.fallback == Fallback::local && !refused) result = Status::ok;
+        if (result != Status::ok && session().opt.fallback == Fallback::local && !refused) result = Status::ok;
     }
     if (result != Status::ok) {
         release_state(st);
@@ -395,7 +399,7 @@ RegisteredBuffer Client::register_buffer(int fd, std::uint64_t offset, std::uint
     RegisteredBuffer b;
     const Status st = register_buffer(fd, offset, size, b);
     if (st != Status::ok) {
-        const std::string why = impl_->opt.fallback == Fallback::none ? last_error() : std::string();
+        const std::string why = session().opt.fallback == Fallback::none ? last_error() : std::string();
         // too_large names the arena in general; here it can only be a registration limit.
         const std::string what = st == Status::too_large ? std::string("over the daemon's registered-buffer limits")
                                                          : std::string(shm::to_string(st));
@@ -444,15 +448,15 @@ BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, co
                                               std::uint8_t* results, std::uint8_t table,
                                               const std::atomic<bool>* cancel) {
     detail::RegisteredSource src;
-    if (!single_source(buffer.state_, impl_.get(), columns, src)) return invalid_call();
-    return impl_->run_registered(src, results, table, detail::CancelCheck{{}, cancel});
+    if (!single_source(buffer.state_, &session(), columns, src)) return invalid_call();
+    return session().run_registered(src, results, table, detail::CancelCheck{{}, cancel});
 }
 
 BatchResult Client::verify_registered_columns(const RegisteredBuffer& buffer, const RegisteredColumns& columns,
                                               std::uint8_t* results, std::uint8_t table, std::stop_token stop) {
     detail::RegisteredSource src;
-    if (!single_source(buffer.state_, impl_.get(), columns, src)) return invalid_call();
-    return impl_->run_registered(src, results, table, detail::CancelCheck{std::move(stop), nullptr});
+    if (!single_source(buffer.state_, &session(), columns, src)) return invalid_call();
+    return session().run_registered(src, results, table, detail::CancelCheck{std::move(stop), nullptr});
 }
 
 namespace {
@@ -476,8 +480,8 @@ BatchResult Client::verify_registered_columns(const RegisteredColumnBuffers& col
                                                       columns.key ? columns.key->state_ : nullptr,
                                                       columns.signature ? columns.signature->state_ : nullptr};
     detail::RegisteredSource src;
-    if (!column_buffers_source(columns, states, impl_.get(), src)) return invalid_call();
-    return impl_->run_registered(src, results, table, detail::CancelCheck{{}, cancel});
+    if (!column_buffers_source(columns, states, &session(), src)) return invalid_call();
+    return session().run_registered(src, results, table, detail::CancelCheck{{}, cancel});
 }
 
 BatchResult Client::verify_registered_columns(const RegisteredColumnBuffers& columns, std::uint8_t* results,
@@ -486,8 +490,8 @@ BatchResult Client::verify_registered_columns(const RegisteredColumnBuffers& col
                                                       columns.key ? columns.key->state_ : nullptr,
                                                       columns.signature ? columns.signature->state_ : nullptr};
     detail::RegisteredSource src;
-    if (!column_buffers_source(columns, states, impl_.get(), src)) return invalid_call();
-    return impl_->run_registered(src, results, table, detail::CancelCheck{std::move(stop), nullptr});
+    if (!column_buffers_source(columns, states, &session(), src)) return invalid_call();
+    return session().run_registered(src, results, table, detail::CancelCheck{std::move(stop), nullptr});
 }
 
 }  // namespace sigverify

@@ -27,7 +27,11 @@ unsigned affinity_cores() {
 }  // namespace
 
 SplitPlanner::SplitPlanner(SplitEstimates priors, std::size_t min_gpu_rows, unsigned cores)
-    : e_(priors), min_gpu_rows_(min_gpu_rows), cores_(cores != 0 ? cores : affinity_cores()) {}
+    : e_(priors),
+      cpu_row_floor_s_(priors.cpu_row_s / kCalibrationRange),
+      cpu_row_ceiling_s_(priors.cpu_row_s * kCalibrationRange),
+      min_gpu_rows_(min_gpu_rows),
+      cores_(cores != 0 ? cores : affinity_cores()) {}
 
 std::size_t SplitPlanner::gpu_rows(std::size_t n, unsigned cpu_workers) const {
     if (n == 0 || cpu_workers == 0) return n;
@@ -101,6 +105,7 @@ void SplitPlanner::observe_cpu(std::size_t rows, double seconds) {
     if (rows == 0) return;
     std::lock_guard lock(mutex_);
     blend(e_.cpu_row_s, seconds / double(rows));
+    e_.cpu_row_s = std::clamp(e_.cpu_row_s, cpu_row_floor_s_, cpu_row_ceiling_s_);
 }
 
 SplitEstimates SplitPlanner::estimates() const {

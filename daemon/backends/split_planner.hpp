@@ -24,7 +24,12 @@
 // without the CPU confirmations that invalid rows cost), chunks without a
 // launch or without rows teach nothing, and once calibrate() has measured the
 // GPU's own round trip at start-up the latency estimate stays within a factor
-// kCalibrationRange of that measurement whatever the chunks say.
+// kCalibrationRange of that measurement whatever the chunks say. The CPU row
+// estimate is held within kCalibrationRange of its start-up value (the
+// prior) the same way, and the scheduler teaches it only with chunks whose
+// rows all verified valid (issue 44: undecodable rows are refused in
+// nanoseconds, so a flood of them made a core look 4,000 times faster and
+// sent honest 200,000-row batches 96% to the CPU).
 #pragma once
 
 #include <cstddef>
@@ -84,7 +89,8 @@ public:
     bool calibrate_on(Backend& gpus);
 
     void observe_gpu(std::size_t rows, double seconds);
-    // seconds: one core's time for the rows (CPU time, not wall time).
+    // seconds: one core's time for the rows (CPU time, not wall time); the
+    // estimate stays within kCalibrationRange of the prior's cpu_row_s.
     void observe_cpu(std::size_t rows, double seconds);
     SplitEstimates estimates() const;
 
@@ -93,6 +99,7 @@ private:
     SplitEstimates e_;
     double latency_floor_s_ = 0;    // 0 / infinity until calibrate()
     double latency_ceiling_s_ = 1e300;
+    double cpu_row_floor_s_, cpu_row_ceiling_s_;  // the prior's cpu_row_s within kCalibrationRange
     std::size_t min_gpu_rows_;
     unsigned cores_;
 };

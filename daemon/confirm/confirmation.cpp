@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "reference/group_verdicts.hpp"
+#include "sigverify/shm_protocol/group_fields.hpp"
 
 namespace sigverify::daemon {
 
@@ -18,9 +19,9 @@ GroupKey make_key(std::uint32_t block_fk, std::uint16_t group) {
 
 // The mn, group and block_fk of canonical multisig row i (tail mn || group || block_fk).
 void read_tail(const wire::RowSpan& rows, std::size_t i, GroupKey& key, std::uint8_t& mn) {
-    const std::uint8_t* tail = rows.row(i) + wire::record_size(rows.kind);
-    mn = tail[0];
-    key = make_key(wire::read_u24le(tail + 3), wire::read_u16le(tail + 1));
+    const GroupRow g = sigverify::read_group_tail(rows.row(i) + wire::record_size(rows.kind));
+    mn = g.mn;
+    key = make_key(g.block_fk, g.group);
 }
 
 void read_correlate(const wire::ColumnSpan& columns, std::size_t i, GroupKey& key, std::uint8_t& mn) {
@@ -101,31 +102,18 @@ std::size_t mark_rows_to_confirm(const ChunkGroups& g, const std::uint8_t* verdi
     if (!std::is_sorted(order.begin(), order.end())) std::sort(order.begin(), order.end());
     for (std::size_t a = 0; a < order.size();) {
         std::size_t b = a;
-        // The group rule of reference/group_verdicts.hpp, on this group's rows.
-        // Pairs of up to 20 keys (reference/multisig_pair.hpp).
-        std::uint32_t present[reference::kMaxMultisigKeys] = {}, failed[reference::kMaxMultisigKeys] = {};
-        unsigned m = 0;
-        bool any_invalid = false;
+        // The group rule (reference/multisig_tally.hpp), on this group's rows.
+        reference::MultisigTally tally;
         for (; b < order.size() && order[b].first == order[a].first; ++b) {
             const std::uint32_t i = order[b].second;
-            const reference::MultisigPair p = reference::decode_multisig_pair(g.mn[i]);
-            present[p.signature] |= 1u << p.key;
-            if (verdicts[i] != 1) {
-                failed[p.signature] |= 1u << p.key;
-                any_invalid = true;
-            }
-            m = std::max(m, p.signature + 1u);
+            tally.add(g.mn[i], verdicts[i] == 1);
         }
-        if (any_invalid) {
-            std::uint32_t usable[reference::kMaxMultisigKeys];
-            for (unsigned s = 0; s < reference::kMaxMultisigKeys; ++s) usable[s] = present[s] & ~failed[s];
-            if (!reference::multisig_satisfied(usable, m)) {
-                for (std::size_t c = a; c < b; ++c) {
-                    const std::uint32_t i = order[c].second;
-                    if (verdicts[i] != 1) {
-                        need[i] = 1;
-                        ++marked;
-                    }
+        if (tally.any_failed() && !tally.satisfied()) {
+            for (std::size_t c = a; c < b; ++c) {
+                const std::uint32_t i = order[c].second;
+                if (verdicts[i] != 1) {
+                    need[i] = 1;
+                    ++marked;
                 }
             }
         }

@@ -445,7 +445,8 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
     } else {
         r = verify_staged(worker, staged, groups, on_cpu, st.verdicts.data());
     }
-    if (on_cpu && planner_ != nullptr && r.status == shm::Status::ok)
+    // Only all-valid chunks teach the CPU estimate: undecodable rows cost no verification (issue 44).
+    if (on_cpu && planner_ != nullptr && r.status == shm::Status::ok && r.tally.invalid == 0 && r.tally.valid == n)
         planner_->observe_cpu(n, thread_cpu_seconds() - cpu0);
     if (r.status != shm::Status::ok) return r;  // nothing published
     // 3. Publish to the client, in the job's mode: only rows verified.

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -330,4 +331,46 @@ TEST_CASE("the planner calibrates on the GPU's own round trip at start-up", "[sp
     CHECK(p.estimates().gpu_latency_s < 0.004 * SplitPlanner::kCalibrationRange);
     SplitPlanner too_picky(SplitEstimates{}, SplitPlanner::kLatencyRows + 1);
     CHECK_FALSE(too_picky.calibrate_on(checked));
+}
+
+// Issue 44 (3): 4 s of undecodable rows took the CPU estimate from 4.2e-5 to
+// 9.8e-9 s a row, and an honest 200,000-row batch then went 96% to the CPU
+// instead of 0.7%. Rows refused for their encoding are no verification's
+// work, and the estimate stays within kCalibrationRange of its start-up value.
+
+TEST_CASE("no chunk steers the CPU estimate far from its start-up value", "[split][hostile]") {
+    SplitPlanner p;
+    const double start = p.estimates().cpu_row_s;
+    for (int i = 0; i < 1000; ++i) p.observe_cpu(1000, 1e-9);
+    CHECK(p.estimates().cpu_row_s == Approx(start / SplitPlanner::kCalibrationRange));
+    for (int i = 0; i < 1000; ++i) p.observe_cpu(1, 10.0);
+    CHECK(p.estimates().cpu_row_s == Approx(start * SplitPlanner::kCalibrationRange));
+    for (int i = 0; i < 200; ++i) p.observe_cpu(100, 100 * 30e-6);  // honest chunks inside the range still teach
+    CHECK(p.estimates().cpu_row_s == Approx(30e-6).epsilon(0.01));
+}
+
+TEST_CASE("a flood of undecodable rows leaves an honest 200,000-row split where it was", "[split][hostile]") {
+    SplitPlanner p(SplitEstimates{}, 1, kWorkers);  // the daemon's priors: 3 ms a launch, 40 us a CPU row
+    constexpr std::size_t kHonest = 200000;
+    const std::size_t honest = p.gpu_rows(kHonest, kWorkers);
+    REQUIRE(honest > 0);
+    REQUIRE(honest < kHonest);
+    // 128-row batches (the CPU beats a launch at 40 us a row: all planned for
+    // the CPU) whose keys no parser accepts: every row INVALID in nanoseconds.
+    Data flood = test::signed_rows(wire::Table::ecdsa, 128, 0.0, 44);
+    const std::size_t stride = flood.span.row_stride();
+    for (std::size_t i = 0; i < flood.span.count; ++i) {
+        flood.rows[i * stride + offsetof(wire::EcdsaRecord, point)] = 0x05;  // no compressed key's prefix
+        flood.truth[i] = 0;
+    }
+    CountingGpu gpu;
+    for (int k = 0; k < 150; ++k) {
+        daemon::Metrics m;
+        REQUIRE(run(gpu, p, flood, m) == flood.truth);
+    }
+    CHECK(gpu.rows == 0);
+    const std::size_t after = p.gpu_rows(kHonest, kWorkers);
+    INFO("honest split: " << kHonest - honest << " CPU rows; after the flood: " << kHonest - after
+                          << " (CPU row estimate " << p.estimates().cpu_row_s << " s)");
+    CHECK(kHonest - after <= 2 * (kHonest - honest) + 100);
 }

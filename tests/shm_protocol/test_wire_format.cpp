@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "sigverify/shm_protocol/wire_format.hpp"
+#include "sigverify/shm_protocol/group_fields.hpp"
 
 using namespace sigverify::wire;
 
@@ -32,6 +33,23 @@ TEST_CASE("tail fields decode little-endian", "[wire]") {
     CHECK(bytes[134] == 0xAB);
     CHECK(read_u24le(row.block_fk) == 0xABCDEF);
     CHECK(read_u16le(row.group) == 0x1234);
+}
+
+TEST_CASE("group tail: read_group_tail and write_group_tail are the row's fields", "[wire]") {
+    for (auto kind : {0, 1}) {
+        std::uint8_t tail[6] = {};
+        const sigverify::GroupRow g{std::uint8_t(kind ? 7 : 0x2D), 0xBEEF, kBlockFkWriting - 1};
+        sigverify::write_group_tail(tail, g);
+        MultisigRow row{};
+        std::memcpy(reinterpret_cast<std::uint8_t*>(&row) + kEcdsaRecordSize, tail, sizeof tail);
+        CHECK(row.mn == g.mn);
+        CHECK(read_u16le(row.group) == 0xBEEF);
+        CHECK(read_u24le(row.block_fk) == kBlockFkWriting - 1);
+        const sigverify::GroupRow back = sigverify::read_group_tail(tail);
+        CHECK(back.mn == g.mn);
+        CHECK(back.group == g.group);
+        CHECK(back.block_fk == g.block_fk);
+    }
 }
 
 TEST_CASE("names round-trip", "[wire]") {

@@ -429,6 +429,10 @@ private:
     struct Impl;
     friend class RegisteredBuffer;
     explicit Client(std::unique_ptr<Impl> impl);
+    // The session of the calling process: impl_ itself, or in a forked child
+    // a session of the child's own (impl_'s ring, arena and socket are the
+    // parent's and are never touched there; docs/client.md).
+    Impl& session() const;
     std::unique_ptr<Impl> impl_;
 };
 

@@ -3,10 +3,13 @@
 // library's public group calls (sigverify/groups.hpp) and the reference's
 // rules (reference/group_verdicts.hpp, where the rules are stated) both
 // speak, so they are one type and a verdict passes between them unchanged.
-// Installed with the ring ABI headers; no logic here.
+// Installed with the ring ABI headers; no logic here but the byte codec of
+// the canonical group tail.
 #pragma once
 
 #include <cstdint>
+
+#include "sigverify/shm_protocol/wire_format.hpp"
 
 namespace sigverify {
 
@@ -19,6 +22,18 @@ struct GroupRow {
     std::uint16_t group = 0;     // group number within the block
     std::uint32_t block_fk = 0;  // 24 bits; 0xFFFFFF = being written
 };
+
+// The canonical tail of the multisig and threshold tables (MultisigRow,
+// ThresholdRow): mn || group u16le || block_fk u24le. The one reader and
+// writer of its bytes; every decoder of a grouped row goes through them.
+inline GroupRow read_group_tail(const std::uint8_t* tail) {
+    return {tail[0], wire::read_u16le(tail + 1), wire::read_u24le(tail + 3)};
+}
+inline void write_group_tail(std::uint8_t* tail, const GroupRow& g) {
+    tail[0] = g.mn;
+    wire::write_u16le(tail + 1, g.group);
+    wire::write_u24le(tail + 3, g.block_fk);
+}
 
 // Why a group failed, beyond "not enough verified rows" (bit flags of
 // GroupVerdict::flags).

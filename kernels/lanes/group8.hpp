@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// Points of secp256k1 on eight lanes (included by lanes_ifma8.cpp only):
+// Jacobian points with an infinity mask, the doubling and the mixed addition
+// of an affine point, the last with a mask of the lanes it cannot decide
+// (equal or opposite points: h = 0 with neither point infinity), which the
+// verifier answers as "recheck" and the exact path decides.
+#pragma once
+
+#include "kernels/lanes/fe52x8.hpp"
+#include "kernels/point_add.hpp"
+
+namespace sigverify::kernels::lanes {
+
+// point_add_xy (kernels/point_add.hpp) calls these names for Fe8.
+inline void fe_sub(Fe8& r, const Fe8& a, const Fe8& b) { fe8_sub(r, a, b); }
+
+struct Ge8 {
+    Fe8 x, y;
+};
+
+struct Gej8 {
+    Fe8 x, y, z;
+    __mmask8 inf;  // lanes holding the point at infinity (their x, y, z are unspecified)
+};
+
+// r = 2a (y^2 = x^3 + 7 has no point of order 2, so only infinity is special,
+// and it stays infinity).  (3M + 4S)
+inline void gej8_double(Gej8& r, const Gej8& a) {
+    Fe8 xx, yy, yyyy, d, e, f, t;
+    fe8_sqr(xx, a.x);
+    fe8_sqr(yy, a.y);
+    fe8_sqr(yyyy, yy);
+    fe8_add(t, a.x, yy);  // d = 2((x + yy)^2 - xx - yyyy) = 4 x yy
+    fe8_sqr(t, t);
+    fe8_sub(t, t, xx);
+    fe8_sub(t, t, yyyy);
+    fe8_add(d, t, t);
+    fe8_mul_small(e, xx, 3);
+    fe8_sqr(f, e);
+    fe8_mul(r.z, a.y, a.z);
+    fe8_add(r.z, r.z, r.z);
+    fe8_sub(r.x, f, d);
+    fe8_sub(r.x, r.x, d);
+    fe8_sub(t, d, r.x);
+    fe8_mul(r.y, e, t);
+    fe8_mul_small(t, yyyy, 8);
+    fe8_sub(r.y, r.y, t);
+    r.inf = a.inf;
+}
+
+// r = a + b for the lanes in `use` (b affine, never infinity); lanes outside
+// it keep a. Returns the lanes of `use` where a and b are equal or opposite
+// (r unspecified there). r may be a.  (8M + 3S)
+inline __mmask8 gej8_add_ge(Gej8& r, const Gej8& a, const Ge8& b, __mmask8 use) {
+    Fe8 z1z1, u2, s2, h, rr, x3, y3, z3;
+    fe8_sqr(z1z1, a.z);
+    fe8_mul(u2, b.x, z1z1);
+    fe8_mul(s2, b.y, a.z);
+    fe8_mul(s2, s2, z1z1);
+    fe8_sub(h, u2, a.x);
+    fe8_sub(rr, s2, a.y);
+    point_add_xy(x3, y3, h, rr, a.x, a.y);
+    fe8_mul(z3, a.z, h);
+    const __mmask8 from_inf = use & a.inf;        // result is b itself
+    const __mmask8 generic = use & ~a.inf;
+    const __mmask8 degenerate = generic & fe8_is_zero(h);
+    Fe8 one;
+    fe8_set_u64(one, 1);
+    fe8_select(r.x, generic, a.x, x3);
+    fe8_select(r.y, generic, a.y, y3);
+    fe8_select(r.z, generic, a.z, z3);
+    fe8_select(r.x, from_inf, r.x, b.x);
+    fe8_select(r.y, from_inf, r.y, b.y);
+    fe8_select(r.z, from_inf, r.z, one);
+    r.inf = static_cast<__mmask8>(a.inf & ~use);
+    return degenerate;
+}
+
+}  // namespace sigverify::kernels::lanes

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: MIT
+// Run-time choice of the lane width and the scalar (64-bit) side of
+// kernels/lanes/lanes.hpp. Compiled with the project's ordinary flags.
+#include "kernels/lanes/lanes.hpp"
+
+#include <cstdlib>
+
+#include "kernels/exact_verify.hpp"
+#include "kernels/kernel_math.hpp"
+#include "kernels/lanes/lanes_ifma8.hpp"
+
+namespace sigverify::kernels::lanes {
+
+bool cpu_has_ifma8() {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512ifma");
+}
+
+std::string_view width_name(Width w) { return w == Width::ifma8 ? "ifma8" : "scalar"; }
+
+bool parse_width(std::string_view name, Width& out) {
+    if (name == "ifma8") {
+        out = Width::ifma8;
+    } else if (name == "scalar") {
+        out = Width::scalar;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+Width chosen_width() {
+    const bool ifma = cpu_has_ifma8();
+    Width w = ifma ? Width::ifma8 : Width::scalar;
+    if (const char* env = std::getenv("SIGVERIFY_LANES")) {
+        Width forced;
+        if (parse_width(env, forced)) w = forced;
+    }
+    if (w == Width::ifma8 && !ifma) w = Width::scalar;
+    return w;
+}
+
+namespace {
+
+struct ScalarOps {
+    void mul(Fe& r, const Fe& a, const Fe& b) const { fe_mul(r, a, b); }
+    void sqr(Fe& r, const Fe& a) const { fe_sqr(r, a); }
+    void add(Fe& r, const Fe& a, const Fe& b) const { fe_add(r, a, b); }
+    void sub(Fe& r, const Fe& a, const Fe& b) const { fe_sub(r, a, b); }
+    void neg(Fe& r, const Fe& a) const { fe_neg(r, a); }
+    void mul3(Fe& r, const Fe& a) const { fe_mul_small(r, a, 3); }
+};
+
+void field_op1(FieldOp op, const Fe& a, const Fe& b, Fe& r, bool& ok) {
+    ok = true;
+    switch (op) {
+        case FieldOp::mul: fe_mul(r, a, b); break;
+        case FieldOp::sqr: fe_sqr(r, a); break;
+        case FieldOp::add: fe_add(r, a, b); break;
+        case FieldOp::sub: fe_sub(r, a, b); break;
+        case FieldOp::neg: fe_neg(r, a); break;
+        case FieldOp::inv: fe_inv(r, a); break;
+        case FieldOp::sqrt_ok: ok = fe_sqrt(r, a); break;
+        case FieldOp::chain: {
+            Fe x = a, y = b;
+            field_chain(x, y, ScalarOps{});
+            fe_add(r, x, y);
+            break;
+        }
+    }
+}
+
+}  // namespace
+
+void field_op8(Width w, FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok) {
+    if (w == Width::ifma8 && cpu_has_ifma8()) {
+        field_op8_ifma(op, a, b, r, ok);
+        return;
+    }
+    for (int l = 0; l < 8; ++l) {
+        bool good;
+        field_op1(op, a[l], b[l], r[l], good);
+        if (ok) ok[l] = good;
+    }
+}
+
+void group_op8(Width w, GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* degenerate) {
+    if (w == Width::ifma8 && cpu_has_ifma8()) {
+        group_op8_ifma(op, a, b, r, degenerate);
+        return;
+    }
+    for (int l = 0; l < 8; ++l) {
+        degenerate[l] = false;
+        if (op == GroupOp::dbl) {
+            gej_double(r[l], a[l]);
+            continue;
+        }
+        if (!a[l].infinity) {
+            Ge aa;
+            ge_set_gej(aa, a[l]);
+            degenerate[l] = fe_equal(aa.x, b[l].x);
+        }
+        gej_add_ge(r[l], a[l], b[l]);
+    }
+}
+
+}  // namespace sigverify::kernels::lanes
+
+namespace sigverify::kernels::lanes {
+namespace {
+
+constexpr u8 kInvalid = 0;
+constexpr u8 kValid = 1;
+constexpr u8 kRecheck = 2;
+
+// The exact path's parse of one ECDSA record (exact_verify.hpp's rules: r,
+// s in [1, n), key prefix 02/03 and x < p (whether x is on the curve the
+// lanes say), high-S normalised in a copy, hash reduced silently); false:
+// invalid.
+bool ecdsa_parse(const u8* record, bool compact, Fe& x, bool& odd, Sc& r, Sc& s, Sc& z) {
+    const ByteOrder order = compact ? ByteOrder::big : ByteOrder::little;
+    bool good = !sc_set_bytes(r, record + kEcdsaSig, order);
+    good &= !sc_set_bytes(s, record + kEcdsaSig + 32, order);
+    good = good && !sc_is_zero(r) && !sc_is_zero(s);
+    const u8 prefix = record[kRecKey];
+    good = good && (prefix == 0x02 || prefix == 0x03) && fe_set_b32(x, record + kRecKey + 1);
+    if (!good) return false;
+    odd = prefix == 0x03;
+    if (sc_is_high(s)) sc_neg(s, s);
+    sc_set_bytes(z, record + kRecHash, ByteOrder::big);
+    return true;
+}
+
+// s[0..8) replaced by their inverses: Montgomery's trick, one inversion.
+void sc_batch_inv8(Sc s[8]) {
+    Sc prefix[8];
+    prefix[0] = s[0];
+    for (int i = 1; i < 8; ++i) sc_mul(prefix[i], prefix[i - 1], s[i]);
+    Sc inv = sc32_inv(prefix[7]);
+    for (int i = 7; i > 0; --i) {
+        Sc si;
+        sc_mul(si, inv, prefix[i - 1]);
+        sc_mul(inv, inv, s[i]);
+        s[i] = si;
+    }
+    s[0] = inv;
+}
+
+void put_limbs(u64* out, const Fe& a) {
+    const u64* w = a.v;
+    const u64 m = (1ull << 52) - 1;
+    out[0] = w[0] & m;
+    out[1] = ((w[0] >> 52) | (w[1] << 12)) & m;
+    out[2] = ((w[1] >> 40) | (w[2] << 24)) & m;
+    out[3] = ((w[2] >> 28) | (w[3] << 36)) & m;
+    out[4] = w[3] >> 16;
+}
+
+void put_digits(u8 (*d)[8], int lane, const Sc& k) {
+    for (int w = 0; w < 64; ++w) d[63 - w][lane] = static_cast<u8>((k.v[w / 16] >> (4 * (w % 16))) & 15);
+}
+
+}  // namespace
+
+const GTable8& g_table8() {
+    static const GTable8 tab = [] {
+        GTable8 t{};
+        const Ge g = ge_generator();
+        Gej acc = gej_from_ge(g);
+        for (int d = 1; d < 16; ++d) {
+            Ge a;
+            ge_set_gej(a, acc);
+            put_limbs(&t.e[d][0], a.x);
+            put_limbs(&t.e[d][5], a.y);
+            gej_add_ge(acc, acc, g);
+        }
+        return t;
+    }();
+    return tab;
+}
+
+void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdicts[8]) {
+    if (w != Width::ifma8 || !cpu_has_ifma8()) {
+        for (int l = 0; l < 8; ++l)
+            verdicts[l] = exact_ecdsa_verify(records[l], compact, host_exact_g_table()) ? kValid : kInvalid;
+        return;
+    }
+    Ecmult8In in;
+    in.g = &g_table8();
+    Sc r[8], s[8], z[8];
+    bool parsed[8];
+    for (int l = 0; l < 8; ++l) {
+        parsed[l] = ecdsa_parse(records[l], compact, in.px[l], in.odd[l], r[l], s[l], z[l]);
+        if (!parsed[l]) {  // a harmless stand-in: G's x with scalars 1, 0 (never read)
+            in.px[l] = ge_generator().x;
+            in.odd[l] = false;
+            s[l] = sc_one();
+            z[l] = sc_one();
+            r[l] = sc_zero();
+        }
+    }
+    sc_batch_inv8(s);
+    for (int l = 0; l < 8; ++l) {
+        Sc u1, u2;
+        sc_mul(u1, z[l], s[l]);
+        sc_mul(u2, r[l], s[l]);
+        put_digits(in.dp, l, u2);
+        put_digits(in.dg, l, u1);
+    }
+    Ecmult8Out out;
+    ecmult8_ifma(in, out);
+    for (int l = 0; l < 8; ++l) {
+        if (!parsed[l] || out.off_curve[l]) {
+            verdicts[l] = kInvalid;
+        } else if (out.degenerate[l] || out.r[l].infinity) {
+            verdicts[l] = kRecheck;
+        } else {
+            verdicts[l] = ecdsa_check_rx(out.r[l], r[l]) ? kValid : kInvalid;
+        }
+    }
+}
+
+}  // namespace sigverify::kernels::lanes

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+// The CPU lanes verifier's entry points (docs/kernels.md, "CPU lanes"): which
+// lane width this CPU runs (chosen at run time, SIGVERIFY_LANES forces one),
+// and the field primitives over eight elements at once that the tests prove
+// against kernels/field.hpp. Plain C++: callers need no AVX-512 flags; the
+// IFMA code is in lanes_ifma8.cpp, compiled alone with those flags and
+// entered only when the CPU has them.
+#pragma once
+
+#include <string_view>
+
+#include "kernels/exact_group.hpp"
+#include "kernels/field.hpp"
+
+namespace sigverify::kernels::lanes {
+
+enum class Width { scalar, ifma8 };
+
+// Whether this CPU has AVX-512 F, DQ and IFMA (what lanes_ifma8.cpp needs).
+bool cpu_has_ifma8();
+
+// The width to run: SIGVERIFY_LANES=ifma8|scalar if set (ifma8 only where
+// the CPU has it; otherwise falls back to scalar), else the widest the CPU has.
+Width chosen_width();
+
+std::string_view width_name(Width w);
+
+// Parses a SIGVERIFY_LANES value; false for an unknown name.
+bool parse_width(std::string_view name, Width& out);
+
+// Field primitives over 8 elements (inputs fully reduced, outputs fully
+// reduced), at width w; ifma8 must only be asked for where cpu_has_ifma8().
+// chain: 64 rounds of every operation on unreduced (weak) intermediates
+// (field_chain below), to prove the limb bounds hold through compositions.
+enum class FieldOp { mul, sqr, add, sub, neg, inv, sqrt_ok, chain };
+// r[i] = op(a[i], b[i]); for sqrt_ok r[i] is the root and ok[i] whether a[i]
+// is a square (ok may be null for other ops).
+// The chain op, for any F with the fe_* names (Fe here, Fe8 in the lanes).
+template <class F, class Ops>
+void field_chain(F& x, F& y, const Ops& ops) {
+    for (int round = 0; round < 64; ++round) {
+        F t, u, v;
+        ops.mul(t, x, y);
+        ops.sub(u, t, x);
+        ops.add(v, u, y);
+        ops.sqr(x, v);
+        ops.mul3(u, t);
+        ops.sub(x, x, u);
+        ops.neg(u, v);
+        ops.sub(y, u, x);
+    }
+}
+
+void field_op8(Width w, FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok);
+
+// Point operations over 8 points at width w: dbl r = 2a; add_ge r = a + b
+// (b affine, not infinity). degenerate[i] says lane i met equal or opposite
+// points (an add_ge with neither a infinity nor a != +-b); r[i] is then
+// unspecified.
+enum class GroupOp { dbl, add_ge };
+void group_op8(Width w, GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* degenerate);
+
+// The verdicts of verify32.hpp: 0 invalid, 1 valid, 2 recheck (the lanes
+// met a case they do not decide; the exact path decides it, resolve_verdict32).
+// ecdsa_verify8: the verdicts of eight ECDSA records (EcdsaRecord bytes;
+// compact: r BE || s BE, else opaque r LE || s LE). Scalar width: the exact
+// path's verdict, never recheck.
+void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdicts[8]);
+
+// What the 8-lane ladder gets: key x coordinates and wanted y parities
+// (the lanes lift them: a square root each), 64 four-bit digits (most
+// significant first) of the key's and the generator's scalar per lane, and
+// the lanes to run; it returns R = na P + ng G in Jacobian form per lane and
+// the lanes that met a degenerate addition.
+// Limb i (0..4 x, 5..9 y, 52-bit limbs) of the affine multiples 0..15 of G
+// (entry 0: zeros, never added), built by lanes.cpp (g_table8).
+struct GTable8 {
+    alignas(64) u64 e[16][10];
+};
+const GTable8& g_table8();
+
+struct Ecmult8In {
+    const GTable8* g;
+    Fe px[8];
+    bool odd[8];
+    u8 dp[64][8], dg[64][8];
+};
+struct Ecmult8Out {
+    Gej r[8];
+    bool degenerate[8];
+    bool off_curve[8];  // x^3 + 7 is not a square: the key does not parse
+};
+
+}  // namespace sigverify::kernels::lanes

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+// The 8-lane (AVX-512 IFMA) side of kernels/lanes/lanes.hpp. This file alone
+// is compiled with -mavx512f -mavx512dq -mavx512ifma (kernels/CMakeLists.txt);
+// lanes.cpp calls in only after cpu_has_ifma8().
+#include "kernels/lanes/fe52x8.hpp"
+#include "kernels/lanes/group8.hpp"
+#include "kernels/lanes/lanes_ifma8.hpp"
+
+namespace sigverify::kernels::lanes {
+namespace {
+
+constexpr u64 kM52 = (1ull << 52) - 1;
+
+// Eight fully reduced Fe (four 64-bit limbs) into five 52-bit limbs a lane.
+void load8(Fe8& r, const Fe* a) {
+    alignas(64) u64 t[5][8];
+    for (int l = 0; l < 8; ++l) {
+        const u64* w = a[l].v;
+        t[0][l] = w[0] & kM52;
+        t[1][l] = ((w[0] >> 52) | (w[1] << 12)) & kM52;
+        t[2][l] = ((w[1] >> 40) | (w[2] << 24)) & kM52;
+        t[3][l] = ((w[2] >> 28) | (w[3] << 36)) & kM52;
+        t[4][l] = w[3] >> 16;
+    }
+    for (int i = 0; i < 5; ++i) r.v[i] = _mm512_load_si512(t[i]);
+}
+
+// Back to Fe, fully reduced.
+void store8(Fe* r, const Fe8& a) {
+    Fe8 n = a;
+    fe8_normalize(n);
+    alignas(64) u64 t[5][8];
+    for (int i = 0; i < 5; ++i) _mm512_store_si512(t[i], n.v[i]);
+    for (int l = 0; l < 8; ++l) {
+        u64* w = r[l].v;
+        w[0] = t[0][l] | (t[1][l] << 52);
+        w[1] = (t[1][l] >> 12) | (t[2][l] << 40);
+        w[2] = (t[2][l] >> 24) | (t[3][l] << 28);
+        w[3] = (t[3][l] >> 36) | (t[4][l] << 16);
+    }
+}
+
+void fe8_inv(Fe8& r, const Fe8& a) {
+    Fe8 x246, x2;
+    fe_chain_246(x246, x2, a);
+    fe_chain_inv_tail(r, x246, x2, a);
+}
+
+// Returns the lanes where r^2 == a.
+__mmask8 fe8_sqrt(Fe8& r, const Fe8& a) {
+    Fe8 x246, x2, t;
+    fe_chain_246(x246, x2, a);
+    fe_chain_sqrt_tail(r, x246, x2);
+    fe8_sqr(t, r);
+    return fe8_equal(t, a);
+}
+
+// The affine multiples 0..15 of each lane's P, [entry][limb][lane]: 2P..15P
+// in Jacobian form, then one inversion of the product of their Z
+// (Montgomery's trick in the lanes). Returns the degenerate lanes (none for a
+// point of order n; checked anyway).
+struct PTable8 {
+    alignas(64) u64 e[16][10][8];
+};
+
+void put_entry(PTable8& t, int d, const Fe8& x, const Fe8& y) {
+    for (int i = 0; i < 5; ++i) {
+        _mm512_store_si512(t.e[d][i], x.v[i]);
+        _mm512_store_si512(t.e[d][5 + i], y.v[i]);
+    }
+}
+
+__mmask8 build_p_table8(PTable8& t, const Ge8& p) {
+    Gej8 j[16];
+    Fe8 one;
+    fe8_set_u64(one, 1);
+    j[1].x = p.x;
+    j[1].y = p.y;
+    j[1].z = one;
+    j[1].inf = 0;
+    gej8_double(j[2], j[1]);
+    __mmask8 bad = 0;
+    for (int d = 3; d < 16; ++d) bad |= gej8_add_ge(j[d], j[d - 1], p, 0xFF);
+    Fe8 prefix[16];
+    prefix[2] = j[2].z;
+    for (int d = 3; d < 16; ++d) fe8_mul(prefix[d], prefix[d - 1], j[d].z);
+    Fe8 inv;
+    fe8_inv(inv, prefix[15]);
+    for (int i = 0; i < 10; ++i) _mm512_store_si512(t.e[0][i], _mm512_setzero_si512());
+    put_entry(t, 1, p.x, p.y);
+    for (int d = 15; d >= 2; --d) {
+        Fe8 zi, zi2, zi3, x, y;
+        if (d > 2) {
+            fe8_mul(zi, inv, prefix[d - 1]);
+            fe8_mul(inv, inv, j[d].z);
+        } else {
+            zi = inv;
+        }
+        fe8_sqr(zi2, zi);
+        fe8_mul(zi3, zi2, zi);
+        fe8_mul(x, j[d].x, zi2);
+        fe8_mul(y, j[d].y, zi3);
+        put_entry(t, d, x, y);
+    }
+    return bad;
+}
+
+// Entry d[lane] of a table, gathered into the lanes.
+void gather_g(Ge8& r, const GTable8& t, __m512i d) {  // t: lanes.hpp
+    const __m512i base = _mm512_mullo_epi64(d, _mm512_set1_epi64(10));
+    for (int i = 0; i < 5; ++i) {
+        r.x.v[i] = _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(i)), &t.e[0][0], 8);
+        r.y.v[i] = _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(5 + i)), &t.e[0][0], 8);
+    }
+}
+
+void gather_p(Ge8& r, const PTable8& t, __m512i d) {
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i base = _mm512_add_epi64(_mm512_mullo_epi64(d, _mm512_set1_epi64(80)), lane);
+    for (int i = 0; i < 5; ++i) {
+        r.x.v[i] = _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(8 * i)), &t.e[0][0][0], 8);
+        r.y.v[i] = _mm512_i64gather_epi64(_mm512_add_epi64(base, _mm512_set1_epi64(8 * (5 + i))), &t.e[0][0][0], 8);
+    }
+}
+
+__m512i load_digits(const u8* d) {
+    return _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(d)));
+}
+
+struct Ops8 {
+    void mul(Fe8& r, const Fe8& a, const Fe8& b) const { fe8_mul(r, a, b); }
+    void sqr(Fe8& r, const Fe8& a) const { fe8_sqr(r, a); }
+    void add(Fe8& r, const Fe8& a, const Fe8& b) const { fe8_add(r, a, b); }
+    void sub(Fe8& r, const Fe8& a, const Fe8& b) const { fe8_sub(r, a, b); }
+    void neg(Fe8& r, const Fe8& a) const { fe8_neg(r, a); }
+    void mul3(Fe8& r, const Fe8& a) const { fe8_mul_small(r, a, 3); }
+};
+
+}  // namespace
+
+void field_op8_ifma(FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok) {
+    Fe8 x, y, z;
+    load8(x, a);
+    load8(y, b);
+    __mmask8 good = 0xFF;
+    switch (op) {
+        case FieldOp::mul: fe8_mul(z, x, y); break;
+        case FieldOp::sqr: fe8_sqr(z, x); break;
+        case FieldOp::add: fe8_add(z, x, y); break;
+        case FieldOp::sub: fe8_sub(z, x, y); break;
+        case FieldOp::neg: fe8_neg(z, x); break;
+        case FieldOp::inv: fe8_inv(z, x); break;
+        case FieldOp::sqrt_ok: good = fe8_sqrt(z, x); break;
+        case FieldOp::chain:
+            field_chain(x, y, Ops8{});
+            fe8_add(z, x, y);
+            break;
+    }
+    store8(r, z);
+    if (ok)
+        for (int l = 0; l < 8; ++l) ok[l] = ((good >> l) & 1) != 0;
+}
+
+void ecmult8_ifma(const Ecmult8In& in, Ecmult8Out& out) {
+    const GTable8& gt = *in.g;
+    Ge8 p;
+    load8(p.x, in.px);
+    Fe8 t, seven;
+    fe8_sqr(t, p.x);
+    fe8_mul(t, t, p.x);
+    fe8_set_u64(seven, 7);
+    fe8_add(t, t, seven);
+    const __mmask8 square = fe8_sqrt(p.y, t);
+    fe8_normalize(p.y);
+    __mmask8 want_odd = 0;
+    for (int l = 0; l < 8; ++l)
+        if (in.odd[l]) want_odd = static_cast<__mmask8>(want_odd | (1u << l));
+    const __mmask8 is_odd = _mm512_test_epi64_mask(p.y.v[0], _mm512_set1_epi64(1));
+    fe8_neg(t, p.y);
+    fe8_select(p.y, static_cast<__mmask8>(is_odd ^ want_odd), p.y, t);
+    static thread_local PTable8 pt;
+    __mmask8 bad = build_p_table8(pt, p);
+    Gej8 acc;
+    acc.inf = 0xFF;
+    fe8_set_u64(acc.x, 0);
+    fe8_set_u64(acc.y, 0);
+    fe8_set_u64(acc.z, 0);
+    for (int w = 0; w < 64; ++w) {
+        if (w > 0)
+            for (int k = 0; k < 4; ++k) gej8_double(acc, acc);
+        Ge8 e;
+        const __m512i dp = load_digits(in.dp[w]);
+        gather_p(e, pt, dp);
+        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(dp, dp));
+        const __m512i dg = load_digits(in.dg[w]);
+        gather_g(e, gt, dg);
+        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(dg, dg));
+    }
+    Fe x[8], y[8], z[8];
+    store8(x, acc.x);
+    store8(y, acc.y);
+    store8(z, acc.z);
+    for (int l = 0; l < 8; ++l) {
+        out.r[l].x = x[l];
+        out.r[l].y = y[l];
+        out.r[l].z = z[l];
+        out.r[l].infinity = ((acc.inf >> l) & 1) != 0;
+        out.degenerate[l] = ((bad >> l) & 1) != 0;
+        out.off_curve[l] = ((square >> l) & 1) == 0;
+    }
+}
+
+void group_op8_ifma(GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* degenerate) {
+    Fe ax[8], ay[8], az[8], bx[8], by[8];
+    Gej8 p;
+    Ge8 q;
+    p.inf = 0;
+    for (int l = 0; l < 8; ++l) {
+        ax[l] = a[l].x;
+        ay[l] = a[l].y;
+        az[l] = a[l].z;
+        bx[l] = b[l].x;
+        by[l] = b[l].y;
+        if (a[l].infinity) p.inf = static_cast<__mmask8>(p.inf | (1u << l));
+    }
+    load8(p.x, ax);
+    load8(p.y, ay);
+    load8(p.z, az);
+    load8(q.x, bx);
+    load8(q.y, by);
+    __mmask8 bad = 0;
+    if (op == GroupOp::dbl) {
+        gej8_double(p, p);
+    } else {
+        bad = gej8_add_ge(p, p, q, 0xFF);
+    }
+    store8(ax, p.x);
+    store8(ay, p.y);
+    store8(az, p.z);
+    for (int l = 0; l < 8; ++l) {
+        r[l].x = ax[l];
+        r[l].y = ay[l];
+        r[l].z = az[l];
+        r[l].infinity = ((p.inf >> l) & 1) != 0;
+        degenerate[l] = ((bad >> l) & 1) != 0;
+    }
+}
+
+}  // namespace sigverify::kernels::lanes
