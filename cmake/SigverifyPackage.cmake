@@ -47,10 +47,19 @@ set(_sv_version "${PROJECT_VERSION}")
 
 set(CPACK_DEBIAN_SIGVERIFYD_PACKAGE_NAME sigverifyd)
 set(CPACK_DEBIAN_SIGVERIFYD_PACKAGE_SECTION net)
+# Which GPUs the package's kernels run on (docs/kernels.md "Architectures built").
+if(SIGVERIFY_HAVE_CUDA)
+  set(_sv_gpus "Its CUDA kernels are built for
+ ${SIGVERIFY_CUDA_ARCH_TEXT};
+a GPU without an image is reported (sigverify info) and the CPU serves.")
+else()
+  set(_sv_gpus "This build has no CUDA kernels: it verifies on the CPU.")
+endif()
 set(CPACK_DEBIAN_SIGVERIFYD_DESCRIPTION "bulk secp256k1 signature verification service for Bitcoin nodes
 sigverifyd verifies the secp256k1 signatures of Bitcoin blocks in bulk for
 every node process on a host, on the GPU (CUDA) or on all CPU cores through
 libsecp256k1. Nodes hand the signature checks over in shared memory.
+${_sv_gpus}
 
 This package contains the daemon with its systemd unit and the sigverify
 command-line tool.")

@@ -13,15 +13,16 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/gpu_verifier.hpp"
 #include "kernels/host_ranges.hpp"
 #include "kernels/kernel_math.hpp"
-#include "kernels/selftest_vectors.hpp"
 #include "kernels/verify32.hpp"
 #include "shm_protocol/verdict_publish.hpp"
 
@@ -81,11 +82,9 @@ __host__ __device__ constexpr std::uint32_t scratch_shape(k::ScratchPlacement p)
     return std::uint32_t(k::shared_words_per_thread(p)) | std::uint32_t(k::global_words_per_thread(p)) << 16;
 }
 
-// Whether BIP-340's parity step runs in parity_kernel (the row's global
-// scratch can hold its parked Y and Z), or in the row (fe32_inv).
-__host__ __device__ constexpr bool parity_kernel_runs(k::ScratchPlacement p) {
-    return k::global_words_per_thread(p) >= k::kParityParkWords;
-}
+// Whether BIP-340's parity step runs in parity_kernel or in the row:
+// k::parity_kernel_runs (verify32.hpp, tested on the host).
+using k::parity_kernel_runs;
 
 __global__ void SV_KERNEL_BOUNDS
     verify_kernel(const std::uint8_t* __restrict__ rows, std::uint32_t stride, std::uint32_t count,
@@ -177,9 +176,25 @@ std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables32(); }
 
 namespace {
 
+static_assert(int(cudaErrorInvalidDeviceFunction) == kCudaErrorInvalidDeviceFunction &&
+                  int(cudaErrorNoKernelImageForDevice) == kCudaErrorNoKernelImageForDevice,
+              "classify_cuda_error's numbers are the runtime's");
+
 Status cuda_status(cudaError_t e, const char* what) {
-    return Status{Code::cuda_error, std::string(what) + ": " + cudaGetErrorName(e) + " (" +
-                                        cudaGetErrorString(e) + ")"};
+    return Status{classify_cuda_error(int(e)), std::string(what) + ": " + cudaGetErrorName(e) + " (" +
+                                                   cudaGetErrorString(e) + ")"};
+}
+
+// Devices a wait timed out on (Options::wait_floor_s): hung for the rest of
+// the process. Every verifier of such a device fails at once and frees
+// nothing (a free or a synchronization would wait for the hung work).
+constexpr int kMaxDevices = 64;
+std::atomic<bool> g_hung[kMaxDevices];
+std::atomic<bool> g_any_hung{false};
+bool device_hung(int index) { return index >= 0 && index < kMaxDevices && g_hung[index].load(); }
+void mark_hung(int index) {
+    if (index >= 0 && index < kMaxDevices) g_hung[index].store(true);
+    g_any_hung.store(true);
 }
 
 #define SV_CUDA(call)                                             \
@@ -199,19 +214,6 @@ DeviceInfo info_of(int index, const cudaDeviceProp& p) {
     char bus[32] = {};
     if (cudaDeviceGetPCIBusId(bus, sizeof bus, index) == cudaSuccess) d.pci_bus_id = bus;
     return d;
-}
-
-std::vector<std::uint8_t> from_hex(const char* hex) {
-    std::vector<std::uint8_t> out;
-    auto nib = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return 0;
-    };
-    for (std::size_t i = 0; hex[i] && hex[i + 1]; i += 2)
-        out.push_back(static_cast<std::uint8_t>(nib(hex[i]) * 16 + nib(hex[i + 1])));
-    return out;
 }
 
 }  // namespace
@@ -264,6 +266,8 @@ Status pin_host_memory(const void* base, std::size_t bytes) {
 
 void unpin_host_memory(const void* base) {
     if (pinned_ranges().remove(base)) {
+        // a hung device may still hold a copy from it: the registration stays
+        if (g_any_hung.load()) return;
         cudaHostUnregister(const_cast<void*>(base));
         cudaGetLastError();  // a range the SIGBUS guard replaced may not unregister cleanly
     }
@@ -284,6 +288,7 @@ struct DeviceVerifier::Impl {
         // chunk in flight
         bool busy = false;
         std::size_t first = 0, count = 0;
+        std::chrono::steady_clock::time_point queued;  // when its copies and kernels were queued
     };
     std::vector<Lane> lanes;
     std::size_t max_rows_per_chunk = 0;
@@ -294,8 +299,10 @@ struct DeviceVerifier::Impl {
     std::uint32_t shape = 0;
     int resident_warps = 0;  // warps per SM at launch_tpb (0: unknown)
     std::size_t launch_rows = 0;  // rows of one kernel launch at most (the scratch holds that many)
+    double slowest_rows_per_s = 0;  // of the waits that finished (0: none yet; wait_deadline_s)
 
     ~Impl() {
+        if (device_hung(info.index)) return;  // nothing on it may be waited for: its memory stays until exit
         cudaSetDevice(info.index);
         for (auto& l : lanes) {
             if (l.stream) cudaStreamSynchronize(l.stream);
@@ -317,7 +324,6 @@ struct DeviceVerifier::Impl {
         const std::vector<k::GeStorage> table = device_g_tables();
         if (const Status st = choose_launch(); !st.ok()) return st;
         SV_CUDA(cudaMalloc(&d_table, table.size() * sizeof(k::GeStorage)));
-        SV_CUDA(cudaMemcpy(d_table, table.data(), table.size() * sizeof(k::GeStorage), cudaMemcpyHostToDevice));
         // a chunk of the smallest records holds the most rows
         max_rows_per_chunk = options.chunk_bytes / wire::kSchnorrRecordSize;
         // One launch covers at most four waves of resident threads, so the
@@ -344,7 +350,52 @@ struct DeviceVerifier::Impl {
             SV_CUDA(cudaEventCreate(&l.k_stop));
             SV_CUDA(cudaEventCreateWithFlags(&l.done, cudaEventDisableTiming));
         }
-        return Status::success();
+        // The G tables, on the first stream, waited for with a deadline (the
+        // device's first work: a hung one is found here).
+        Lane& first = lanes.front();
+        SV_CUDA(cudaMemcpyAsync(d_table, table.data(), table.size() * sizeof(k::GeStorage), cudaMemcpyHostToDevice,
+                                first.stream));
+        return wait_queued(first, 0, "the G tables' upload");
+    }
+
+    // Waits for the lane's queued work (its `done` event) until the deadline
+    // of `rows` rows from when it was queued (l.queued), polling: first with
+    // yields, as cudaEventSynchronize spins, then in 100 us sleeps. Past the
+    // deadline: Code::timeout, and the device is marked hung.
+    Status wait_done(Lane& l, std::size_t rows, const char* what) {
+        using clock = std::chrono::steady_clock;
+        const double budget = wait_deadline_s(rows, slowest_rows_per_s, options.wait_floor_s);
+        const auto deadline = l.queued + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(budget));
+        for (;;) {
+            if (device_hung(info.index))
+                return Status{Code::timeout, "GPU " + std::to_string(info.index) + " is hung (an earlier wait timed out)"};
+            const cudaError_t e = cudaEventQuery(l.done);
+            const auto now = clock::now();
+            if (e == cudaSuccess) {
+                const double took = std::chrono::duration<double>(now - l.queued).count();
+                if (rows >= 1024 && took > 0) {  // a rate from a launch large enough to mean one
+                    const double rate = double(rows) / took;
+                    if (slowest_rows_per_s == 0 || rate < slowest_rows_per_s) slowest_rows_per_s = rate;
+                }
+                return Status::success();
+            }
+            if (e != cudaErrorNotReady) return cuda_status(e, what);
+            if (now >= deadline) {
+                mark_hung(info.index);
+                return Status{Code::timeout,
+                              "GPU " + std::to_string(info.index) + ": " + what + " of " + std::to_string(rows) +
+                                  " rows did not finish in " + std::to_string(budget) + " s (floor " +
+                                  std::to_string(options.wait_floor_s) + " s): the device is taken for hung"};
+            }
+            if (now - l.queued < std::chrono::milliseconds(2)) std::this_thread::yield();
+            else std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+    }
+    // Records the lane's `done` event after what is queued on its stream and waits for it.
+    Status wait_queued(Lane& l, std::size_t rows, const char* what) {
+        l.queued = std::chrono::steady_clock::now();
+        SV_CUDA(cudaEventRecord(l.done, l.stream));
+        return wait_done(l, rows, what);
     }
 
     // The launch follows the device's limits. The scratch's placement is the
@@ -419,7 +470,7 @@ struct DeviceVerifier::Impl {
     Status finish(Lane& l, const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results, Counts& c) {
         if (!l.busy) return Status::success();
         l.busy = false;
-        SV_CUDA(cudaEventSynchronize(l.done));
+        if (Status st = wait_done(l, l.count, "a chunk's copies and kernels"); !st.ok()) return st;
         float ms = 0;
         SV_CUDA(cudaEventElapsedTime(&ms, l.k_start, l.k_stop));
         timing.kernel_ms += ms;
@@ -455,6 +506,7 @@ struct DeviceVerifier::Impl {
             l.count = std::min(per_chunk, rows.count - l.first);
             const std::size_t bytes = l.count * stride;
             const std::uint8_t* from = rows.row(l.first);
+            l.queued = std::chrono::steady_clock::now();
             if (pinned_ranges().contains(from, bytes)) {
                 timing.bytes_direct += bytes;  // one DMA from the client's pinned segment
             } else {
@@ -500,16 +552,35 @@ std::unique_ptr<DeviceVerifier> DeviceVerifier::open(const Options& options, Sta
                                          "in [32, 256], chunk_bytes from one row to 16 GiB)"};
         return nullptr;
     }
+    if (!(options.wait_floor_s > 0)) {
+        status = Status{Code::bad_input, "bad GPU options (wait_floor_s > 0)"};
+        return nullptr;
+    }
+    if (device_hung(found->index)) {
+        status = Status{Code::timeout, "GPU " + std::to_string(found->index) + " is hung (an earlier wait timed out)"};
+        return nullptr;
+    }
+    // No image for this GPU: said as exactly that, before the runtime's
+    // error (which reads like any other failure) would say it.
+    if (kernel_image_for(found->cc_major, found->cc_minor, built_architectures()) == ImageFit::none) {
+        status = Status{Code::no_kernel_image, no_kernel_image_message(*found, built_architectures())};
+        return nullptr;
+    }
     auto impl = std::make_unique<Impl>();
     impl->info = *found;
     impl->options = options;
     status = impl->init();
+    if (status.code == Code::no_kernel_image)  // the runtime found none the list did not foresee
+        status.message = no_kernel_image_message(*found, built_architectures()) + " [" + status.message + "]";
     if (!status.ok()) return nullptr;
     return std::unique_ptr<DeviceVerifier>(new DeviceVerifier(std::move(impl)));
 }
 
 const DeviceInfo& DeviceVerifier::info() const { return impl_->info; }
 const Options& DeviceVerifier::options() const { return impl_->options; }
+void DeviceVerifier::set_wait_floor(double seconds) {
+    if (seconds > 0) impl_->options.wait_floor_s = seconds;
+}
 Timing DeviceVerifier::last_timing() const { return impl_->timing; }
 LaunchShape DeviceVerifier::launch_shape() const { return LaunchShape{impl_->launch_tpb, impl_->resident_warps}; }
 
@@ -520,6 +591,8 @@ Status DeviceVerifier::verify(const wire::RowSpan& rows, wire::Mode mode, std::u
     if (!rows.valid()) return Status{Code::bad_input, "invalid row span"};
     if (mode == wire::Mode::results && rows.count != 0 && results == nullptr)
         return Status{Code::bad_input, "results mode needs a results buffer"};
+    if (device_hung(impl_->info.index))
+        return Status{Code::timeout, "GPU " + std::to_string(impl_->info.index) + " is hung (an earlier wait timed out)"};
     if (mode == wire::Mode::results && rows.count != 0) std::memset(results, 0, rows.count);
     Counts c;
     Status st = rows.count == 0 ? Status::success() : impl_->run(rows, mode, results, c);
@@ -527,8 +600,9 @@ Status DeviceVerifier::verify(const wire::RowSpan& rows, wire::Mode mode, std::u
         // fail closed: no verdict of this call is returned
         if (mode == wire::Mode::results && rows.count != 0) std::memset(results, 0, rows.count);
         // let queued copies finish before the staging buffers are reused
+        // (not on a hung device: it never frees them, and nothing reuses them)
         for (auto& l : impl_->lanes) {
-            if (l.stream) cudaStreamSynchronize(l.stream);
+            if (l.stream && !device_hung(impl_->info.index)) cudaStreamSynchronize(l.stream);
             l.busy = false;
         }
         return st;
@@ -543,98 +617,26 @@ Status DeviceVerifier::benchmark_kernel(const wire::RowSpan& rows, int repeats, 
     rows_per_s = 0;
     if (!rows.valid() || rows.count == 0 || repeats < 1) return Status{Code::bad_input, "nothing to benchmark"};
     Impl& m = *impl_;
+    if (device_hung(m.info.index)) return Status{Code::timeout, "GPU " + std::to_string(m.info.index) + " is hung"};
     SV_CUDA(cudaSetDevice(m.info.index));
     Impl::Lane& l = m.lanes[0];
     const std::size_t n = std::min(rows.count, m.options.chunk_bytes / rows.row_stride());
-    SV_CUDA(cudaMemcpy(l.d_rows, rows.data, n * rows.row_stride(), cudaMemcpyHostToDevice));
+    SV_CUDA(cudaMemcpyAsync(l.d_rows, rows.data, n * rows.row_stride(), cudaMemcpyHostToDevice, l.stream));
     Status st = m.launch(l, n, rows);  // warm-up
     if (!st.ok()) return st;
-    SV_CUDA(cudaStreamSynchronize(l.stream));
+    if (st = m.wait_queued(l, n, "the benchmark's warm-up launch"); !st.ok()) return st;
+    l.queued = std::chrono::steady_clock::now();
     SV_CUDA(cudaEventRecord(l.k_start, l.stream));
     for (int r = 0; r < repeats; ++r) {
         st = m.launch(l, n, rows);
         if (!st.ok()) return st;
     }
     SV_CUDA(cudaEventRecord(l.k_stop, l.stream));
-    SV_CUDA(cudaEventSynchronize(l.k_stop));
+    SV_CUDA(cudaEventRecord(l.done, l.stream));
+    if (st = m.wait_done(l, n * std::size_t(repeats), "the benchmark's launches"); !st.ok()) return st;
     float ms = 0;
     SV_CUDA(cudaEventElapsedTime(&ms, l.k_start, l.k_stop));
     if (ms > 0) rows_per_s = double(n) * repeats / (double(ms) / 1000.0);
-    return Status::success();
-}
-
-Status DeviceVerifier::self_test() {
-    struct Set {
-        wire::RecordKind kind;
-        wire::SigEncoding enc;
-        const k::KnownAnswer* begin;
-        std::size_t n;
-    };
-    const Set sets[] = {
-        {wire::RecordKind::ecdsa, wire::SigEncoding::compact, k::kSelfTestEcdsa, std::size(k::kSelfTestEcdsa)},
-        {wire::RecordKind::ecdsa, wire::SigEncoding::opaque, k::kSelfTestEcdsa, std::size(k::kSelfTestEcdsa)},
-        {wire::RecordKind::schnorr, wire::SigEncoding::opaque, k::kSelfTestSchnorr, std::size(k::kSelfTestSchnorr)},
-    };
-    constexpr std::size_t kTail = 5;
-    for (const Set& s : sets) {
-        const std::size_t rec = wire::record_size(s.kind), stride = rec + kTail;
-        std::vector<std::uint8_t> rows(s.n * stride, 0xA5);
-        for (std::size_t i = 0; i < s.n; ++i) {
-            const auto bytes = from_hex(s.begin[i].record_hex);
-            if (bytes.size() != rec) return Status{Code::self_test_failed, "malformed known-answer vector"};
-            std::uint8_t* row = rows.data() + i * stride;
-            std::memcpy(row, bytes.data(), rec);
-            if (s.kind == wire::RecordKind::ecdsa && s.enc == wire::SigEncoding::opaque) {
-                // compact (r BE || s BE) -> opaque (r LE || s LE)
-                std::reverse(row + k::kEcdsaSig, row + k::kEcdsaSig + 32);
-                std::reverse(row + k::kEcdsaSig + 32, row + k::kEcdsaSig + 64);
-            }
-        }
-        const wire::RowSpan span{s.kind, kTail, s.enc, rows.data(), s.n};
-        std::vector<std::uint8_t> results(s.n, 0xEE);
-        Counts c;
-        Status st = verify(span, wire::Mode::results, results.data(), &c);
-        if (!st.ok()) return st;
-        // the device must send the exact path what the host twin sends it
-        // (the BIP-340 vectors whose R is infinity), no more: a row that came
-        // back beyond those is a defect of the device code (e.g. a parity
-        // step that did not run) whose verdicts the exact path would hide
-        std::size_t want_rechecks = 0;
-        for (std::size_t i = 0; i < s.n; ++i)
-            want_rechecks += k::verify_record32(rows.data() + i * stride, s.kind, s.enc) == k::kVerdictRecheck;
-        if (impl_->timing.rechecked != want_rechecks)
-            return Status{Code::self_test_failed,
-                          "GPU " + std::to_string(impl_->info.index) + ": " + std::to_string(impl_->timing.rechecked) +
-                              " " + std::string(wire::to_string(s.kind)) + " known answers came back for the exact "
-                              "path, the host twin sends " + std::to_string(want_rechecks)};
-        std::size_t want_valid = 0;
-        for (std::size_t i = 0; i < s.n; ++i) {
-            want_valid += s.begin[i].valid;
-            if (results[i] != s.begin[i].valid) {
-                return Status{Code::self_test_failed,
-                              std::string("GPU ") + std::to_string(impl_->info.index) + " gave verdict " +
-                                  std::to_string(results[i]) + " on " + std::string(wire::to_string(s.kind)) + "/" +
-                                  std::string(wire::to_string(s.enc)) + " known answer " + std::to_string(i) +
-                                  " (expected " + std::to_string(s.begin[i].valid) + ")"};
-            }
-        }
-        if (c.valid != want_valid || c.valid + c.invalid != s.n)
-            return Status{Code::self_test_failed, "GPU self-test: wrong counts"};
-        // collect mode: tails of valid rows zeroed, all other bytes untouched
-        std::vector<std::uint8_t> collected = rows;
-        const wire::RowSpan cspan{s.kind, kTail, s.enc, collected.data(), s.n};
-        st = verify(cspan, wire::Mode::collect, nullptr, &c);
-        if (!st.ok()) return st;
-        for (std::size_t i = 0; i < s.n; ++i) {
-            const std::uint8_t* a = rows.data() + i * stride;
-            const std::uint8_t* b = collected.data() + i * stride;
-            bool good = std::memcmp(a, b, rec) == 0;
-            for (std::size_t t = 0; t < kTail; ++t) good &= b[rec + t] == (s.begin[i].valid ? 0 : a[rec + t]);
-            if (!good)
-                return Status{Code::self_test_failed, "GPU self-test: collect mode wrote the wrong bytes on row " +
-                                                          std::to_string(i)};
-        }
-    }
     return Status::success();
 }
 

@@ -60,6 +60,8 @@ enum class Code : std::uint8_t {
     cuda_error,        // a CUDA call failed (message names the call)
     bad_input,         // an invalid RowSpan or a missing results buffer
     self_test_failed,  // the device gave a wrong verdict on a known answer
+    no_kernel_image,   // this build carries no machine code (or PTX) this GPU can run
+    timeout,           // a wait on the device passed its deadline: the device is hung, the verifier unusable
 };
 
 struct Status {
@@ -71,6 +73,33 @@ struct Status {
 };
 
 std::string_view to_string(Code code);
+
+// --- The architectures this build carries ---------------------------------
+// The CMAKE_CUDA_ARCHITECTURES of the build, comma-separated ("75-real,...,
+// 120-virtual"); empty in a build without CUDA.
+std::string_view built_architectures();
+// "sm_75 sm_80 ... compute_120 (PTX)": what the build carries, for people.
+std::string architectures_text(std::string_view architectures);
+
+enum class ImageFit : std::uint8_t {
+    machine_code,  // an sm_XY image this GPU runs (same major, minor <= the GPU's)
+    ptx_jit,       // only PTX the driver compiles for it at start-up (slower start; not the checked machine code)
+    none,          // nothing it can run: "no kernel image"
+    unknown,       // the list names something this cannot read (native, all): the runtime will tell
+};
+// What of `architectures` (built_architectures()'s form) runs on a GPU of
+// compute capability major.minor. Pure: tested without a GPU.
+ImageFit kernel_image_for(int cc_major, int cc_minor, std::string_view architectures);
+// The report of a GPU with no image: what it is, what the build carries, and
+// the rebuild command. Starts with "no kernel image for sm_XY in this build"
+// (short enough for `sigverify info`'s 48 bytes).
+std::string no_kernel_image_message(const DeviceInfo& device, std::string_view architectures);
+// The CUDA runtime's error number to a Code: cudaErrorInvalidDeviceFunction
+// (98) and cudaErrorNoKernelImageForDevice (209) are no_kernel_image, any
+// other failure cuda_error (gpu_verifier.cu asserts the numbers).
+Code classify_cuda_error(int cuda_error);
+inline constexpr int kCudaErrorInvalidDeviceFunction = 98;
+inline constexpr int kCudaErrorNoKernelImageForDevice = 209;
 
 struct Options {
     int device = 0;
@@ -87,7 +116,27 @@ struct Options {
     // lower-priority kernels free, so a launch waits about one wave of the
     // kernel running beside it, not for it to end (the daemon's lane slot).
     bool high_priority = false;
+    // The floor of every wait's deadline, in seconds (the daemon sets it from
+    // --gpu-wait-floor). A wait on the device -- a chunk's copies and
+    // kernels, the G tables' upload at open(), the self-test's and the
+    // benchmark's launches -- that lasts past wait_deadline_s(its rows, the
+    // slowest rate this verifier measured, this floor) fails with
+    // Code::timeout: the device is then taken for hung, every verifier of it
+    // fails at once from then on, and none frees or synchronizes anything on
+    // it again (its memory is the process's until exit).
+    double wait_floor_s = 10.0;
 };
+
+// The deadline of a wait on rows rows, in seconds: the floor, plus
+// kWaitSlack times the time they take at rows_per_s (the slowest rate the
+// waiter measured; kWaitPriorRowsPerS before it measured any: slower than
+// any GPU the kernel supports, so a first large launch is not cut short).
+inline constexpr double kWaitSlack = 4.0;
+inline constexpr double kWaitPriorRowsPerS = 1e5;
+constexpr double wait_deadline_s(std::size_t rows, double rows_per_s, double floor_s) {
+    const double rate = rows_per_s > 0 ? rows_per_s : kWaitPriorRowsPerS;
+    return floor_s + kWaitSlack * double(rows) / rate;
+}
 
 // Threads per block of a launch of n rows, rows_per_thread each: the
 // configured threads_per_block, or for a launch too small to give every SM a
@@ -153,6 +202,8 @@ public:
 
     const DeviceInfo& info() const;
     const Options& options() const;
+    // A new Options::wait_floor_s for the waits from now on (> 0).
+    void set_wait_floor(double seconds);
 
     // Known-answer self-test (valid and invalid rows, ECDSA in both encodings
     // and Schnorr, results and collect modes). ok() only when every verdict

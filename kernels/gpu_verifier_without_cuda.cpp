@@ -32,6 +32,9 @@ DeviceVerifier::DeviceVerifier(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 DeviceVerifier::~DeviceVerifier() = default;
 const DeviceInfo& DeviceVerifier::info() const { return impl_->info; }
 const Options& DeviceVerifier::options() const { return impl_->options; }
+void DeviceVerifier::set_wait_floor(double seconds) {
+    if (seconds > 0) impl_->options.wait_floor_s = seconds;
+}
 Status DeviceVerifier::self_test() { return Status{Code::not_built, kNotBuilt}; }
 Status DeviceVerifier::verify(const wire::RowSpan&, wire::Mode, std::uint8_t*, Counts*) {
     return Status{Code::not_built, kNotBuilt};

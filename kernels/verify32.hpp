@@ -149,6 +149,14 @@ SV_HD u8 finish_parity32(const Fe32& y, const Fe32& z, const Fe32& zi) {
 // Words of a parked R (Y, then Z): word w at park[w * kScratchStride].
 constexpr int kParityParkWords = 16;
 
+// Whether BIP-340's parity step runs in the second kernel (parity_kernel:
+// the row's global scratch can hold its parked Y and Z), or in the row
+// (finish32<false>: fe32_inv of its own Z), as a placement with less global
+// scratch does (`allshared`, all of it in shared memory). gpu_verifier.cu
+// launches by it; the host twin runs the parked form, and
+// test_kernel_batch_inverse holds the in-row form to it and to libsecp256k1.
+SV_HD constexpr bool parity_kernel_runs(ScratchPlacement p) { return global_words_per_thread(p) >= kParityParkWords; }
+
 // The row's end after the ladder. kPark (BIP-340 with the parity step in the
 // second kernel): a row that needs y's parity parks Y and Z and answers
 // kVerdictParity, so that the block's rows share one inversion of Z there;

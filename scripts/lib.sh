@@ -51,7 +51,14 @@ build() {
     export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   fi
-  cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >/dev/null
+  # CUDA machine code for every GPU from sm_75 to sm_120 (docs/kernels.md "Architectures built"),
+  # also in a build directory an older checkout configured for sm_90 alone;
+  # SIGVERIFY_CUDA_ALL_ARCHITECTURES=OFF (CI) builds sm_90 + PTX only. The configure
+  # step prints which it carries.
+  local out
+  out=$(cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
+    -DSIGVERIFY_CUDA_ALL_ARCHITECTURES="${SIGVERIFY_CUDA_ALL_ARCHITECTURES:-ON}" "$@") || { echo "$out"; return 1; }
+  echo "$out" | grep -E '^-- sigverify: CUDA' || true
   echo "==> building with $(nproc) jobs"
   cmake --build "$BUILD_DIR" -j "$(nproc)"
 }

@@ -48,6 +48,15 @@ struct InfoDevice {
 };
 static_assert(sizeof(InfoDevice) == 112);
 
+// A GPU the daemon's build has no machine code (or PTX) for: its self_test
+// text starts with kNoKernelImage and names the GPU's architecture ("no
+// kernel image for sm_86 in this build"); the daemon's log and stats socket
+// give the whole report, and kRebuildForEveryGpu is how to get one.
+inline constexpr const char* kNoKernelImage = "no kernel image for ";
+inline constexpr const char* kRebuildForEveryGpu =
+    "./scripts/run.sh, or cmake -B build -DSIGVERIFY_CUDA_ALL_ARCHITECTURES=ON -UCMAKE_CUDA_ARCHITECTURES && "
+    "cmake --build build";
+
 // InfoReply::confirm_rule (the daemon's --confirm; daemon/confirm/confirmation.hpp)
 constexpr std::uint32_t kConfirmStrict = 0;
 constexpr std::uint32_t kConfirmGroups = 1;

@@ -12,6 +12,7 @@
 // multi-client mode runs K client processes at once. The daemon's verdicts are
 // checked against the in-process ones: a benchmark of wrong answers is void.
 #include "client/cli/bench_command.hpp"
+#include "client/cli/bench_report.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,7 +46,13 @@ std::uint64_t sigverify_allocation_count();
 namespace sigverify::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::human_rate;
+using bench::measure;
+using bench::percentile;
+using bench::Row;
+using bench::Timing;
+using bench::write_svg;
 using nlohmann::json;
 
 struct BenchArgs {
@@ -100,49 +107,6 @@ struct Progress {
     }
 };
 
-// ---------------------------------------------------------------------------
-// Statistics
-// ---------------------------------------------------------------------------
-struct Timing {
-    std::vector<double> seconds;  // one per repetition
-    double min() const { return *std::min_element(seconds.begin(), seconds.end()); }
-    double max() const { return *std::max_element(seconds.begin(), seconds.end()); }
-    double median() const {
-        auto s = seconds;
-        std::sort(s.begin(), s.end());
-        return s[s.size() / 2];
-    }
-};
-
-// Runs fn up to `repeat` times, stopping early once `budget` seconds are spent
-// (at least one run, and a warm-up run first when it is cheap).
-template <class Fn>
-Timing measure(unsigned repeat, double budget, Fn&& fn) {
-    Timing t;
-    double spent = 0;
-    const auto once = [&] {
-        const auto t0 = Clock::now();
-        fn();
-        return std::chrono::duration<double>(Clock::now() - t0).count();
-    };
-    const double warm = once();
-    if (warm > budget / 4) t.seconds.push_back(warm);  // too costly to throw away
-    spent += warm;
-    while (t.seconds.size() < repeat && (t.seconds.empty() || spent < budget)) {
-        const double s = once();
-        t.seconds.push_back(s);
-        spent += s;
-    }
-    return t;
-}
-
-double percentile(std::vector<double> v, double p) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const std::size_t i = std::min(v.size() - 1, std::size_t(std::ceil(p / 100.0 * double(v.size()))) - (p > 0 ? 1 : 0));
-    return v[i];
-}
-
 std::string find_daemon_binary(const std::string& given) {
     if (!given.empty()) return given;
     std::error_code ec;
@@ -155,15 +119,6 @@ std::string find_daemon_binary(const std::string& given) {
 // ---------------------------------------------------------------------------
 // Measurements
 // ---------------------------------------------------------------------------
-struct Row {
-    std::string table;
-    std::size_t batch = 0;
-    std::string backend;  // "libsecp256k1 x1", "libsecp256k1 xN", "sigverifyd (cpu)"
-    Timing timing;
-    double rows_per_s() const { return double(batch) / timing.min(); }
-    double ns_per_row() const { return timing.min() * 1e9 / double(batch); }
-};
-
 // One daemon round trip of a whole batch as a node pays it.
 BatchResult daemon_round_trip(Client& c, const wire::RowSpan& src, std::uint8_t table, std::uint8_t* results,
                               bool zero_copy) {
@@ -282,75 +237,6 @@ struct PerOp {
     std::string op, backend;
     double ns = 0, bytes = 0, allocs = 0;
 };
-
-// ---------------------------------------------------------------------------
-// Output
-// ---------------------------------------------------------------------------
-std::string human_rate(double r) {
-    char buf[32];
-    if (r >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", r / 1e6);
-    else if (r >= 1e3) std::snprintf(buf, sizeof buf, "%.1fk", r / 1e3);
-    else std::snprintf(buf, sizeof buf, "%.0f", r);
-    return buf;
-}
-
-void write_svg(const std::string& path, const std::vector<Row>& rows) {
-    // rows/s against batch size, log-log, one line per (table, backend).
-    std::map<std::string, std::vector<std::pair<double, double>>> series;
-    double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
-    for (const auto& r : rows) {
-        series[r.table + " / " + r.backend].emplace_back(double(r.batch), r.rows_per_s());
-        xmin = std::min(xmin, double(r.batch));
-        xmax = std::max(xmax, double(r.batch));
-        ymin = std::min(ymin, r.rows_per_s());
-        ymax = std::max(ymax, r.rows_per_s());
-    }
-    if (series.empty()) return;
-    const double W = 900, H = 560, L = 80, R = 300, T = 40, B = 60;
-    const double lx0 = std::log10(std::max(1.0, xmin)), lx1 = std::log10(std::max(xmax, xmin * 10));
-    const double ly0 = std::floor(std::log10(std::max(1.0, ymin))), ly1 = std::ceil(std::log10(std::max(ymax, ymin * 10)));
-    auto X = [&](double x) { return L + (std::log10(x) - lx0) / (lx1 - lx0) * (W - L - R); };
-    auto Y = [&](double y) { return H - B - (std::log10(y) - ly0) / (ly1 - ly0) * (H - T - B); };
-    std::ofstream out(path);
-    if (!out) throw InputError(path + ": cannot create the plot");
-    out << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
-        << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n";
-    out << "<text x='" << L << "' y='24' font-size='16'>sigverify bench: rows/s by batch size (log-log)</text>\n";
-    for (double e = ly0; e <= ly1; e += 1) {
-        out << "<line x1='" << L << "' x2='" << W - R << "' y1='" << Y(std::pow(10, e)) << "' y2='" << Y(std::pow(10, e))
-            << "' stroke='#ddd'/><text x='" << L - 8 << "' y='" << Y(std::pow(10, e)) + 4 << "' text-anchor='end'>"
-            << human_rate(std::pow(10, e)) << "</text>\n";
-    }
-    std::vector<double> xs;
-    for (const auto& r : rows) xs.push_back(double(r.batch));
-    std::sort(xs.begin(), xs.end());
-    xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-    for (double x : xs)
-        out << "<line x1='" << X(x) << "' x2='" << X(x) << "' y1='" << T << "' y2='" << H - B << "' stroke='#eee'/><text x='"
-            << X(x) << "' y='" << H - B + 18 << "' text-anchor='middle'>" << std::size_t(x) << "</text>\n";
-    out << "<text x='" << (L + W - R) / 2 << "' y='" << H - 16 << "' text-anchor='middle'>rows per batch</text>\n";
-    static const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-    static const char* dashes[] = {"", "6,3", "2,3", "8,3,2,3"};
-    std::map<std::string, int> backend_color, table_dash;
-    int i = 0;
-    for (const auto& [name, points] : series) {
-        const auto slash = name.find(" / ");
-        const std::string table = name.substr(0, slash), backend = name.substr(slash + 3);
-        if (!backend_color.count(backend)) backend_color[backend] = int(backend_color.size()) % 8;
-        if (!table_dash.count(table)) table_dash[table] = int(table_dash.size()) % 4;
-        std::string d;
-        for (const auto& [x, y] : points) d += (d.empty() ? "M" : " L") + std::to_string(X(x)) + "," + std::to_string(Y(y));
-        const char* color = colors[backend_color[backend]];
-        out << "<path d='" << d << "' fill='none' stroke='" << color << "' stroke-width='2' stroke-dasharray='"
-            << dashes[table_dash[table]] << "'/>\n";
-        for (const auto& [x, y] : points) out << "<circle cx='" << X(x) << "' cy='" << Y(y) << "' r='3' fill='" << color << "'/>\n";
-        const double ly = T + 10 + 18 * i++;
-        out << "<line x1='" << W - R + 20 << "' x2='" << W - R + 50 << "' y1='" << ly << "' y2='" << ly << "' stroke='" << color
-            << "' stroke-width='2' stroke-dasharray='" << dashes[table_dash[table]] << "'/><text x='" << W - R + 56
-            << "' y='" << ly + 4 << "'>" << name << "</text>\n";
-    }
-    out << "</svg>\n";
-}
 
 std::string cpu_model() {
     std::ifstream in("/proc/cpuinfo");

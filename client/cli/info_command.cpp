@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "client/cli/json_output.hpp"
+#include "shm_protocol/info_message.hpp"
 #include "sigverify/client.hpp"
 
 namespace sigverify::cli {
@@ -48,10 +49,15 @@ void print_text(const DaemonInfo& d) {
     std::printf("backend: %s, %u CPU workers, confirmation rule %s\n", d.backend.c_str(), d.cpu_workers,
                 d.confirm_rule.c_str());
     std::printf("GPUs: %u found, %u enabled\n", d.gpu_count, d.gpus_enabled);
-    for (const GpuInfo& g : d.gpus)
+    for (const GpuInfo& g : d.gpus) {
         std::printf("  gpu%u %s: %s, self-test %s, %llu MiB\n", g.index, g.name.c_str(),
                     g.enabled ? "enabled" : "disabled", g.self_test.c_str(),
                     (unsigned long long)(g.memory_bytes >> 20));
+        if (g.self_test.rfind(shm::kNoKernelImage, 0) == 0)  // the daemon's build has no machine code for it
+            std::printf("    the CPU verifies in its place; rebuild the daemon for every supported GPU: %s "
+                        "(sigverify stats backends shows what the build carries)\n",
+                        shm::kRebuildForEveryGpu);
+    }
     std::printf("limits: arena %llu bytes, %u ring entries, %u clients, registered %llu bytes in %u buffers\n",
                 (unsigned long long)d.max_arena_size, d.max_ring_entries, d.max_clients,
                 (unsigned long long)d.max_registered_bytes, d.max_registered_buffers);

@@ -7,6 +7,7 @@ namespace sigverify::daemon {
 
 std::vector<std::unique_ptr<GpuBackend>> GpuBackend::open_all(const std::string& spec, unsigned workers,
                                                               std::size_t chunk_rows, unsigned chunks_in_flight,
+                                                              double wait_floor_s,
                                                               std::vector<GpuDeviceReport>& reports,
                                                               std::string& error) {
     std::vector<std::unique_ptr<GpuBackend>> opened;
@@ -36,6 +37,7 @@ std::vector<std::unique_ptr<GpuBackend>> GpuBackend::open_all(const std::string&
         // the largest chunk of the widest row the daemon hands over.
         options.streams = 1;
         options.chunk_bytes = chunk_rows * wire::stride(wire::RecordKind::ecdsa, wire::kMaxTailSize);
+        options.wait_floor_s = wait_floor_s;
         std::unique_ptr<GpuBackend> backend(new GpuBackend());
         backend->device_ = index;
         backend->chunk_rows_ = chunk_rows;
@@ -64,6 +66,7 @@ std::vector<std::unique_ptr<GpuBackend>> GpuBackend::open_all(const std::string&
         }
         tally.lane_opened = backend->lane_slot_ != nullptr;
         report.usable = tally.usable();
+        report.no_kernel_image = !report.usable && tally.failure.code == gpu::Code::no_kernel_image;
         report.self_test = tally.report();
         if (report.usable) {
             slots_total += backend->slots_.size();
@@ -83,8 +86,10 @@ std::vector<std::unique_ptr<GpuBackend>> GpuBackend::open_all(const std::string&
 }
 
 std::string DeviceSlots::report() const {
-    const std::string why =
-        failure.ok() ? std::string() : std::string(gpu::to_string(failure.code)) + ": " + failure.message;
+    // (a GPU without an image is reported as exactly that: the message says it)
+    const std::string why = failure.ok()                                ? std::string()
+                            : failure.code == gpu::Code::no_kernel_image ? failure.message
+                                : std::string(gpu::to_string(failure.code)) + ": " + failure.message;
     if (!usable()) return why;
     if (failure.ok()) return "passed";
     std::string left_out;
@@ -101,6 +106,7 @@ std::unique_ptr<GpuBackend::Slot> GpuBackend::open_slot(const gpu::Options& opti
     auto verifier = gpu::DeviceVerifier::open(options, st);
     if (verifier) st = verifier->self_test();  // every slot: its own buffers and stream
     if (!verifier || !st.ok()) return nullptr;
+    verifier->set_wait_floor(backstop_floor(options.wait_floor_s));
     auto slot = std::make_unique<Slot>();
     slot->verifier = std::move(verifier);
     Slot* const own = slot.get();

@@ -50,6 +50,9 @@ namespace sigverify::daemon {
 struct GpuDeviceReport {
     gpu::DeviceInfo info;
     bool usable = false;
+    // The build has no machine code for it (gpu::Code::no_kernel_image):
+    // self_test is then that report, with the rebuild command.
+    bool no_kernel_image = false;
     std::string self_test;  // "passed" (and which slots were left out), or why the device is not used
 };
 
@@ -77,8 +80,14 @@ public:
     // entries. Empty with error set when none is usable; reports lists every
     // device tried and what became of it. Every backend accepts the same
     // workers: at least `workers`, and two per slot of all the devices.
+    // wait_floor_s: the floor of the deadline of every wait on a device at
+    // start-up (gpu::Options::wait_floor_s); once a slot passed its self-test
+    // its own waits get twice that and a second, a backstop behind the
+    // daemon's deadline on each call (DeadlineBackend), so that a hung
+    // launch's thread comes back too.
     static std::vector<std::unique_ptr<GpuBackend>> open_all(const std::string& spec, unsigned workers,
                                                              std::size_t chunk_rows, unsigned chunks_in_flight,
+                                                             double wait_floor_s,
                                                              std::vector<GpuDeviceReport>& reports,
                                                              std::string& error);
     ~GpuBackend() override;
@@ -105,6 +114,7 @@ private:
     GpuBackend() = default;
     // A slot of its own verifier (self-tested) and coalescer; null with st set on failure.
     static std::unique_ptr<Slot> open_slot(const gpu::Options& options, std::size_t chunk_rows, gpu::Status& st);
+    static constexpr double backstop_floor(double floor_s) { return 2 * floor_s + 1; }
     // The slot worker launches on: the lane slot for a lane worker, else w % slots.
     Slot& slot_for(unsigned worker) const;
 

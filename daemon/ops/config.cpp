@@ -152,6 +152,11 @@ void add_options(CLI::App& app, Config& cfg, RawOptions& raw) {
                    "Chunks of fewer rows skip the GPU and are verified by libsecp256k1 at once (a GPU round trip "
                    "costs milliseconds; 0 = everything to the GPU)")
         ->check(CLI::Range(std::size_t(0), std::size_t(1) << 22))->capture_default_str();
+    app.add_option("--gpu-wait-floor", cfg.gpu_wait_floor_s,
+                   "Seconds: the floor of every GPU wait's deadline (a launch, copy or self-test may take this plus "
+                   "4 times its rows at the device's slowest measured rate); past it the GPU is left out as hung and "
+                   "the CPU verifies its rows")
+        ->check(CLI::Range(0.01, 3600.0))->capture_default_str();
 }
 
 // The checks CLI11 cannot express, and the text flags into their fields.

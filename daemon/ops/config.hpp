@@ -70,6 +70,12 @@ struct Config {
     bool gpu_split = true;               // split batches between the GPUs and the CPU workers by measured rates
     unsigned gpu_chunks_in_flight = 4;   // chunks running at once per GPU, each with its own stream and buffers
     std::size_t gpu_min_rows = 32;       // smaller chunks are verified on the CPU (GPU round trip: milliseconds)
+    // The floor of every GPU wait's deadline, seconds (gpu::wait_deadline_s):
+    // a launch, copy or self-test past floor + 4 x its rows at the slot's
+    // slowest measured rate leaves its device out, and the CPU verifies its
+    // rows (DeadlineBackend). Under WatchdogSec=30s so a hung GPU is left out,
+    // not the daemon restarted.
+    double gpu_wait_floor_s = 10.0;
 
     // Where this configuration came from, so that SIGHUP can read it again:
     // the --config file (empty = none) and the whole command line (flags

@@ -68,6 +68,7 @@ struct Metrics {
     Counter cpu_fallback_rows{0};
     Counter gpu_crosscheck_mismatches{0};  // bumped by a GPU backend's cross-check
     Counter gpu_errors{0};                 // bumped by a GPU backend on a failed chunk
+    Counter gpu_timeouts{0};               // calls to a GPU that passed their deadline (deadline_backend.hpp)
     // Batches verified on a checked (GPU) backend, by confirmation rule
     // (daemon/confirm/confirmation.hpp), and rows of groups several chunks held,
     // re-verified at the end of their batch.
@@ -124,6 +125,8 @@ struct BackendInfo {
     std::uint64_t rows_confirmed = 0;       // rows libsecp256k1 re-verified (confirmed or sampled)
     std::uint64_t invalid_unconfirmed = 0;  // groups rule: INVALID verdicts of passing groups left unconfirmed
     std::uint64_t rows_rewritten = 0;       // in-place disagreements settled on a private copy (client rewrites)
+    std::uint64_t timeouts = 0;             // calls that passed their deadline (the GPU is then left out as hung)
+    bool no_kernel_image = false;           // a GPU the daemon's build has no machine code for (self_test says which)
 };
 
 // The settings SIGHUP can change, as they are now (docs/operations.md, "Reload").

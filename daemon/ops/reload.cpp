@@ -57,6 +57,7 @@ ReloadPlan plan_reload(const Config& a, const Config& b) {
     restart_key(p, "gpu-split", a.gpu_split, b.gpu_split);
     restart_key(p, "gpu-chunks-in-flight", a.gpu_chunks_in_flight, b.gpu_chunks_in_flight);
     restart_key(p, "gpu-min-rows", a.gpu_min_rows, b.gpu_min_rows);
+    restart_key(p, "gpu-wait-floor", a.gpu_wait_floor_s, b.gpu_wait_floor_s);
     return p;
 }
 

@@ -20,8 +20,16 @@ void BackendSet::use_gpus(std::vector<std::unique_ptr<Backend>> devices, unsigne
     std::vector<std::unique_ptr<CheckedBackend>> checked;
     for (auto& device : devices) {
         const std::string name = device->name();
+        // Every call to it with a deadline (deadline_backend.hpp): a GPU that
+        // never answers is left out and its rows go to the CPU.
+        auto guarded = std::make_unique<DeadlineBackend>(
+            std::move(device), cfg.gpu_wait_floor_s, [this](const std::string& reason) {
+                ctx_.metrics.gpu_timeouts.fetch_add(1, std::memory_order_relaxed);
+                ctx_.log->error("{}", reason);
+            });
+        deadlines_.push_back(guarded.get());
         checked.push_back(std::make_unique<CheckedBackend>(
-            std::move(device), cfg.gpu_chunk_rows, policy, [this, name](const std::string& reason) {
+            std::move(guarded), cfg.gpu_chunk_rows, policy, [this, name](const std::string& reason) {
                 // Runs once per GPU, in the worker that found the fault, after its counters moved.
                 const bool mismatch = reason.find("disagrees") != std::string::npos;
                 (mismatch ? ctx_.metrics.gpu_crosscheck_mismatches : ctx_.metrics.gpu_errors)
@@ -39,32 +47,53 @@ void BackendSet::use_gpus(std::vector<std::unique_ptr<Backend>> devices, unsigne
     ctx_.log->info("backend {}: {} worker(s) striped over {} GPU(s), chunks of {} rows, {} in flight per GPU, "
                    "chunks under {} rows on the CPU, batch split {}, cross-check: 1 in {} valid verdicts "
                    "re-verified by libsecp256k1; invalid verdicts: confirm rule {} (multisig: those of failing "
-                   "groups and 1 in {} others; other tables: all)",
+                   "groups and 1 in {} others; other tables: all); GPU waits: deadline {} s + {}x rows at the "
+                   "slowest measured rate",
                    gpus_->name(), workers, gpus_->devices(), cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
                    cfg.gpu_min_rows, cfg.gpu_split ? "auto" : "off", cfg.cross_check_sample, to_string(cfg.confirm),
-                   cfg.cross_check_invalid_sample);
+                   cfg.cross_check_invalid_sample, cfg.gpu_wait_floor_s, gpu::kWaitSlack);
 }
 
-// One host twin (or the factory's stand-in) per --gpus entry.
-bool BackendSet::open_host_kernel(const HostKernelFactory& host_kernel, unsigned cpu_threads) {
+// One host twin (or the factory's stand-in) per --gpus entry; a stand-in
+// that does not open is reported as a GPU that did not.
+std::vector<std::unique_ptr<Backend>> BackendSet::open_host_kernel(const HostKernelFactory& host_kernel,
+                                                                   unsigned cpu_threads) {
     const Config& cfg = ctx_.config;
     const std::size_t count =
         cfg.gpus == "all" ? 1 : std::size_t(std::count(cfg.gpus.begin(), cfg.gpus.end(), ',')) + 1;
     std::vector<std::unique_ptr<Backend>> devices;
     for (std::size_t i = 0; i < count; ++i) {
-        devices.push_back(host_kernel ? host_kernel(int(i), cpu_threads)
-                                      : std::make_unique<HostKernelBackend>(int(i), cpu_threads));
+        gpu::Status st;
+        auto device = host_kernel ? host_kernel(int(i), cpu_threads, st)
+                                  : std::make_unique<HostKernelBackend>(int(i), cpu_threads);
         GpuDeviceReport r;
         r.info.index = int(i);
         r.info.name = "host kernel (CPU)";
-        r.usable = true;
-        r.self_test = "passed";
+        r.usable = device != nullptr;
+        DeviceSlots tally;  // the report a real GPU's failure gets
+        tally.bulk_wanted = 1;
+        tally.bulk_opened = r.usable ? 1 : 0;
+        tally.lane_opened = r.usable;
+        if (!r.usable) tally.failure = st.ok() ? gpu::Status{gpu::Code::cuda_error, "did not open"} : st;
+        r.no_kernel_image = tally.failure.code == gpu::Code::no_kernel_image;
+        r.self_test = tally.report();
         gpu_reports_.push_back(r);
+        if (device) devices.push_back(std::move(device));
     }
     ctx_.log->warn("--backend host-kernel: the GPU kernels' host twin in the place of {} GPU(s), for tests (slow)",
                    count);
-    use_gpus(std::move(devices), cpu_threads);
-    return true;
+    return devices;
+}
+
+void BackendSet::log_reports() const {
+    auto& log = *ctx_.log;
+    for (const auto& r : gpu_reports_) {
+        if (r.no_kernel_image)  // exactly that, with the rebuild command (gpu::no_kernel_image_message)
+            log.error("gpu {} {}: {}", r.info.index, r.info.name, r.self_test);
+        else
+            log.info("gpu {} {} ({} SMs, {} MiB): self-test {}", r.info.index, r.info.name, r.info.sm_count,
+                     r.info.total_memory >> 20, r.self_test);
+    }
 }
 
 bool BackendSet::open(const HostKernelFactory& host_kernel, std::string& failure) {
@@ -74,18 +103,20 @@ bool BackendSet::open(const HostKernelFactory& host_kernel, std::string& failure
     failure.clear();
     // The GPU path's workers, and the latency lane's on top (Scheduler::set_lane_workers).
     const unsigned gpu_workers = cpu_threads + Scheduler::kLaneWorkers;
-    if (cfg.backend == BackendChoice::host_kernel) return open_host_kernel(host_kernel, gpu_workers);
     if (cfg.backend != BackendChoice::cpu) {
         std::string error;
-        auto opened = GpuBackend::open_all(cfg.gpus, gpu_workers, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
-                                           gpu_reports_, error);
-        for (const auto& r : gpu_reports_)
-            log.info("gpu {} {} ({} SMs, {} MiB): self-test {}", r.info.index, r.info.name, r.info.sm_count,
-                     r.info.total_memory >> 20, r.self_test);
-        if (!opened.empty()) {
-            std::vector<std::unique_ptr<Backend>> devices;
-            for (auto& gpu : opened) devices.push_back(std::move(gpu));
-            use_gpus(std::move(devices), cpu_threads);
+        std::vector<std::unique_ptr<Backend>> devices;
+        if (cfg.backend == BackendChoice::host_kernel) {
+            devices = open_host_kernel(host_kernel, gpu_workers);
+            if (devices.empty()) error = "no stand-in GPU opened";
+        } else {
+            for (auto& gpu : GpuBackend::open_all(cfg.gpus, gpu_workers, cfg.gpu_chunk_rows, cfg.gpu_chunks_in_flight,
+                                                  cfg.gpu_wait_floor_s, gpu_reports_, error))
+                devices.push_back(std::move(gpu));
+        }
+        log_reports();
+        if (!devices.empty()) {
+            use_gpus(std::move(devices), cfg.backend == BackendChoice::host_kernel ? gpu_workers : cpu_threads);
             return true;
         }
         if (cfg.backend == BackendChoice::gpu) {
@@ -93,7 +124,8 @@ bool BackendSet::open(const HostKernelFactory& host_kernel, std::string& failure
             failure = "no usable GPU: " + error;
             return false;
         }
-        log.info("backend auto: no usable GPU ({}), using the cpu", error);
+        log.info("backend {}: no usable GPU ({}), using the cpu",
+                 cfg.backend == BackendChoice::host_kernel ? "host-kernel" : "auto", error);
     }
     try {
         primary_ = std::make_unique<CpuBackend>(cfg.cpu_threads);
@@ -104,17 +136,32 @@ bool BackendSet::open(const HostKernelFactory& host_kernel, std::string& failure
     return true;
 }
 
+std::size_t BackendSet::gpus_enabled() const {
+    std::size_t n = 0;
+    for (std::size_t i = 0; gpus_ != nullptr && i < gpus_->devices(); ++i) n += gpus_->device(i).primary_enabled();
+    return n;
+}
+
 bool BackendSet::self_test(std::string& failure) {
     auto& log = *ctx_.log;
     failure.clear();
-    if (!backend_self_test(*primary_, self_test_)) {
+    bool passed = backend_self_test(*primary_, self_test_);
+    // A GPU switched off during it failed only itself: again on the others.
+    for (std::size_t on = gpus_enabled(), before = gpus_ != nullptr ? gpus_->devices() : 0;
+         !passed && on > 0 && on < before; before = on, on = gpus_enabled())
+        passed = backend_self_test(*primary_, self_test_);
+    if (!passed && gpus_ != nullptr && gpus_enabled() == 0 && cpu_fallback_ != nullptr) {
+        log.error("every GPU was switched off during the self-test ({}): verifying on the CPU", self_test_);
+        passed = backend_self_test(*cpu_fallback_, self_test_);
+    }
+    if (!passed) {
         log.critical("backend {} failed its self-test: {}", primary_->name(), self_test_);
         failure = "backend " + primary_->name() + " failed its self-test: " + self_test_;
         return false;
     }
     log.info("backend {} self-test {}", primary_->name(), self_test_);
     // After the self-test, so that only a GPU that answered right is timed.
-    if (planner_ != nullptr && planner_->calibrate_on(*primary_))
+    if (planner_ != nullptr && gpus_enabled() > 0 && planner_->calibrate_on(*primary_))
         log.info("batch split: GPU round trip {:.3f} ms at start-up; the estimate stays within {}x of it",
                  planner_->estimates().gpu_latency_s * 1e3, SplitPlanner::kCalibrationRange);
     return true;
@@ -141,7 +188,8 @@ void BackendSet::apply_sampling() {
 // (a switched-off device's reason is written before its flag turns false).
 std::vector<BackendInfo> BackendSet::describe() const {
     std::vector<BackendInfo> out;
-    if (gpus_ != nullptr) {
+    // Every GPU tried, also when none is used (a GPU the build has no image for, on a CPU daemon).
+    {
         std::size_t next = 0;  // the usable reports are the striped devices, in order
         for (const auto& r : gpu_reports_) {
             BackendInfo b;
@@ -149,19 +197,24 @@ std::vector<BackendInfo> BackendSet::describe() const {
             b.kind = "gpu";
             b.device = r.info.name;
             b.memory_bytes = r.info.total_memory;
-            if (r.usable && next < gpus_->devices()) {
+            b.no_kernel_image = r.no_kernel_image;
+            if (gpus_ != nullptr && r.usable && next < gpus_->devices()) {
+                const DeadlineBackend& deadline = *deadlines_[next];
                 const CheckedBackend& d = gpus_->device(next++);
                 const CrossCheckCounters& c = d.counters();
                 b.workers = d.concurrency();
-                b.self_test = d.primary_enabled() ? "passed" : "passed; switched off: " + d.disable_reason();
+                b.self_test = d.primary_enabled() ? "passed"
+                              : deadline.hung()   ? "passed; switched off: " + deadline.hung_reason()
+                                                  : "passed; switched off: " + d.disable_reason();
                 b.enabled = d.primary_enabled();
+                b.timeouts = deadline.timeouts();
                 b.crosscheck_mismatches = c.mismatches.load();
                 b.errors = c.primary_errors.load();
                 b.rows_confirmed = c.rows_rechecked.load();
                 b.invalid_unconfirmed = c.invalid_unconfirmed.load();
                 b.rows_rewritten = c.rows_rewritten.load();
             } else {
-                b.self_test = "failed: " + r.self_test;
+                b.self_test = r.no_kernel_image ? r.self_test : "failed: " + r.self_test;
                 b.enabled = false;
             }
             out.push_back(std::move(b));

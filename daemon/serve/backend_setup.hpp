@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daemon/backends/backend.hpp"
+#include "daemon/backends/deadline_backend.hpp"
 #include "daemon/serve/daemon_context.hpp"
 #include "daemon/backends/gpu_backend.hpp"
 #include "daemon/ops/metrics.hpp"
@@ -25,8 +26,11 @@
 namespace sigverify::daemon {
 
 // What stands in GPU `index`'s place under --backend host-kernel, with
-// `workers` worker threads. Empty (the default): HostKernelBackend.
-using HostKernelFactory = std::function<std::unique_ptr<Backend>(int index, unsigned workers)>;
+// `workers` worker threads. Null with `failure` set: that "GPU" did not open,
+// reported as a GPU that did not (e.g. gpu::Code::no_kernel_image). Empty
+// (the default): HostKernelBackend.
+using HostKernelFactory =
+    std::function<std::unique_ptr<Backend>(int index, unsigned workers, gpu::Status& failure)>;
 
 class BackendSet {
 public:
@@ -42,7 +46,10 @@ public:
     // (empty when there is none).
     bool open(const HostKernelFactory& host_kernel, std::string& failure);
     // Known answers through the primary backend, then the split planner's
-    // calibration. false: failed (logged), `failure` for STATUS=.
+    // calibration. A GPU switched off meanwhile (an error, a wait past its
+    // deadline, a wrong verdict its cross-check caught) fails only itself:
+    // again on the GPUs still on, and with none left on the CPU, which then
+    // serves. false: failed (logged), `failure` for STATUS=.
     bool self_test(std::string& failure);
 
     Backend& primary() const { return *primary_; }
@@ -61,7 +68,10 @@ public:
 
 private:
     void use_gpus(std::vector<std::unique_ptr<Backend>> devices, unsigned cpu_threads);
-    bool open_host_kernel(const HostKernelFactory& host_kernel, unsigned cpu_threads);
+    std::vector<std::unique_ptr<Backend>> open_host_kernel(const HostKernelFactory& host_kernel, unsigned cpu_threads);
+    // Logs what became of each GPU tried (a GPU without a kernel image as exactly that).
+    void log_reports() const;
+    std::size_t gpus_enabled() const;
 
     DaemonContext& ctx_;
     std::unique_ptr<Backend> primary_;
@@ -69,6 +79,7 @@ private:
     StripedBackend* gpus_ = nullptr;            // primary_ when it is the cross-checked GPUs
     std::unique_ptr<SplitPlanner> planner_;     // with the GPUs and --gpu-split auto
     std::vector<GpuDeviceReport> gpu_reports_;  // every GPU tried at start-up
+    std::vector<const DeadlineBackend*> deadlines_;  // each striped device's deadline (its timeouts, why it hung)
     std::string self_test_;                      // the primary's self-test result
 };
 

@@ -43,6 +43,10 @@ class mapped_region;
 
 namespace sigverify::daemon {
 
+// SO_RCVTIMEO and SO_SNDTIMEO of a session socket (session_handshake.cpp):
+// the handshake's deadline, then the reader's short poll of the socket.
+void set_socket_timeouts(int fd, std::chrono::milliseconds t);
+
 class JobQueue;
 
 class Session final : public std::enable_shared_from_this<Session>, public JobSink {

@@ -3,7 +3,7 @@
 // daemon beside bulk verifiers (issue 29.6; BENCHMARKS.md "Small batches on a
 // GPU daemon"). Not a test: it prints figures.
 //
-//   sigverify_latency_bench [--gpu sleeping|host-kernel] [--window-ms 6000]
+//   sigverify_latency_bench [--gpu sleeping|host-kernel|real] [--window-ms 6000]
 //                           [--bulk-rows N] [--invalid-rows N] [--bulk N] [--bulk-invalid N]
 //                           [--block-rows 4096] [--daemon PATH] [--same-session]
 //                           [-- SIGVERIFYD-ARGS...]
@@ -16,7 +16,8 @@
 // systemd unit gives it a cgroup of its own.
 // --gpu sleeping runs sigverifyd_sleeping_gpu (a GPU's time, asleep:
 // tests/daemon/sleeping_gpu.hpp); host-kernel runs sigverifyd --backend
-// host-kernel (the kernel math on this machine's cores). Without
+// host-kernel (the kernel math on this machine's cores); real runs sigverifyd
+// --backend gpu on this machine's GPUs (scripts/gpu-check.sh). Without
 // SIGVERIFYD-ARGS the sleeping GPU's daemon gets --cpu-threads 8. The load is
 // tests/daemon/latency_load.hpp: bulk clients (one of invalid rows) beside a
 // node's 1-row and block-sized batches, every verdict checked. Printed:
@@ -43,7 +44,7 @@ namespace {
 
 int usage() {
     std::fprintf(stderr,
-                 "usage: sigverify_latency_bench [--gpu sleeping|host-kernel] [--window-ms MS] [--bulk-rows N] "
+                 "usage: sigverify_latency_bench [--gpu sleeping|host-kernel|real] [--window-ms MS] [--bulk-rows N] "
                  "[--invalid-rows N] "
                  "[--bulk N] [--bulk-invalid N] [--block-rows N] [--daemon PATH] [--same-session] [-- SIGVERIFYD-ARGS...]\n");
     return 2;
@@ -95,14 +96,15 @@ int main(int argc, char** argv) {
             for (++i; i < argc; ++i) daemon_args.push_back(argv[i]);
         } else return usage();
     }
-    if (gpu != "sleeping" && gpu != "host-kernel") return usage();
+    if (gpu != "sleeping" && gpu != "host-kernel" && gpu != "real") return usage();
     spec.distinct_rows = std::min(spec.distinct_rows, spec.bulk_rows);
     // The sleeping GPU's workers: two per slot, as GpuBackend::open_all gives a GPU.
     if (gpu == "sleeping" && daemon_args.empty()) daemon_args = {"--cpu-threads", "8"};
 
     cli::DaemonProcessOptions o;
     o.binary = !daemon_bin.empty() ? daemon_bin : gpu == "sleeping" ? SIGVERIFYD_SLEEPING_BIN : SIGVERIFYD_BIN;
-    o.args = {"--backend", "host-kernel", "--gpus", "0"};
+    o.args = gpu == "real" ? std::vector<std::string>{"--backend", "gpu"}
+                           : std::vector<std::string>{"--backend", "host-kernel", "--gpus", "0"};
     o.args.insert(o.args.end(), daemon_args.begin(), daemon_args.end());
     o.temp_template = "/tmp/sigverifyd-bench-XXXXXX";
     // A CPU group of its own, as under its systemd unit (daemon/ops/cpu_group.hpp).

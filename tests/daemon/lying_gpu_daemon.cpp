@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     }
     if (!have_lie) return usage("--lie is required");
     return test::run_stand_in_daemon("sigverifyd_lying", rest, usage, [&spec, &liars](const daemon::Config&) {
-        return daemon::HostKernelFactory([spec, liars](int index, unsigned workers) -> std::unique_ptr<daemon::Backend> {
+        return daemon::HostKernelFactory([spec, liars](int index, unsigned workers, gpu::Status&) -> std::unique_ptr<daemon::Backend> {
             auto honest = std::make_unique<daemon::HostKernelBackend>(index, workers);
             if (!liars.empty() && liars.count(index) == 0) return honest;
             return std::make_unique<test::LyingBackend>(std::move(honest), spec);

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
     return test::run_stand_in_daemon("sigverifyd_sleeping_gpu", rest, usage, [&spec](const daemon::Config& cfg) {
         spec.chunk_rows = std::max<std::size_t>(1, cfg.gpu_chunk_rows);
         auto memo = std::make_shared<test::VerdictMemo>();
-        return daemon::HostKernelFactory([spec, memo](int index, unsigned workers) -> std::unique_ptr<daemon::Backend> {
+        return daemon::HostKernelFactory([spec, memo](int index, unsigned workers, gpu::Status&) -> std::unique_ptr<daemon::Backend> {
             return std::make_unique<test::SleepingGpuBackend>(index, workers, spec, memo);
         });
     });

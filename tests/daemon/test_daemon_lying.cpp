@@ -19,6 +19,7 @@
 #include "daemon_fixture.hpp"
 #include "lying_gpu.hpp"
 #include "ops/ops_helpers.hpp"
+#include "stand_in_probe.hpp"
 #include "reference/group_verdicts.hpp"
 #include "support/first_differences.hpp"
 
@@ -46,30 +47,6 @@ private:
         return o;
     }
 };
-
-std::unique_ptr<Client> connect(const cli::DaemonProcess& d, const char* name) {
-    ClientOptions o;
-    o.runtime_dir = d.dir();
-    o.name = name;
-    return Client::connect(o);
-}
-
-// The stats socket's line of backend `name` ("gpu0"), "" when there is none.
-std::string backend_line(const cli::DaemonProcess& d, const std::string& name) {
-    const std::string all = stats_command(d.dir(), "backends");
-    const std::size_t at = all.find("backend=" + name + " ");
-    if (at == std::string::npos) return "";
-    return all.substr(at, all.find('\n', at) - at);
-}
-
-// The value of a Prometheus sample line that starts with `prefix` (name and
-// labels), or -1.
-long long metric(const cli::DaemonProcess& d, const std::string& prefix) {
-    const std::string text = stats_command(d.dir(), "stats");
-    const std::size_t at = text.find("\n" + prefix + " ");
-    if (at == std::string::npos) return -1;
-    return std::atoll(text.c_str() + at + 1 + prefix.size() + 1);
-}
 
 bool switched_off(const cli::DaemonProcess& d) {
     return backend_line(d, "gpu0").find("switched off") != std::string::npos;
@@ -182,7 +159,7 @@ TEST_CASE("a GPU that calls valid rows invalid: every such verdict of an ecdsa, 
     for (wire::Table table : {wire::Table::ecdsa, wire::Table::schnorr, wire::Table::threshold}) {
         INFO(wire::to_string(table));
         LyingDaemon d({"--lie", "false-invalid", "--lie-every", "16"});
-        auto c = connect(d, "strict");
+        auto c = connect_to(d, "strict");
         const KnownRows k = make_known_rows(table, 600, wire::SigEncoding::opaque, 41 + unsigned(table));
         std::vector<std::uint8_t> rows = k.rows, got(k.expected.size(), 0xAA);
         const BatchResult r = send(*c, table, wire::Mode::results, wire::SigEncoding::opaque, rows, got.size(), got.data());
@@ -223,7 +200,7 @@ TEST_CASE("a GPU that calls needed multisig attempts invalid: their groups fail,
     REQUIRE(want_groups.failed_groups < want_groups.groups.size());
 
     LyingDaemon d({"--lie", "false-invalid", "--lie-every", std::to_string(kEvery)});
-    auto c = connect(d, "needed");
+    auto c = connect_to(d, "needed");
     std::vector<std::uint8_t> got(g.count, 0xAA);
     const BatchResult r = send(*c, wire::Table::multisig, wire::Mode::results, wire::SigEncoding::opaque, rows,
                                g.count, got.data());
@@ -244,7 +221,7 @@ TEST_CASE("a GPU that invents invalid attempts that decide nothing: group and bl
     // One lie per group: 1024 lies in 4096 rows; the 1-in-64 sample misses
     // all of them with probability (63/64)^1024 < 1e-7.
     LyingDaemon d({"--lie", "false-invalid", "--lie-every", "4"});
-    auto c = connect(d, "twins");
+    auto c = connect_to(d, "twins");
     const std::size_t groups = 1024;
     std::vector<std::uint8_t> rows = twin_key_multisig(groups, 4, 77);
     const std::size_t n = groups * 4;
@@ -279,7 +256,7 @@ TEST_CASE("a GPU that calls invalid rows valid is caught by the valid sample; un
     // probability (1023/1024)^20480 < 3e-9. This is the trade-off of
     // docs/security.md: a false VALID is caught only when it is sampled.
     LyingDaemon d({"--lie", "false-valid", "--lie-every", "1"});
-    auto c = connect(d, "false-valid");
+    auto c = connect_to(d, "false-valid");
     std::size_t batches = 0, wrong = 0;
     while (!switched_off(d) && batches < 40) {
         const KnownRows k = make_known_rows(wire::Table::ecdsa, 2048, wire::SigEncoding::opaque, 300 + batches);
@@ -322,7 +299,7 @@ TEST_CASE("a GPU that lies only on rows read in place: the verdicts stay libsecp
     // been switched off), gives the row libsecp256k1's verdict, and stages
     // that client's later batches, so the liar never sees its rows in place
     // again.
-    auto c = connect(d, "in-place");
+    auto c = connect_to(d, "in-place");
     batch(*c, wire::Table::ecdsa, 61);
     const long long first = metric(d, rewritten_metric);
     CHECK(first >= 1);
@@ -331,7 +308,7 @@ TEST_CASE("a GPU that lies only on rows read in place: the verdicts stay libsecp
     CHECK(metric(d, rewritten_metric) == first);
     // A new session's rows are read in place again: its first batch meets
     // the liar too, and gets the true verdicts all the same.
-    auto c2 = connect(d, "in-place-2");
+    auto c2 = connect_to(d, "in-place-2");
     batch(*c2, wire::Table::schnorr, 65);
     const long long second = metric(d, rewritten_metric);
     CHECK(second > first);

@@ -4,8 +4,10 @@
 //
 //  1. discovery and the start-up self-test on the chosen device;
 //  2. differential: generated rows of all four tables (ECDSA tables in both
-//     encodings), GPU verdicts against the oracle row by row (results mode)
-//     and byte for byte (collect mode);
+//     encodings; 30% broken, 25% high-S, and 1 in 8 made hostile: s or r 0 or
+//     >= n, a key x >= p, a bad key prefix, an all-0xFF signature), GPU
+//     verdicts against the oracle row by row (results mode) and byte for
+//     byte (collect mode);
 //  3. benchmark on the same rows: end-to-end verify() (host -> device ->
 //     verdicts, pinned staging, chunked over streams), kernel-only (CUDA
 //     events over rows already on the device), and the CPU oracle on all
@@ -19,6 +21,12 @@
 //
 // Usage: gpu_check [--rows N] [--device I] [--streams S] [--chunk-mb M]
 //                  [--tpb T] [--repeats R] [--self-test-only]
+//                  [--tables ecdsa,schnorr] [--no-bench] [--no-hostile]
+// --tables: only these tables (the sanitizer and Nsight runs of
+// scripts/gpu-check.sh: ecdsa launches verify_kernel, schnorr parity_kernel
+// too); --no-bench: verdicts only (no end-to-end, kernel-only or CPU rate);
+// --no-hostile: the generated rows only (the rows of earlier kernels'
+// gpu_check, for rates side by side).
 // Exit: 0 pass, 1 wrong verdicts or failed self-test, 2 CUDA or usage error,
 // 77 no GPU (nothing was checked: skipped, not passed).
 #include <algorithm>
@@ -32,6 +40,7 @@
 
 #include "kernels/gpu_verifier.hpp"
 #include "kernels/kernel_math.hpp"
+#include "kernels/record_layout.hpp"
 
 #if SIGVERIFY_GPU_CHECK_WITH_REFERENCE
 #include "reference/reference_verifier.hpp"
@@ -54,6 +63,9 @@ struct Args {
     gpu::Options options;
     int repeats = 3;
     bool self_test_only = false;
+    bool bench = true;
+    bool hostile = true;
+    std::string tables;  // comma-separated; empty: all
 };
 
 bool parse(int argc, char** argv, Args& a) {
@@ -80,9 +92,15 @@ bool parse(int argc, char** argv, Args& a) {
             a.repeats = int(v);
         } else if (s == "--self-test-only") {
             a.self_test_only = true;
+        } else if (s == "--no-bench") {
+            a.bench = false;
+        } else if (s == "--no-hostile") {
+            a.hostile = false;
+        } else if (s == "--tables" && i + 1 < argc) {
+            a.tables = argv[++i];
         } else {
             std::fprintf(stderr, "usage: gpu_check [--rows N] [--device I] [--streams S] [--chunk-mb M] "
-                                 "[--tpb T] [--repeats R] [--self-test-only]\n");
+                                 "[--tpb T] [--repeats R] [--self-test-only] [--tables LIST] [--no-bench] [--no-hostile]\n");
             return false;
         }
     }
@@ -123,6 +141,25 @@ struct Oracle {
     }
 #endif
 };
+
+// Hostile rows, 1 in 8: fields a parser must refuse (or, for a high s, take)
+// without reading past them; the oracle decides each verdict.
+void make_hostile(std::vector<std::uint8_t>& rows, wire::RecordKind kind, std::size_t stride, std::size_t n) {
+    const int sig = kind == wire::RecordKind::ecdsa ? kernels::kEcdsaSig : kernels::kSchnorrSig;
+    const int key_x = kind == wire::RecordKind::ecdsa ? kernels::kRecKey + 1 : kernels::kRecKey;
+    for (std::size_t i = 3; i < n; i += 8) {
+        std::uint8_t* r = rows.data() + i * stride;
+        switch ((i / 8) % 6) {
+        case 0: std::memset(r + sig, 0, 32); break;                   // r (or R.x) = 0
+        case 1: std::memset(r + sig + 32, 0xFF, 32); break;           // s >= n
+        case 2: std::memset(r + key_x, 0xFF, 32); break;              // key x >= p
+        case 3: if (kind == wire::RecordKind::ecdsa) r[kernels::kRecKey] = 0x05; else std::memset(r + sig, 0xFF, 32);
+            break;                                                    // bad prefix / R.x >= p
+        case 4: std::memset(r + sig, 0xFF, 64); break;                // all-0xFF signature
+        default: std::memset(r + sig + 32, 0, 32); break;             // s = 0
+        }
+    }
+}
 
 }  // namespace
 
@@ -177,12 +214,16 @@ int main(int argc, char** argv) {
                 "diff", "coll", "gpu_e2e/s", "kernel/s", "cpu/s", "e2e/cpu", "ker/cpu");
     std::vector<std::string> notes;
     for (const Config& c : configs) {
+        if (!args.tables.empty() && ("," + args.tables + ",").find("," + std::string(wire::to_string(c.table)) + ",") ==
+                                        std::string::npos)
+            continue;
         const std::size_t n = args.rows;
         t0 = clk::now();
         auto rows = oracle.generate(c.table, c.enc, n, 0x5EED0000u + unsigned(c.table) * 2 + unsigned(c.enc));
         const double gen_s = seconds_since(t0);
         const wire::RecordKind kind = wire::record_kind(c.table);
         const std::size_t ks = wire::canonical_tail_size(c.table);
+        if (args.hostile) make_hostile(rows, kind, wire::stride(kind, ks), n);
         const wire::RowSpan span{kind, ks, c.enc, rows.data(), n};
 
         std::vector<std::uint8_t> want(n), got(n, 0xEE);
@@ -223,7 +264,7 @@ int main(int argc, char** argv) {
         const bool collect_ok = collected == expect;
 
         double kernel_rps = 0;
-        st = dev->benchmark_kernel(span, args.repeats, kernel_rps);
+        st = args.bench ? dev->benchmark_kernel(span, args.repeats, kernel_rps) : gpu::Status::success();
         if (!st.ok()) {
             std::printf("FAIL kernel benchmark: %s\n", st.message.c_str());
             return 2;

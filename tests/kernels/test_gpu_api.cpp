@@ -68,3 +68,82 @@ TEST_CASE("small launches spread over every SM, large ones keep the configured b
     }
     CHECK(spread_threads_per_block(100, 128, 0, 1) == 128);  // unknown SM count: unchanged
 }
+
+TEST_CASE("which GPUs a build's architecture list runs on", "[kernels][gpu][unit]") {
+    using gpu::ImageFit;
+    using gpu::kernel_image_for;
+    // The default (every architecture) list: machine code for every GPU from sm_75 to sm_120.
+    const std::string_view all = "75-real,80-real,86-real,89-real,90-real,100-real,120-real,120-virtual";
+    for (const auto& [major, minor] : {std::pair{7, 5}, {8, 0}, {8, 6}, {8, 7}, {8, 9}, {9, 0}, {10, 0}, {10, 3},
+                                        {12, 0}, {12, 1}}) {
+        INFO(major << "." << minor);
+        CHECK(kernel_image_for(major, minor, all) == ImageFit::machine_code);
+    }
+    CHECK(kernel_image_for(13, 0, all) == ImageFit::ptx_jit);  // a later GPU: the driver compiles compute_120
+    CHECK(kernel_image_for(6, 1, all) == ImageFit::none);      // Pascal: CUDA 13 builds nothing older than Turing
+    CHECK(kernel_image_for(11, 0, all) == ImageFit::none);     // sm_100 code is another major; compute_120 is newer
+
+    // CI's one-architecture build (sm_90 + compute_90 PTX): what issue 40 found.
+    const std::string_view one = "90-real,90-virtual";
+    CHECK(kernel_image_for(9, 0, one) == ImageFit::machine_code);
+    for (const auto& [major, minor] : {std::pair{7, 5}, {8, 0}, {8, 6}, {8, 9}})
+        CHECK(kernel_image_for(major, minor, one) == ImageFit::none);  // RTX 20/30/40, A100: no kernel image
+    CHECK(kernel_image_for(12, 0, one) == ImageFit::ptx_jit);          // RTX 50: JIT from compute_90
+    CHECK(kernel_image_for(10, 0, one) == ImageFit::ptx_jit);
+
+    // Plain numbers are machine code and PTX; 'a' images run on that GPU only.
+    CHECK(kernel_image_for(8, 6, "80") == ImageFit::machine_code);
+    CHECK(kernel_image_for(9, 0, "80") == ImageFit::ptx_jit);
+    CHECK(kernel_image_for(9, 0, "90a-real") == ImageFit::machine_code);
+    CHECK(kernel_image_for(10, 0, "90a-real,90a-virtual") == ImageFit::none);
+    // What it cannot read, the runtime decides; an empty list (no CUDA) runs nothing.
+    CHECK(kernel_image_for(8, 6, "native") == ImageFit::unknown);
+    CHECK(kernel_image_for(8, 6, "90-real,all-major") == ImageFit::unknown);
+    CHECK(kernel_image_for(8, 6, "") == ImageFit::none);
+    CHECK(kernel_image_for(8, 6, ",,86-real,") == ImageFit::machine_code);
+}
+
+TEST_CASE("a GPU without an image is reported as exactly that, with the rebuild command", "[kernels][gpu][unit]") {
+    gpu::DeviceInfo d;
+    d.index = 1;
+    d.name = "NVIDIA GeForce RTX 3090";
+    d.cc_major = 8;
+    d.cc_minor = 6;
+    const std::string m = gpu::no_kernel_image_message(d, "90-real,90-virtual");
+    INFO(m);
+    // its first 47 bytes are what `sigverify info` shows
+    CHECK(m.rfind("no kernel image for sm_86 in this build", 0) == 0);
+    CHECK(m.find("sm_90 compute_90 (PTX)") != std::string::npos);
+    CHECK(m.find("NVIDIA GeForce RTX 3090") != std::string::npos);
+    CHECK(m.find("-DSIGVERIFY_CUDA_ALL_ARCHITECTURES=ON") != std::string::npos);
+    CHECK(m.find("-DCMAKE_CUDA_ARCHITECTURES=86-real") != std::string::npos);
+    CHECK(m.find("./scripts/run.sh") != std::string::npos);
+    d.cc_major = 6;
+    d.cc_minor = 1;
+    const std::string old = gpu::no_kernel_image_message(d, "90-real,90-virtual");
+    CHECK(old.rfind("no kernel image for sm_61", 0) == 0);
+    CHECK(old.find("sm_75 (Turing) and later only") != std::string::npos);
+
+    CHECK(gpu::architectures_text("75-real,90,120-virtual") == "sm_75 sm_90 compute_90 (PTX) compute_120 (PTX)");
+    CHECK(gpu::architectures_text("") == "nothing (built without CUDA)");
+    CHECK(gpu::architectures_text("native") == "native");
+    // The build knows its own list (empty without CUDA).
+    CHECK(gpu::built_with_cuda() == !gpu::built_architectures().empty());
+}
+
+TEST_CASE("the runtime's no-image errors are classified as no_kernel_image", "[kernels][gpu][unit]") {
+    CHECK(gpu::classify_cuda_error(gpu::kCudaErrorNoKernelImageForDevice) == gpu::Code::no_kernel_image);
+    CHECK(gpu::classify_cuda_error(gpu::kCudaErrorInvalidDeviceFunction) == gpu::Code::no_kernel_image);
+    CHECK(gpu::classify_cuda_error(2) == gpu::Code::cuda_error);    // cudaErrorMemoryAllocation
+    CHECK(gpu::classify_cuda_error(700) == gpu::Code::cuda_error);  // cudaErrorIllegalAddress
+    CHECK(gpu::to_string(gpu::Code::no_kernel_image) == "no_kernel_image");
+    CHECK(gpu::to_string(gpu::Code::timeout) == "timeout");
+}
+
+TEST_CASE("a wait's deadline: the floor, plus slack for its rows at the slowest measured rate", "[kernels][gpu][unit]") {
+    CHECK(gpu::wait_deadline_s(0, 0, 10) == 10);
+    CHECK(gpu::wait_deadline_s(1000, 1e6, 10) == Approx(10 + gpu::kWaitSlack * 1e-3));
+    // before any measurement, a rate slower than any supported GPU
+    CHECK(gpu::wait_deadline_s(100000, 0, 2) == Approx(2 + gpu::kWaitSlack * 100000 / gpu::kWaitPriorRowsPerS));
+    CHECK(gpu::wait_deadline_s(1 << 20, 1e6, 10) > gpu::wait_deadline_s(1 << 20, 2e7, 10));
+}

@@ -22,6 +22,7 @@
 #include "kernels/verify32.hpp"
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
+#include "tests/kernels/host_rows.hpp"
 
 using namespace sigverify;
 using namespace sigverify::kernels;
@@ -263,4 +264,101 @@ TEST_CASE("batch inverse: BIP-340 blocks through the parity step against libsecp
         }
     }
     CHECK(valid > 150);
+}
+
+// --- BIP-340's parity in the row: the placement without park words (issue 40.4)
+
+TEST_CASE("parity placement: the second kernel runs exactly where the row's global scratch holds Y and Z",
+          "[kernels][unit]") {
+    for (int bits = 0; bits < 8; ++bits) {
+        const ScratchPlacement p{(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0};
+        INFO("p_table_shared " << p.p_table_shared << ", streams_shared " << p.streams_shared << ", zg_shared "
+                               << p.zg_shared);
+        CHECK(parity_kernel_runs(p) == (global_words_per_thread(p) >= kParityParkWords));
+    }
+    // allshared (SV_SCRATCH_ALL_SHARED): no global scratch, the row inverts its own Z
+    CHECK_FALSE(parity_kernel_runs(ScratchPlacement{true, true, true}));
+    // p12shared on sm_90: only zg global (24 words), enough to park Y and Z
+    CHECK(parity_kernel_runs(ScratchPlacement{true, true, false}));
+    // this build's placement on every architecture: the parity kernel
+    for (int arch : {750, 800, 860, 870, 890, 900, 1000, 1030, 1200}) CHECK(parity_kernel_runs(scratch_placement(arch)));
+}
+
+namespace {
+
+// A BIP-340 record for key d and nonce k on message bytes `seed`: s = k + e d,
+// valid exactly when R = kG has an even y (the signer's choice, not made
+// here), so about half are invalid only through R.y's parity.
+wire::SchnorrRecord parity_record(std::uint64_t seed) {
+    Sc d = kernel_test::detail::derive_scalar(seed, 1, 'd');
+    const Sc k = kernel_test::detail::derive_scalar(seed, 2, 'k');
+    Ge P = kernel_test::detail::mul_g(d);
+    if (fe_is_odd(P.y)) {  // BIP-340 keys have even y
+        sc_neg(d, d);
+        ge_neg(P, P);
+    }
+    const Ge R = kernel_test::detail::mul_g(k);
+    wire::SchnorrRecord rec{};
+    kernel_test::detail::derive(rec.hash, seed, 3, 'm');
+    fe_get_b32(rec.xonly, P.x);
+    fe_get_b32(rec.sig, R.x);
+    u8 eb[32];
+    bip340_challenge(eb, rec.sig, rec.xonly, rec.hash);
+    Sc e, s;
+    sc_set_bytes(e, eb, ByteOrder::big);
+    sc_mul(s, e, d);
+    sc_add(s, s, k);
+    sc_get_b32(rec.sig + 32, s);
+    return rec;
+}
+
+}  // namespace
+
+TEST_CASE("parity in the row (allshared's placement) gives the parity kernel's verdicts and libsecp256k1's",
+          "[kernels][differential]") {
+    reference::RowVerifier ref;
+    // generated rows (30% broken), hostile ones, and rows whose R has an odd y
+    reference::GenOptions o;
+    o.table = wire::Table::schnorr;
+    o.count = 400;
+    o.tail_size = 0;
+    o.invalid_rate = 0.3;
+    o.seed = 0x9A41;
+    std::vector<u8> rows = reference::generate_rows(o);
+    const std::size_t stride = wire::stride(wire::RecordKind::schnorr, 0);
+    for (std::size_t i = 5; i < o.count; i += 37) std::memset(rows.data() + i * stride + kSchnorrSig + 32, 0xFF, 32);
+    for (std::size_t i = 11; i < o.count; i += 41) std::memset(rows.data() + i * stride + kRecKey, 0xFF, 32);
+    for (std::size_t i = 17; i < o.count; i += 43) std::memset(rows.data() + i * stride + kSchnorrSig + 32, 0, 32);
+    for (std::uint64_t seed = 0; seed < 120; ++seed) {
+        const wire::SchnorrRecord rec = parity_record(0x0DD0 + seed);
+        const auto* b = reinterpret_cast<const u8*>(&rec);
+        rows.insert(rows.end(), b, b + sizeof rec);
+    }
+    const std::size_t n = rows.size() / stride;
+    const wire::RowSpan span{wire::RecordKind::schnorr, 0, wire::SigEncoding::opaque, rows.data(), n};
+    std::size_t reached_parity = 0, odd_rejected = 0, valid = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        INFO("row " << i);
+        const u8* rec = span.row(i);
+        HostScratch32 scratch;
+        const u8 in_row = verify_row32<false>(rec, true, false, scratch.view(), host_g_table32());
+        // the parked form, as the host twin and the parity kernel run it
+        HostScratch32 scratch2;
+        u32 park[kParityParkWords];
+        const u8 parked_raw = verify_row32<true>(rec, true, false, scratch2.view(), host_g_table32(), park);
+        const u8 parked = verify_record32(rec, wire::RecordKind::schnorr, wire::SigEncoding::opaque);
+        CHECK(int(in_row) == int(parked));
+        CHECK(in_row != kVerdictParity);  // the row answers itself
+        const bool want = ref.verify_row(span, i);
+        CHECK(resolve_verdict32(in_row, rec, wire::RecordKind::schnorr, wire::SigEncoding::opaque) == want);
+        if (parked_raw == kVerdictParity) {
+            ++reached_parity;
+            odd_rejected += in_row == kVerdictInvalid;
+        }
+        valid += want;
+    }
+    // the parity decided many rows, both ways
+    CHECK(reached_parity > 200);
+    CHECK(odd_rejected > 20);
+    CHECK(valid > 200);
 }

@@ -42,7 +42,7 @@ void fill(Metrics& m) {
           &m.gpu_crosscheck_mismatches, &m.gpu_errors, &m.confirm_batches_strict, &m.confirm_batches_groups,
           &m.confirm_repaired_rows, &m.rows_in_place, &m.rows_staged, &m.split_cpu_rows, &m.stats_requests,
           &m.stats_refused, &m.stats_dropped, &m.stats_evicted, &m.textfile_writes, &m.textfile_errors,
-          &m.config_reloads, &m.config_reload_errors, &m.lane_indebted_chunks})
+          &m.config_reloads, &m.config_reload_errors, &m.lane_indebted_chunks, &m.gpu_timeouts})
         *c = next();
 }
 
@@ -78,6 +78,7 @@ StatsSnapshot snapshot(Metrics& m) {
     gpu.rows_confirmed = 61;
     gpu.invalid_unconfirmed = 67;
     gpu.rows_rewritten = 71;
+    gpu.timeouts = 73;
     BackendInfo cpu;
     cpu.name = "cpu-fallback";
     cpu.kind = "cpu";
