@@ -4,7 +4,8 @@
 # each for a bounded time, starting from the committed seeds.
 #
 #   scripts/fuzz.sh [seconds]      total fuzzing time (default 60), split between
-#                                  fuzz_session (2/3) and fuzz_segment_checks (1/3)
+#                                  fuzz_session (1/2), fuzz_verify_diff (1/3) and
+#                                  fuzz_segment_checks (the rest)
 #   scripts/fuzz.sh --replay       no fuzzing: runs every committed input of
 #                                  tests/fuzz/corpus once through its harness (the
 #                                  regression inputs of tests/fuzz/gen_regressions.py
@@ -52,7 +53,7 @@ cmake -S "$ROOT/tests/fuzz" -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" \
   -DCMAKE_C_FLAGS="$FLAGS" -DCMAKE_CXX_FLAGS="$FLAGS" >/dev/null
 echo "==> building fuzz targets"
-cmake --build "$FUZZ_DIR" -j "$JOBS" --target fuzz_session fuzz_segment_checks
+cmake --build "$FUZZ_DIR" -j "$JOBS" --target fuzz_session fuzz_segment_checks fuzz_verify_diff
 
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:handle_sigbus=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -82,6 +83,7 @@ replay() {
 if [ $REPLAY -eq 1 ]; then
   replay fuzz_session
   replay fuzz_segment_checks
+  replay fuzz_verify_diff
   exit $rc
 fi
 # run TARGET SECONDS
@@ -108,6 +110,7 @@ run() {
   ft=$(grep -o 'ft: [0-9]*' "$FUZZ_DIR/$target.log" | tail -1 | cut -d' ' -f2)
   echo "    $target: ${execs:-?} execs in ${secs}s ($(( ${execs:-0} / secs ))/s), coverage ${cov:-?} edges, ${ft:-?} features, corpus $before -> $after inputs"
 }
-run fuzz_session $((SECS * 2 / 3))
-run fuzz_segment_checks $((SECS - SECS * 2 / 3))
+run fuzz_session $((SECS / 2))
+run fuzz_verify_diff $((SECS / 3))
+run fuzz_segment_checks $((SECS - SECS / 2 - SECS / 3))
 exit $rc

@@ -400,6 +400,42 @@ TEST_CASE("the job-end repair of one batch is handed out to every worker, each w
     CHECK(passes(groups_of(t, r.results)) == std::vector<bool>(kGroups, true));
 }
 
+TEST_CASE("the job-end repair's last piece decides verdicts: every group of it stays true", "[confirm][repair]") {
+    // The test above sees a dropped repair piece only in a row count: its
+    // repaired rows are truly invalid. Here each repaired row decides its
+    // group. Group g: rows 2g (0, 0) and 2g+1 (0, 2), both valid, then row
+    // 2G + g (1, 1), valid: truly the group passes (keys 0 < 1). The primary
+    // calls every (0, 0) invalid. A first-part chunk (64 rows, 32 whole
+    // groups) still passes each group on (0, 2) and confirms nothing; with
+    // (1, 1) the group would fail (key 2 is not before key 1). So only the
+    // job-end repair of the first part's chunks (one 64-row piece each, the
+    // last one rows 192-255) gives the true verdicts: any piece left out
+    // fails the groups of its chunk.
+    constexpr unsigned kGroups = 128;
+    std::vector<Spec> spec;
+    for (unsigned g = 0; g < kGroups; ++g) {
+        spec.push_back({true, 0, 0, std::uint16_t(g), 9});
+        spec.push_back({true, 0, 2, std::uint16_t(g), 9});
+    }
+    for (unsigned g = 0; g < kGroups; ++g) spec.push_back({true, 1, 1, std::uint16_t(g), 9});
+    Table t = build(spec);
+    REQUIRE(passes(groups_of(t, t.truth)) == std::vector<bool>(kGroups, true));
+    Setup s;
+    s.workers = 1;  // chunks in order: the first part registers every group first
+    s.chunk_rows = 64;
+    Run r;
+    run(t, s, [&](std::size_t row, std::uint8_t v) { return row < 2 * kGroups && row % 2 == 0 ? std::uint8_t(0) : v; },
+        r);
+    CHECK(r.primary_enabled);  // a repair blames nobody
+    CHECK(r.unconfirmed == kGroups);  // no chunk confirmed a lie: only the repair can
+    CHECK(r.results == t.truth);
+    const std::vector<bool> got = passes(groups_of(t, r.results));
+    REQUIRE(got.size() == kGroups);
+    // The last piece's groups (96-127) by name, then all.
+    CHECK(std::vector<bool>(got.begin() + 96, got.end()) == std::vector<bool>(32, true));
+    CHECK(got == std::vector<bool>(kGroups, true));
+}
+
 TEST_CASE("small chunks and several workers: group verdicts stay exact", "[confirm]") {
     Table t = build(multisig_groups(300, 0.2, 6));
     const auto truth_groups = passes(groups_of(t, t.truth));

@@ -281,6 +281,61 @@ TEST_CASE("a GPU that calls invalid rows valid is caught by the valid sample; un
     CHECK(first_differences(got, k.expected) == "");
 }
 
+TEST_CASE("a GPU that calls invalid multisig and threshold rows valid is caught by the valid sample on the default "
+          "rule; until then every wrong verdict is a false VALID on an invalid row, and afterwards there is none",
+          "[daemon][lying][sample]") {
+    // As the ecdsa case above, on the two tables whose confirmation differs
+    // from it: multisig under the groups rule (a chunk whose groups all pass
+    // confirms nothing; only the VALID sample can see a false VALID) and
+    // threshold under strict. Generated rows (multisig: CHECKMULTISIG-like
+    // groups, each signature valid under one key), 2048 a batch; every
+    // invalid row is a lie, so the 1-in-1024 sample misses 40 batches' lies
+    // with probability far below 1e-9 (multisig: most rows are invalid
+    // attempts; threshold: a quarter).
+    for (wire::Table table : {wire::Table::multisig, wire::Table::threshold}) {
+        INFO(wire::to_string(table));
+        LyingDaemon d({"--lie", "false-valid", "--lie-every", "1"});
+        auto c = connect_to(d, "false-valid");
+        auto rows_of = [&](std::uint64_t seed) {
+            reference::GenOptions g;
+            g.table = table;
+            g.count = 2048;
+            g.invalid_rate = 0.25;
+            g.seed = seed;
+            g.threads = 1;
+            return reference::generate_rows(g);
+        };
+        std::size_t batches = 0, wrong = 0;
+        while (!switched_off(d) && batches < 40) {
+            std::vector<std::uint8_t> rows = rows_of(700 + batches);
+            const wire::RowSpan span = span_of(table, wire::SigEncoding::opaque, rows, 2048);
+            const std::vector<std::uint8_t> want = reference_verdicts(span);
+            std::vector<std::uint8_t> got(want.size(), 0xAA);
+            REQUIRE(send(*c, table, wire::Mode::results, wire::SigEncoding::opaque, rows, got.size(), got.data()).ok());
+            ++batches;
+            for (std::size_t i = 0; i < got.size(); ++i) {
+                if (got[i] == want[i]) continue;
+                ++wrong;
+                INFO("batch " << batches << " row " << i);
+                REQUIRE(got[i] == 1);  // a false INVALID would be a confirmation failure
+                REQUIRE(want[i] == 0);
+            }
+        }
+        std::printf("false-valid GPU, %s: %s after %zu batch(es); %zu false VALID verdicts reached the client before\n",
+                    std::string(wire::to_string(table)).c_str(), switched_off(d) ? "switched off" : "STILL ON", batches,
+                    wrong);
+        check_caught(d);
+        std::vector<std::uint8_t> rows = rows_of(999);
+        const wire::RowSpan span = span_of(table, wire::SigEncoding::opaque, rows, 2048);
+        const std::vector<std::uint8_t> want = reference_verdicts(span);
+        std::vector<std::uint8_t> got(want.size(), 0xAA);
+        REQUIRE(send(*c, table, wire::Mode::results, wire::SigEncoding::opaque, rows, got.size(), got.data()).ok());
+        CHECK(first_differences(got, want) == "");
+        if (table == wire::Table::multisig)
+            CHECK(group_differences(multisig_groups(span, got), multisig_groups(span, want)) == "");
+    }
+}
+
 TEST_CASE("a GPU that lies only on rows read in place: the verdicts stay libsecp256k1's, each caught lie is "
           "counted, and the client's later batches are staged out of the liar's reach",
           "[daemon][lying][in-place]") {

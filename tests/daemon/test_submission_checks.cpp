@@ -455,3 +455,126 @@ TEST_CASE("fill_job: registered columns are no pointers (read with pread), verdi
     CHECK(j.results == arena.data() + 4096);
     require_fresh_state(j);
 }
+
+namespace {
+
+constexpr std::uint64_t kBoundaryArena = 1 << 16;
+
+// A registered entry of n rows of `kind`, results at results_offset: the
+// one-buffer form (columns at offsets of buffer 7) or the set form (the set
+// at set_offset in the arena).
+shm::SubmissionEntry registered_entry(bool set_form, wire::RecordKind kind, std::uint64_t n,
+                                      std::uint64_t results_offset, std::uint64_t set_offset = 0) {
+    shm::SubmissionEntry e = verify_entry(set_offset, results_offset, n);
+    e.opcode = static_cast<std::uint8_t>(set_form ? shm::Opcode::verify_registered_column_set
+                                                  : shm::Opcode::verify_registered_columns);
+    e.record_kind = static_cast<std::uint8_t>(kind);
+    e.key_size = 0;
+    if (!set_form) shm::set_registered_offsets(e, shm::RegisteredColumnOffsets{0, 0, 7});
+    return e;
+}
+
+// The whole check of a registered entry: the entry's own part, then its
+// columns against buffers of sizes[] (message, key, signature; the
+// one-buffer form uses sizes[0]). detail: which range failed.
+Status check_registered(bool set_form, shm::SubmissionEntry e, const std::uint64_t (&offsets)[3],
+                        const std::uint64_t (&sizes)[3], shm::ColumnDetail& detail) {
+    if (!set_form) {
+        e.rows_offset = offsets[0];
+        shm::set_registered_offsets(e, shm::RegisteredColumnOffsets{offsets[1], offsets[2], 7});
+    }
+    shm::CheckedSubmission c;
+    std::uint32_t d = 0;
+    Status st = shm::check_submission(e, kBoundaryArena, c, &d);
+    if (st == Status::ok) {
+        if (set_form) {
+            shm::RegisteredColumnSet set{};
+            set.message = {1, offsets[0]};
+            set.key = {2, offsets[1]};
+            set.signature = {3, offsets[2]};
+            st = shm::check_registered_column_set(c, set, sizes, &d);
+        } else {
+            st = shm::check_registered_columns(c, sizes[0], &d);
+        }
+    }
+    detail = static_cast<shm::ColumnDetail>(d);
+    return st;
+}
+
+}  // namespace
+
+TEST_CASE("registered forms: every range check at its exact boundary (in at the last byte, out one byte past)",
+          "[daemon][ring][registered][boundary]") {
+    constexpr std::uint64_t n = 10;
+    constexpr shm::ColumnDetail kColumn[3] = {shm::ColumnDetail::message, shm::ColumnDetail::key,
+                                              shm::ColumnDetail::signature};
+    for (bool set_form : {false, true})
+        for (wire::RecordKind kind : {wire::RecordKind::ecdsa, wire::RecordKind::schnorr}) {
+            INFO((set_form ? "verify_registered_column_set" : "verify_registered_columns") << ", "
+                 << wire::to_string(kind));
+            const std::uint64_t widths[3] = {wire::kColumnMessageWidth, wire::column_key_width(kind),
+                                             wire::kColumnSignatureWidth};
+            // Buffers just large enough for every column side by side (the one-buffer form) or
+            // for its own column (the set form).
+            const std::uint64_t total = n * (widths[0] + widths[1] + widths[2]);
+            const std::uint64_t sizes[3] = {set_form ? n * widths[0] + 100 : total, set_form ? n * widths[1] + 200 : total,
+                                            set_form ? n * widths[2] + 300 : total};
+            // The last column ends at its buffer's last byte.
+            std::uint64_t at[3];
+            if (set_form) {
+                for (int i = 0; i < 3; ++i) at[i] = sizes[i] - n * widths[i];
+            } else {
+                at[0] = 0;
+                at[1] = n * widths[0];
+                at[2] = total - n * widths[2];
+            }
+            const shm::SubmissionEntry e = registered_entry(set_form, kind, n, kBoundaryArena - n, 64);
+            shm::ColumnDetail d{};
+            REQUIRE(check_registered(set_form, e, at, sizes, d) == Status::ok);
+            // Each column whose end can move one byte past its buffer.
+            for (int i = 0; i < 3; ++i) {
+                std::uint64_t moved[3] = {at[0], at[1], at[2]};
+                if (!set_form && i < 2) continue;  // side by side: only the last one touches the end
+                ++moved[i];
+                INFO("column " << i << " one byte past its buffer's end");
+                CHECK(check_registered(set_form, e, moved, sizes, d) == Status::bad_range);
+                CHECK(d == kColumn[i]);
+            }
+            if (!set_form) {
+                // Every column alone at the buffer's end: in; one byte further: out.
+                for (int i = 0; i < 3; ++i) {
+                    std::uint64_t alone[3] = {0, 0, 0};
+                    alone[i] = total - n * widths[i];
+                    CHECK(check_registered(set_form, e, alone, sizes, d) == Status::ok);
+                    ++alone[i];
+                    CHECK(check_registered(set_form, e, alone, sizes, d) == Status::bad_range);
+                    CHECK(d == kColumn[i]);
+                }
+                // As many rows as the buffer holds records: in; one more: out, before any column.
+                const std::uint64_t most = total / wire::record_size(kind);
+                const std::uint64_t zero[3] = {0, 0, 0};
+                const std::uint64_t one_size[3] = {most * wire::record_size(kind), 0, 0};
+                shm::SubmissionEntry full = registered_entry(false, kind, most, 0);
+                CHECK(check_registered(false, full, zero, one_size, d) == Status::ok);
+                full.row_count = most + 1;
+                CHECK(check_registered(false, full, zero, one_size, d) == Status::bad_range);
+                CHECK(d == shm::ColumnDetail::row_count);
+            } else {
+                // The set itself: its last byte at the arena's end is in; 8 bytes later (the
+                // next aligned offset) is out, and so is an unaligned one.
+                shm::SubmissionEntry last = registered_entry(true, kind, n, 0, kBoundaryArena - 64);
+                CHECK(check_registered(true, last, at, sizes, d) == Status::ok);
+                last.rows_offset += 8;
+                CHECK(check_registered(true, last, at, sizes, d) == Status::bad_range);
+                CHECK(d == shm::ColumnDetail::column_set);
+                last.rows_offset = 68;
+                CHECK(check_registered(true, last, at, sizes, d) == Status::bad_range);
+                CHECK(d == shm::ColumnDetail::column_set);
+            }
+            // The results, in the arena, in either form: ending at its last byte is in.
+            shm::SubmissionEntry past = e;
+            past.results_offset = kBoundaryArena - n + 1;
+            CHECK(check_registered(set_form, past, at, sizes, d) == Status::bad_range);
+            CHECK(d == shm::ColumnDetail::results);
+        }
+}

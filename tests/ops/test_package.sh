@@ -10,6 +10,9 @@
 # the installed daemon; the optional libbitcoin layer (libsigverify-libbitcoin-dev)
 # builds libbitcoin's call site with only `pkg-config secp256k1-fast` and it runs
 # through that daemon. A purge removes the config and the unit's enablement.
+# The packaged binaries and library carry Debian's hardening (PIE, RELRO,
+# BIND_NOW, stack protector, fortify), and a second build of the same commit
+# from clean gives byte-identical .debs (or the differences are listed).
 # usage: test_package.sh SOURCE_DIR PACKAGE_BUILD_DIR [cmake arguments for the package build]
 set -euo pipefail
 SRC=$1 PKG_BUILD=$2
@@ -95,6 +98,33 @@ grep -q "libsigverify0 (= $V)" <<<"$(dpkg-deb -f "$DEV" Depends)" || fail "libsi
   fail "libsigverify-libbitcoin-dev Depends: '$(dpkg-deb -f "$LBTC" Depends)', expected 'libsigverify-dev (= $V)'"
 echo "control: ok"
 
+# --- Debian's hardening flags, as the packaged ELF files show them --------------------
+# (scripts/package.sh passes dpkg-buildflags' hardening=+all; what hardening-check
+# of devscripts reports, read with readelf.) PIE: an executable of type DYN with
+# the PIE flag; RELRO and BIND_NOW (-z relro -z now: the whole GOT read-only once
+# loaded); the stack protector (__stack_chk_fail) and _FORTIFY_SOURCE (the
+# checking __*_chk variants of libc calls) imported.
+mkdir "$T/x"
+dpkg-deb -x "$D" "$T/x"
+dpkg-deb -x "$L" "$T/x"
+hardened() {  # hardened ELF [exe|lib]
+  local elf=$1 what=$2 dyn syms
+  dyn=$(readelf -dW "$elf") syms=$(readelf --dyn-syms -W "$elf")
+  if [ "$what" = exe ]; then
+    readelf -hW "$elf" | grep -q 'Type: *DYN' || fail "$elf is not position-independent (ELF type not DYN)"
+    grep -Eq 'FLAGS_1.*PIE' <<<"$dyn" || fail "$elf has no PIE flag"
+  fi
+  readelf -lW "$elf" | grep -q GNU_RELRO || fail "$elf has no RELRO segment"
+  grep -Eq 'BIND_NOW|FLAGS_1.* NOW' <<<"$dyn" || fail "$elf is not linked with -z now"
+  grep -q '__stack_chk_fail' <<<"$syms" || fail "$elf has no stack protector (__stack_chk_fail)"
+  grep -Eq ' __[a-z_]+_chk(@|$)' <<<"$(grep -v __stack_chk_fail <<<"$syms")" ||
+    fail "$elf calls no fortified libc function (_FORTIFY_SOURCE)"
+}
+hardened "$T/x/usr/sbin/sigverifyd" exe
+hardened "$T/x/usr/bin/sigverify" exe
+hardened "$T/x/usr/lib/$MA/libsigverify.so.$LIBV" lib
+echo "hardening: PIE, RELRO, BIND_NOW, stack protector, fortify in sigverifyd, sigverify, libsigverify.so"
+
 # --- dpkg into a scratch root --------------------------------------------------------
 # The maintainer scripts run outside the root (--force-script-chrootless) and
 # reach it through DPKG_ROOT, as in a bootstrap; no systemd runs there.
@@ -158,4 +188,30 @@ echo "installed binaries: ok (node on libsigverify0: $got)"
 [ ! -e "$R/etc/sigverifyd" ] || fail "purge left /etc/sigverifyd: $(ls -A "$R/etc/sigverifyd")"
 [ ! -e "$R/etc/systemd/system/multi-user.target.wants/sigverifyd.service" ] || fail "purge left the unit enabled"
 if [ -e "$R/usr/sbin/sigverifyd" ] || [ -e "$R/usr/lib/$MA/libsigverify.so.0" ]; then fail "purge left files"; fi
-echo "PASS: 4 packages built, lint-clean, installed, run and purged"
+
+# --- reproducible: built again from scratch, the same bytes ---------------------------
+# The same commit, build directory and SOURCE_DATE_EPOCH (package.sh: the last
+# commit's time) after `clean`: every file is made anew (new mtimes), ccache
+# may give the same objects again, the link, strip and CPack steps run again.
+# Any .deb that differs is listed with what differs in it.
+mkdir "$T/first"
+cp "$D" "$L" "$DEV" "$LBTC" "$T/first/"
+cmake --build "$PKG_BUILD" --target clean >/dev/null
+SIGVERIFY_JOBS=${SIGVERIFY_JOBS:-2} "$SRC/scripts/package.sh" "$PKG_BUILD" "$@" >"$T/package2.log" 2>&1 ||
+  { tail -40 "$T/package2.log"; fail "scripts/package.sh (second build)"; }
+differ=0
+for f in "$T"/first/*.deb; do
+  again=$P/$(basename "$f")
+  cmp -s "$f" "$again" && continue
+  differ=$((differ + 1))
+  echo "not reproducible: $(basename "$f")" >&2
+  for tarfile in --ctrl-tarfile --fsys-tarfile; do  # names, modes, owners, time stamps
+    diff <(dpkg-deb "$tarfile" "$f" | tar -tv --full-time) <(dpkg-deb "$tarfile" "$again" | tar -tv --full-time) >&2 || true
+  done
+  rm -rf "$T/a" "$T/b"
+  dpkg-deb -R "$f" "$T/a" && dpkg-deb -R "$again" "$T/b" && diff -rq "$T/a" "$T/b" >&2 || true  # contents
+done
+[ "$differ" = 0 ] || fail "$differ package(s) differ between two builds of one commit"
+echo "reproducible: two builds give byte-identical packages ($(cd "$P" && sha256sum ./*.deb | cut -c1-16 | tr '\n' ' '))"
+
+echo "PASS: 4 packages built, hardened, lint-clean, installed, run and purged, and built again identically"
