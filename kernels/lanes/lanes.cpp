@@ -180,6 +180,31 @@ const GTable8& g_table8() {
     return tab;
 }
 
+namespace {
+
+// Fills the ladder's digits: R = na[l] P[l] + ng[l] G per lane.
+void set_scalars(Ecmult8In& in, const Sc na[8], const Sc ng[8]) {
+    for (int l = 0; l < 8; ++l) {
+        put_digits(in.dp, l, na[l]);
+        put_digits(in.dg, l, ng[l]);
+    }
+}
+
+// The parse of one BIP-340 record (exact_schnorr_verify's rules: R.x < p,
+// s < n, key x < p; whether x is on the curve the lanes say); e = -challenge.
+bool schnorr_parse(const u8* record, Fe& rx, Fe& px, Sc& s, Sc& e) {
+    if (!fe_set_b32(rx, record + kSchnorrSig)) return false;
+    if (sc_set_bytes(s, record + kSchnorrSig + 32, ByteOrder::big)) return false;
+    if (!fe_set_b32(px, record + kRecKey)) return false;
+    u8 eb[32];
+    bip340_challenge(eb, record + kSchnorrSig, record + kRecKey, record + kRecHash);
+    sc_set_bytes(e, eb, ByteOrder::big);  // reduced mod n, as the exact path
+    sc_neg(e, e);
+    return true;
+}
+
+}  // namespace
+
 void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdicts[8]) {
     if (w != Width::ifma8 || !cpu_has_ifma8()) {
         for (int l = 0; l < 8; ++l)
@@ -201,13 +226,12 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
         }
     }
     sc_batch_inv8(s);
+    Sc u1[8], u2[8];
     for (int l = 0; l < 8; ++l) {
-        Sc u1, u2;
-        sc_mul(u1, z[l], s[l]);
-        sc_mul(u2, r[l], s[l]);
-        put_digits(in.dp, l, u2);
-        put_digits(in.dg, l, u1);
+        sc_mul(u1[l], z[l], s[l]);
+        sc_mul(u2[l], r[l], s[l]);
     }
+    set_scalars(in, u2, u1);
     Ecmult8Out out;
     ecmult8_ifma(in, out);
     for (int l = 0; l < 8; ++l) {
@@ -217,6 +241,41 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
             verdicts[l] = kRecheck;
         } else {
             verdicts[l] = ecdsa_check_rx(out.r[l], r[l]) ? kValid : kInvalid;
+        }
+    }
+}
+
+void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]) {
+    if (w != Width::ifma8 || !cpu_has_ifma8()) {
+        for (int l = 0; l < 8; ++l)
+            verdicts[l] = exact_schnorr_verify(records[l], host_exact_g_table()) ? kValid : kInvalid;
+        return;
+    }
+    Ecmult8In in;
+    in.g = &g_table8();
+    in.affine = true;
+    Fe rx[8];
+    Sc s[8], e[8];
+    bool parsed[8];
+    for (int l = 0; l < 8; ++l) {
+        in.odd[l] = false;  // the x-only key's lift has even y
+        parsed[l] = schnorr_parse(records[l], rx[l], in.px[l], s[l], e[l]);
+        if (!parsed[l]) {  // a harmless stand-in: G's x with scalars 0, 1 (never read)
+            in.px[l] = ge_generator().x;
+            s[l] = sc_one();
+            e[l] = sc_zero();
+        }
+    }
+    set_scalars(in, e, s);
+    Ecmult8Out out;
+    ecmult8_ifma(in, out);
+    for (int l = 0; l < 8; ++l) {
+        if (!parsed[l] || out.off_curve[l]) {
+            verdicts[l] = kInvalid;
+        } else if (out.degenerate[l] || out.r[l].infinity) {
+            verdicts[l] = kRecheck;
+        } else {
+            verdicts[l] = fe_equal(out.ax[l], rx[l]) && !fe_is_odd(out.ay[l]) ? kValid : kInvalid;
         }
     }
 }

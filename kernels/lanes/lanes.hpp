@@ -66,6 +66,12 @@ void group_op8(Width w, GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* deg
 // compact: r BE || s BE, else opaque r LE || s LE). Scalar width: the exact
 // path's verdict, never recheck.
 void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdicts[8]);
+// schnorr_verify8: the verdicts of eight BIP-340 records (SchnorrRecord
+// bytes: message, x-only key, R.x || s, all big-endian): R = s G - e P with
+// P the key's even-y lift and e the tagged challenge hash, valid where R is
+// not infinity, R.x == r and R.y is even. Scalar width: the exact path's
+// verdict, never recheck.
+void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]);
 
 // What the 8-lane ladder gets: key x coordinates and wanted y parities
 // (the lanes lift them: a square root each), 64 four-bit digits (most
@@ -84,9 +90,11 @@ struct Ecmult8In {
     Fe px[8];
     bool odd[8];
     u8 dp[64][8], dg[64][8];
+    bool affine = false;  // also return R in affine form (one inversion in the lanes)
 };
 struct Ecmult8Out {
     Gej r[8];
+    Fe ax[8], ay[8];    // R in affine form (fully reduced; unspecified for infinity)
     bool degenerate[8];
     bool off_curve[8];  // x^3 + 7 is not a square: the key does not parse
 };

@@ -196,6 +196,16 @@ void ecmult8_ifma(const Ecmult8In& in, Ecmult8Out& out) {
         gather_g(e, gt, dg);
         bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(dg, dg));
     }
+    if (in.affine) {
+        Fe8 zi, zi2, ax, ay;
+        fe8_inv(zi, acc.z);  // zero (an infinity lane) gives zero: never read
+        fe8_sqr(zi2, zi);
+        fe8_mul(ax, acc.x, zi2);
+        fe8_mul(zi2, zi2, zi);
+        fe8_mul(ay, acc.y, zi2);
+        store8(out.ax, ax);
+        store8(out.ay, ay);
+    }
     Fe x[8], y[8], z[8];
     store8(x, acc.x);
     store8(y, acc.y);
