@@ -157,36 +157,62 @@ void put_limbs(u64* out, const Fe& a) {
     out[4] = w[3] >> 16;
 }
 
-void put_digits(u8 (*d)[8], int lane, const Sc& k) {
-    for (int w = 0; w < 64; ++w) d[63 - w][lane] = static_cast<u8>((k.v[w / 16] >> (4 * (w % 16))) & 15);
+// The 32 four-bit digits of the 128-bit value hi:lo, most significant first.
+void put_digits(u8 (*d)[8], int lane, u64 lo, u64 hi) {
+    for (int w = 0; w < 32; ++w) d[31 - w][lane] = static_cast<u8>(((w < 16 ? lo : hi) >> (4 * (w % 16))) & 15);
+}
+
+GTable8 make_table(const Ge& base) {
+    GTable8 t{};
+    Gej acc = gej_from_ge(base);
+    for (int d = 1; d < 16; ++d) {
+        Ge a;
+        ge_set_gej(a, acc);
+        put_limbs(&t.e[d][0], a.x);
+        put_limbs(&t.e[d][5], a.y);
+        gej_add_ge(acc, acc, base);
+    }
+    return t;
 }
 
 }  // namespace
 
 const GTable8& g_table8() {
+    static const GTable8 tab = make_table(ge_generator());
+    return tab;
+}
+
+const GTable8& g128_table8() {
     static const GTable8 tab = [] {
-        GTable8 t{};
-        const Ge g = ge_generator();
-        Gej acc = gej_from_ge(g);
-        for (int d = 1; d < 16; ++d) {
-            Ge a;
-            ge_set_gej(a, acc);
-            put_limbs(&t.e[d][0], a.x);
-            put_limbs(&t.e[d][5], a.y);
-            gej_add_ge(acc, acc, g);
-        }
-        return t;
+        Gej j = gej_from_ge(ge_generator());
+        for (int i = 0; i < 128; ++i) gej_double(j, j);
+        Ge g128;
+        ge_set_gej(g128, j);
+        return make_table(g128);
     }();
     return tab;
 }
 
 namespace {
 
-// Fills the ladder's digits: R = na[l] P[l] + ng[l] G per lane.
-void set_scalars(Ecmult8In& in, const Sc na[8], const Sc ng[8]) {
+// Fills the ladder's digit streams for R = na[l] P[l] + ng[l] G per lane;
+// fits[l] false where a GLV half would not fit 128 bits (never, by the
+// split's bounds: the lane is then left to the exact path).
+void set_scalars(Ecmult8In& in, const Sc na[8], const Sc ng[8], bool fits[8]) {
+    in.g = &g_table8();
+    in.g128 = &g128_table8();
     for (int l = 0; l < 8; ++l) {
-        put_digits(in.dp, l, na[l]);
-        put_digits(in.dg, l, ng[l]);
+        Sc k1, k2;
+        sc_split_lambda(k1, k2, na[l]);
+        in.neg1[l] = sc_is_high(k1);
+        in.neg2[l] = sc_is_high(k2);
+        if (in.neg1[l]) sc_neg(k1, k1);
+        if (in.neg2[l]) sc_neg(k2, k2);
+        fits[l] = (k1.v[2] | k1.v[3] | k2.v[2] | k2.v[3]) == 0;
+        put_digits(in.d[kK1], l, k1.v[0], k1.v[1]);
+        put_digits(in.d[kK2], l, k2.v[0], k2.v[1]);
+        put_digits(in.d[kG1], l, ng[l].v[0], ng[l].v[1]);
+        put_digits(in.d[kG2], l, ng[l].v[2], ng[l].v[3]);
     }
 }
 
@@ -212,7 +238,6 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
         return;
     }
     Ecmult8In in;
-    in.g = &g_table8();
     Sc r[8], s[8], z[8];
     bool parsed[8];
     for (int l = 0; l < 8; ++l) {
@@ -231,13 +256,14 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
         sc_mul(u1[l], z[l], s[l]);
         sc_mul(u2[l], r[l], s[l]);
     }
-    set_scalars(in, u2, u1);
+    bool fits[8];
+    set_scalars(in, u2, u1, fits);
     Ecmult8Out out;
     ecmult8_ifma(in, out);
     for (int l = 0; l < 8; ++l) {
         if (!parsed[l] || out.off_curve[l]) {
             verdicts[l] = kInvalid;
-        } else if (out.degenerate[l] || out.r[l].infinity) {
+        } else if (!fits[l] || out.degenerate[l] || out.r[l].infinity) {
             verdicts[l] = kRecheck;
         } else {
             verdicts[l] = ecdsa_check_rx(out.r[l], r[l]) ? kValid : kInvalid;
@@ -252,7 +278,6 @@ void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]) {
         return;
     }
     Ecmult8In in;
-    in.g = &g_table8();
     in.affine = true;
     Fe rx[8];
     Sc s[8], e[8];
@@ -266,13 +291,14 @@ void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]) {
             e[l] = sc_zero();
         }
     }
-    set_scalars(in, e, s);
+    bool fits[8];
+    set_scalars(in, e, s, fits);
     Ecmult8Out out;
     ecmult8_ifma(in, out);
     for (int l = 0; l < 8; ++l) {
         if (!parsed[l] || out.off_curve[l]) {
             verdicts[l] = kInvalid;
-        } else if (out.degenerate[l] || out.r[l].infinity) {
+        } else if (!fits[l] || out.degenerate[l] || out.r[l].infinity) {
             verdicts[l] = kRecheck;
         } else {
             verdicts[l] = fe_equal(out.ax[l], rx[l]) && !fe_is_odd(out.ay[l]) ? kValid : kInvalid;

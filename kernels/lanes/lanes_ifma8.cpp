@@ -136,6 +136,82 @@ struct Ops8 {
     void mul3(Fe8& r, const Fe8& a) const { fe8_mul_small(r, a, 3); }
 };
 
+__mmask8 lane_mask(const bool b[8]) {
+    unsigned m = 0;
+    for (int l = 0; l < 8; ++l)
+        if (b[l]) m |= 1u << l;
+    return static_cast<__mmask8>(m);
+}
+
+// Every lane holding the same (fully reduced) element.
+Fe8 fe8_broadcast(const Fe& a) {
+    const Fe same[8] = {a, a, a, a, a, a, a, a};
+    Fe8 r;
+    load8(r, same);
+    return r;
+}
+
+// The keys lifted: y with the wanted parity, then negated where k1 is
+// (the k1 stream adds multiples of -P there). Returns the lanes where
+// x^3 + 7 is a square (the key is on the curve).
+__mmask8 lift8(Ge8& p, const Ecmult8In& in) {
+    load8(p.x, in.px);
+    Fe8 t, seven;
+    fe8_sqr(t, p.x);
+    fe8_mul(t, t, p.x);
+    fe8_set_u64(seven, 7);
+    fe8_add(t, t, seven);
+    const __mmask8 square = fe8_sqrt(p.y, t);
+    fe8_normalize(p.y);
+    const __mmask8 is_odd = _mm512_test_epi64_mask(p.y.v[0], _mm512_set1_epi64(1));
+    fe8_neg(t, p.y);
+    fe8_select(p.y, static_cast<__mmask8>(is_odd ^ lane_mask(in.odd) ^ lane_mask(in.neg1)), p.y, t);
+    return square;
+}
+
+// The k2 stream's table from the k1 stream's: lambda (x, y) = (beta x, y),
+// y negated in the lanes of `flip` (k2's sign differs from k1's).
+void build_lambda_table8(PTable8& t2, const PTable8& t1, __mmask8 flip) {
+    const Fe8 beta = fe8_broadcast(fe_beta());
+    for (int d = 1; d < 16; ++d) {
+        Fe8 x, y, ny;
+        for (int i = 0; i < 5; ++i) {
+            x.v[i] = _mm512_load_si512(t1.e[d][i]);
+            y.v[i] = _mm512_load_si512(t1.e[d][5 + i]);
+        }
+        fe8_mul(x, x, beta);
+        fe8_neg(ny, y);
+        fe8_select(y, flip, y, ny);
+        put_entry(t2, d, x, y);
+    }
+}
+
+// R back in plain form (and affine, where asked) with the lanes' flags.
+void finish8(Ecmult8Out& out, const Gej8& acc, __mmask8 bad, __mmask8 square, bool affine) {
+    if (affine) {
+        Fe8 zi, zi2, ax, ay;
+        fe8_inv(zi, acc.z);  // zero (an infinity lane) gives zero: never read
+        fe8_sqr(zi2, zi);
+        fe8_mul(ax, acc.x, zi2);
+        fe8_mul(zi2, zi2, zi);
+        fe8_mul(ay, acc.y, zi2);
+        store8(out.ax, ax);
+        store8(out.ay, ay);
+    }
+    Fe x[8], y[8], z[8];
+    store8(x, acc.x);
+    store8(y, acc.y);
+    store8(z, acc.z);
+    for (int l = 0; l < 8; ++l) {
+        out.r[l].x = x[l];
+        out.r[l].y = y[l];
+        out.r[l].z = z[l];
+        out.r[l].infinity = ((acc.inf >> l) & 1) != 0;
+        out.degenerate[l] = ((bad >> l) & 1) != 0;
+        out.off_curve[l] = ((square >> l) & 1) == 0;
+    }
+}
+
 }  // namespace
 
 void field_op8_ifma(FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok) {
@@ -162,62 +238,34 @@ void field_op8_ifma(FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok) {
 }
 
 void ecmult8_ifma(const Ecmult8In& in, Ecmult8Out& out) {
-    const GTable8& gt = *in.g;
     Ge8 p;
-    load8(p.x, in.px);
-    Fe8 t, seven;
-    fe8_sqr(t, p.x);
-    fe8_mul(t, t, p.x);
-    fe8_set_u64(seven, 7);
-    fe8_add(t, t, seven);
-    const __mmask8 square = fe8_sqrt(p.y, t);
-    fe8_normalize(p.y);
-    __mmask8 want_odd = 0;
-    for (int l = 0; l < 8; ++l)
-        if (in.odd[l]) want_odd = static_cast<__mmask8>(want_odd | (1u << l));
-    const __mmask8 is_odd = _mm512_test_epi64_mask(p.y.v[0], _mm512_set1_epi64(1));
-    fe8_neg(t, p.y);
-    fe8_select(p.y, static_cast<__mmask8>(is_odd ^ want_odd), p.y, t);
-    static thread_local PTable8 pt;
-    __mmask8 bad = build_p_table8(pt, p);
+    const __mmask8 square = lift8(p, in);
+    static thread_local PTable8 t1, t2;
+    __mmask8 bad = build_p_table8(t1, p);
+    build_lambda_table8(t2, t1, static_cast<__mmask8>(lane_mask(in.neg1) ^ lane_mask(in.neg2)));
     Gej8 acc;
     acc.inf = 0xFF;
     fe8_set_u64(acc.x, 0);
     fe8_set_u64(acc.y, 0);
     fe8_set_u64(acc.z, 0);
-    for (int w = 0; w < 64; ++w) {
+    for (int w = 0; w < 32; ++w) {
         if (w > 0)
             for (int k = 0; k < 4; ++k) gej8_double(acc, acc);
         Ge8 e;
-        const __m512i dp = load_digits(in.dp[w]);
-        gather_p(e, pt, dp);
-        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(dp, dp));
-        const __m512i dg = load_digits(in.dg[w]);
-        gather_g(e, gt, dg);
-        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(dg, dg));
+        __m512i d = load_digits(in.d[kK1][w]);
+        gather_p(e, t1, d);
+        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
+        d = load_digits(in.d[kK2][w]);
+        gather_p(e, t2, d);
+        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
+        d = load_digits(in.d[kG1][w]);
+        gather_g(e, *in.g, d);
+        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
+        d = load_digits(in.d[kG2][w]);
+        gather_g(e, *in.g128, d);
+        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
     }
-    if (in.affine) {
-        Fe8 zi, zi2, ax, ay;
-        fe8_inv(zi, acc.z);  // zero (an infinity lane) gives zero: never read
-        fe8_sqr(zi2, zi);
-        fe8_mul(ax, acc.x, zi2);
-        fe8_mul(zi2, zi2, zi);
-        fe8_mul(ay, acc.y, zi2);
-        store8(out.ax, ax);
-        store8(out.ay, ay);
-    }
-    Fe x[8], y[8], z[8];
-    store8(x, acc.x);
-    store8(y, acc.y);
-    store8(z, acc.z);
-    for (int l = 0; l < 8; ++l) {
-        out.r[l].x = x[l];
-        out.r[l].y = y[l];
-        out.r[l].z = z[l];
-        out.r[l].infinity = ((acc.inf >> l) & 1) != 0;
-        out.degenerate[l] = ((bad >> l) & 1) != 0;
-        out.off_curve[l] = ((square >> l) & 1) == 0;
-    }
+    finish8(out, acc, bad, square, in.affine);
 }
 
 void group_op8_ifma(GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* degenerate) {
