@@ -4,6 +4,7 @@
 #include "kernels/lanes/lanes.hpp"
 
 #include <cstdlib>
+#include <functional>
 
 #include "kernels/exact_verify.hpp"
 #include "kernels/kernel_math.hpp"
@@ -157,38 +158,47 @@ void put_limbs(u64* out, const Fe& a) {
     out[4] = w[3] >> 16;
 }
 
-// The 32 four-bit digits of the 128-bit value hi:lo, most significant first.
-void put_digits(u8 (*d)[8], int lane, u64 lo, u64 hi) {
-    for (int w = 0; w < 32; ++w) d[31 - w][lane] = static_cast<u8>(((w < 16 ? lo : hi) >> (4 * (w % 16))) & 15);
+// The 128 / bits digits of bits bits each of the 128-bit value hi:lo, most
+// significant first (bits divides 64).
+void put_digits(u8 (*d)[8], int lane, u64 lo, u64 hi, int bits) {
+    const int per_word = 64 / bits, count = 128 / bits;
+    const u64 mask = (1ull << bits) - 1;
+    for (int w = 0; w < count; ++w)
+        d[count - 1 - w][lane] = static_cast<u8>(((w < per_word ? lo : hi) >> (bits * (w % per_word))) & mask);
 }
 
-GTable8 make_table(const Ge& base) {
-    GTable8 t{};
+// The multiples of base, for a static table (no large copy on the stack).
+void make_table(GTable8& t, const Ge& base) {
     Gej acc = gej_from_ge(base);
-    for (int d = 1; d < 16; ++d) {
+    for (int d = 1; d < kGEntries; ++d) {
         Ge a;
         ge_set_gej(a, acc);
         put_limbs(&t.e[d][0], a.x);
         put_limbs(&t.e[d][5], a.y);
         gej_add_ge(acc, acc, base);
     }
-    return t;
 }
 
 }  // namespace
 
 const GTable8& g_table8() {
-    static const GTable8 tab = make_table(ge_generator());
+    static const GTable8& tab = [] {
+        static GTable8 t{};
+        make_table(t, ge_generator());
+        return std::cref(t);
+    }();
     return tab;
 }
 
 const GTable8& g128_table8() {
-    static const GTable8 tab = [] {
+    static const GTable8& tab = [] {
+        static GTable8 t{};
         Gej j = gej_from_ge(ge_generator());
         for (int i = 0; i < 128; ++i) gej_double(j, j);
         Ge g128;
         ge_set_gej(g128, j);
-        return make_table(g128);
+        make_table(t, g128);
+        return std::cref(t);
     }();
     return tab;
 }
@@ -209,10 +219,10 @@ void set_scalars(Ecmult8In& in, const Sc na[8], const Sc ng[8], bool fits[8]) {
         if (in.neg1[l]) sc_neg(k1, k1);
         if (in.neg2[l]) sc_neg(k2, k2);
         fits[l] = (k1.v[2] | k1.v[3] | k2.v[2] | k2.v[3]) == 0;
-        put_digits(in.d[kK1], l, k1.v[0], k1.v[1]);
-        put_digits(in.d[kK2], l, k2.v[0], k2.v[1]);
-        put_digits(in.d[kG1], l, ng[l].v[0], ng[l].v[1]);
-        put_digits(in.d[kG2], l, ng[l].v[2], ng[l].v[3]);
+        put_digits(in.dk[0], l, k1.v[0], k1.v[1], 4);
+        put_digits(in.dk[1], l, k2.v[0], k2.v[1], 4);
+        put_digits(in.dg[0], l, ng[l].v[0], ng[l].v[1], kGWindow);
+        put_digits(in.dg[1], l, ng[l].v[2], ng[l].v[3], kGWindow);
     }
 }
 

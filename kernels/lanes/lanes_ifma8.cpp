@@ -252,18 +252,19 @@ void ecmult8_ifma(const Ecmult8In& in, Ecmult8Out& out) {
         if (w > 0)
             for (int k = 0; k < 4; ++k) gej8_double(acc, acc);
         Ge8 e;
-        __m512i d = load_digits(in.d[kK1][w]);
+        __m512i d = load_digits(in.dk[0][w]);
         gather_p(e, t1, d);
         bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
-        d = load_digits(in.d[kK2][w]);
+        d = load_digits(in.dk[1][w]);
         gather_p(e, t2, d);
         bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
-        d = load_digits(in.d[kG1][w]);
-        gather_g(e, *in.g, d);
-        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
-        d = load_digits(in.d[kG2][w]);
-        gather_g(e, *in.g128, d);
-        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
+        constexpr int kStep = kGWindow / 4;  // ladder windows a G digit spans
+        if (w % kStep != kStep - 1) continue;
+        for (int h = 0; h < 2; ++h) {
+            d = load_digits(in.dg[h][w / kStep]);
+            gather_g(e, h == 0 ? *in.g : *in.g128, d);
+            bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
+        }
     }
     finish8(out, acc, bad, square, in.affine);
 }
