@@ -50,8 +50,9 @@ inline void gej8_double(Gej8& r, const Gej8& a) {
 
 // r = a + b for the lanes in `use` (b affine, never infinity); lanes outside
 // it keep a. Returns the lanes of `use` where a and b are equal or opposite
-// (r unspecified there). r may be a.  (8M + 3S)
-inline __mmask8 gej8_add_ge(Gej8& r, const Gej8& a, const Ge8& b, __mmask8 use) {
+// (r unspecified there). r may be a. ratio, if given, receives h, the
+// factor Z(r) / Z(a) of the generic lanes.  (8M + 3S)
+inline __mmask8 gej8_add_ge(Gej8& r, const Gej8& a, const Ge8& b, __mmask8 use, Fe8* ratio = nullptr) {
     Fe8 z1z1, u2, s2, h, rr, x3, y3, z3;
     fe8_sqr(z1z1, a.z);
     fe8_mul(u2, b.x, z1z1);
@@ -61,6 +62,7 @@ inline __mmask8 gej8_add_ge(Gej8& r, const Gej8& a, const Ge8& b, __mmask8 use) 
     fe8_sub(rr, s2, a.y);
     point_add_xy(x3, y3, h, rr, a.x, a.y);
     fe8_mul(z3, a.z, h);
+    if (ratio) *ratio = h;
     const __mmask8 from_inf = use & a.inf;        // result is b itself
     const __mmask8 generic = use & ~a.inf;
     const __mmask8 degenerate = generic & fe8_is_zero(h);

@@ -55,10 +55,15 @@ __mmask8 fe8_sqrt(Fe8& r, const Fe8& a) {
     return fe8_equal(t, a);
 }
 
-// The affine multiples 0..15 of each lane's P, [entry][limb][lane]: 2P..15P
-// in Jacobian form, then one inversion of the product of their Z
-// (Montgomery's trick in the lanes). Returns the degenerate lanes (none for a
-// point of order n; checked anyway).
+// The multiples 0..15 of each lane's P, [entry][limb][lane], "effective
+// affine": every entry d P is stored as (X, Y) of a Jacobian (X, Y, zg)
+// with one zg per lane, so the ladder runs on the curve scaled by zg (a = 0:
+// doubling and addition do not see the scale), where they are affine and
+// every addition is a mixed one; G's entries enter scaled, (x zg^2, y zg^3),
+// and the result's Z is multiplied by zg. Built as j[d] = j[d-1] + P from
+// 2P, then a backward pass of the Z ratios brings every entry to Z(15P):
+// no inversion. Returns the degenerate lanes (none for a point of order n;
+// checked anyway).
 struct PTable8 {
     alignas(64) u64 e[16][10][8];
 };
@@ -70,38 +75,30 @@ void put_entry(PTable8& t, int d, const Fe8& x, const Fe8& y) {
     }
 }
 
-__mmask8 build_p_table8(PTable8& t, const Ge8& p) {
+__mmask8 build_p_table8(PTable8& t, Fe8& zg, const Ge8& p) {
     Gej8 j[16];
-    Fe8 one;
-    fe8_set_u64(one, 1);
+    Fe8 ratio[16];  // Z(j[d]) / Z(j[d-1])
     j[1].x = p.x;
     j[1].y = p.y;
-    j[1].z = one;
+    fe8_set_u64(j[1].z, 1);
     j[1].inf = 0;
     gej8_double(j[2], j[1]);
+    ratio[2] = j[2].z;
     __mmask8 bad = 0;
-    for (int d = 3; d < 16; ++d) bad |= gej8_add_ge(j[d], j[d - 1], p, 0xFF);
-    Fe8 prefix[16];
-    prefix[2] = j[2].z;
-    for (int d = 3; d < 16; ++d) fe8_mul(prefix[d], prefix[d - 1], j[d].z);
-    Fe8 inv;
-    fe8_inv(inv, prefix[15]);
+    for (int d = 3; d < 16; ++d) bad |= gej8_add_ge(j[d], j[d - 1], p, 0xFF, &ratio[d]);
     for (int i = 0; i < 10; ++i) _mm512_store_si512(t.e[0][i], _mm512_setzero_si512());
-    put_entry(t, 1, p.x, p.y);
-    for (int d = 15; d >= 2; --d) {
-        Fe8 zi, zi2, zi3, x, y;
-        if (d > 2) {
-            fe8_mul(zi, inv, prefix[d - 1]);
-            fe8_mul(inv, inv, j[d].z);
-        } else {
-            zi = inv;
-        }
-        fe8_sqr(zi2, zi);
-        fe8_mul(zi3, zi2, zi);
-        fe8_mul(x, j[d].x, zi2);
-        fe8_mul(y, j[d].y, zi3);
+    put_entry(t, 15, j[15].x, j[15].y);
+    Fe8 s = ratio[15];  // Z(15P) / Z(dP)
+    for (int d = 14; d >= 1; --d) {
+        if (d < 14) fe8_mul(s, s, ratio[d + 1]);
+        Fe8 s2, s3, x, y;
+        fe8_sqr(s2, s);
+        fe8_mul(s3, s2, s);
+        fe8_mul(x, j[d].x, s2);
+        fe8_mul(y, j[d].y, s3);
         put_entry(t, d, x, y);
     }
+    zg = j[15].z;
     return bad;
 }
 
@@ -241,7 +238,10 @@ void ecmult8_ifma(const Ecmult8In& in, Ecmult8Out& out) {
     Ge8 p;
     const __mmask8 square = lift8(p, in);
     static thread_local PTable8 t1, t2;
-    __mmask8 bad = build_p_table8(t1, p);
+    Fe8 zg, zg2, zg3;
+    __mmask8 bad = build_p_table8(t1, zg, p);
+    fe8_sqr(zg2, zg);
+    fe8_mul(zg3, zg2, zg);
     build_lambda_table8(t2, t1, static_cast<__mmask8>(lane_mask(in.neg1) ^ lane_mask(in.neg2)));
     Gej8 acc;
     acc.inf = 0xFF;
@@ -263,9 +263,12 @@ void ecmult8_ifma(const Ecmult8In& in, Ecmult8Out& out) {
         for (int h = 0; h < 2; ++h) {
             d = load_digits(in.dg[h][w / kStep]);
             gather_g(e, h == 0 ? *in.g : *in.g128, d);
+            fe8_mul(e.x, e.x, zg2);  // onto the scaled curve
+            fe8_mul(e.y, e.y, zg3);
             bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
         }
     }
+    fe8_mul(acc.z, acc.z, zg);  // back from the scaled curve
     finish8(out, acc, bad, square, in.affine);
 }
 
