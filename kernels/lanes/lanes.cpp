@@ -227,13 +227,12 @@ void set_scalars(Ecmult8In& in, const Sc na[8], const Sc ng[8], bool fits[8]) {
 }
 
 // The parse of one BIP-340 record (exact_schnorr_verify's rules: R.x < p,
-// s < n, key x < p; whether x is on the curve the lanes say); e = -challenge.
-bool schnorr_parse(const u8* record, Fe& rx, Fe& px, Sc& s, Sc& e) {
+// s < n, key x < p; whether x is on the curve the lanes say); e = -challenge
+// (eb: the challenge hash, bip340_challenge8_ifma).
+bool schnorr_parse(const u8* record, const u8 eb[32], Fe& rx, Fe& px, Sc& s, Sc& e) {
     if (!fe_set_b32(rx, record + kSchnorrSig)) return false;
     if (sc_set_bytes(s, record + kSchnorrSig + 32, ByteOrder::big)) return false;
     if (!fe_set_b32(px, record + kRecKey)) return false;
-    u8 eb[32];
-    bip340_challenge(eb, record + kSchnorrSig, record + kRecKey, record + kRecHash);
     sc_set_bytes(e, eb, ByteOrder::big);  // reduced mod n, as the exact path
     sc_neg(e, e);
     return true;
@@ -292,9 +291,11 @@ void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]) {
     Fe rx[8];
     Sc s[8], e[8];
     bool parsed[8];
+    u8 eb[8][32];
+    bip340_challenge8_ifma(records, eb);
     for (int l = 0; l < 8; ++l) {
         in.odd[l] = false;  // the x-only key's lift has even y
-        parsed[l] = schnorr_parse(records[l], rx[l], in.px[l], s[l], e[l]);
+        parsed[l] = schnorr_parse(records[l], eb[l], rx[l], in.px[l], s[l], e[l]);
         if (!parsed[l]) {  // a harmless stand-in: G's x with scalars 0, 1 (never read)
             in.px[l] = ge_generator().x;
             s[l] = sc_one();

@@ -5,6 +5,8 @@
 #include "kernels/lanes/fe52x8.hpp"
 #include "kernels/lanes/group8.hpp"
 #include "kernels/lanes/lanes_ifma8.hpp"
+#include "kernels/record_layout.hpp"
+#include "kernels/sha256.hpp"
 
 namespace sigverify::kernels::lanes {
 namespace {
@@ -209,7 +211,68 @@ void finish8(Ecmult8Out& out, const Gej8& acc, __mmask8 bad, __mmask8 square, bo
     }
 }
 
+// SHA-256 on eight messages at once, one per 32-bit lane (lanes 8..15 of
+// each register idle): the compression of one 64-byte block of every lane's
+// message words w[0..16) into st.
+__m512i sha8_ror(__m512i x, int n) { return _mm512_or_si512(_mm512_srli_epi32(x, n), _mm512_slli_epi32(x, 32 - n)); }
+
+void sha8_compress(__m512i st[8], __m512i w[16]) {
+    __m512i a = st[0], b = st[1], c = st[2], d = st[3], e = st[4], f = st[5], g = st[6], h = st[7];
+    for (int t = 0; t < 64; ++t) {
+        if (t >= 16) {
+            const __m512i w15 = w[(t - 15) & 15], w2 = w[(t - 2) & 15];
+            const __m512i s0 = _mm512_ternarylogic_epi32(sha8_ror(w15, 7), sha8_ror(w15, 18), _mm512_srli_epi32(w15, 3), 0x96);
+            const __m512i s1 = _mm512_ternarylogic_epi32(sha8_ror(w2, 17), sha8_ror(w2, 19), _mm512_srli_epi32(w2, 10), 0x96);
+            w[t & 15] = _mm512_add_epi32(_mm512_add_epi32(w[t & 15], s0), _mm512_add_epi32(w[(t - 7) & 15], s1));
+        }
+        const __m512i big_s1 = _mm512_ternarylogic_epi32(sha8_ror(e, 6), sha8_ror(e, 11), sha8_ror(e, 25), 0x96);
+        const __m512i ch = _mm512_ternarylogic_epi32(e, f, g, 0xCA);
+        __m512i t1 = _mm512_add_epi32(_mm512_add_epi32(h, big_s1), _mm512_add_epi32(ch, w[t & 15]));
+        t1 = _mm512_add_epi32(t1, _mm512_set1_epi32(static_cast<int>(sha_k(t))));
+        const __m512i big_s0 = _mm512_ternarylogic_epi32(sha8_ror(a, 2), sha8_ror(a, 13), sha8_ror(a, 22), 0x96);
+        const __m512i maj = _mm512_ternarylogic_epi32(a, b, c, 0xE8);
+        h = g;
+        g = f;
+        f = e;
+        e = _mm512_add_epi32(d, t1);
+        d = c;
+        c = b;
+        b = a;
+        a = _mm512_add_epi32(t1, _mm512_add_epi32(big_s0, maj));
+    }
+    const __m512i v[8] = {a, b, c, d, e, f, g, h};
+    for (int i = 0; i < 8; ++i) st[i] = _mm512_add_epi32(st[i], v[i]);
+}
+
+// Words i of eight 32-byte big-endian strings, one per lane.
+void sha8_load(__m512i w[8], const u8* const p[8], int offset) {
+    alignas(64) u32 t[8][16] = {};
+    for (int l = 0; l < 8; ++l)
+        for (int i = 0; i < 8; ++i) t[i][l] = load_be32(p[l] + offset + 4 * i);
+    for (int i = 0; i < 8; ++i) w[i] = _mm512_load_si512(t[i]);
+}
+
 }  // namespace
+
+void bip340_challenge8_ifma(const u8* const records[8], u8 out[8][32]) {
+    u32 mid[8];
+    bip340_challenge_midstate(mid);
+    __m512i st[8], w[16];
+    for (int i = 0; i < 8; ++i) st[i] = _mm512_set1_epi32(static_cast<int>(mid[i]));
+    sha8_load(w, records, kSchnorrSig);  // R.x || key x
+    sha8_load(w + 8, records, kRecKey);
+    sha8_compress(st, w);
+    sha8_load(w, records, kRecHash);     // msg, padding, 1280 bits
+    w[8] = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+    for (int i = 9; i < 15; ++i) w[i] = _mm512_setzero_si512();
+    w[15] = _mm512_set1_epi32(1280);
+    sha8_compress(st, w);
+    alignas(64) u32 t[8][16];
+    for (int i = 0; i < 8; ++i) _mm512_store_si512(t[i], st[i]);
+    for (int l = 0; l < 8; ++l)
+        for (int i = 0; i < 8; ++i)
+            for (int b = 0; b < 4; ++b) out[l][4 * i + b] = static_cast<u8>(t[i][l] >> (24 - 8 * b));
+}
 
 void field_op8_ifma(FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok) {
     Fe8 x, y, z;
