@@ -52,6 +52,11 @@ inline void gej8_double(Gej8& r, const Gej8& a) {
 // it keep a. Returns the lanes of `use` where a and b are equal or opposite
 // (r unspecified there). r may be a. ratio, if given, receives h, the
 // factor Z(r) / Z(a) of the generic lanes.  (8M + 3S)
+// With check false the degenerate lanes are not looked for (0 returned):
+// there h = 0, so Z(r) = 0, and every later doubling (Z' = 2 Y Z) and
+// addition (Z' = Z h) keeps Z = 0 in a lane that is not infinity, so a
+// caller may find them all at once at the end (gej8_degenerate_at_end).
+template <bool check = true>
 inline __mmask8 gej8_add_ge(Gej8& r, const Gej8& a, const Ge8& b, __mmask8 use, Fe8* ratio = nullptr) {
     Fe8 z1z1, u2, s2, h, rr, x3, y3, z3;
     fe8_sqr(z1z1, a.z);
@@ -65,7 +70,7 @@ inline __mmask8 gej8_add_ge(Gej8& r, const Gej8& a, const Ge8& b, __mmask8 use, 
     if (ratio) *ratio = h;
     const __mmask8 from_inf = use & a.inf;        // result is b itself
     const __mmask8 generic = use & ~a.inf;
-    const __mmask8 degenerate = generic & fe8_is_zero(h);
+    const __mmask8 degenerate = check ? generic & fe8_is_zero(h) : 0;
     Fe8 one;
     fe8_set_u64(one, 1);
     fe8_select(r.x, generic, a.x, x3);
@@ -77,5 +82,9 @@ inline __mmask8 gej8_add_ge(Gej8& r, const Gej8& a, const Ge8& b, __mmask8 use, 
     r.inf = static_cast<__mmask8>(a.inf & ~use);
     return degenerate;
 }
+
+// The lanes of a chain of doublings and unchecked additions (from infinity
+// or a finite point) that met a degenerate addition: finite with Z = 0.
+inline __mmask8 gej8_degenerate_at_end(const Gej8& a) { return static_cast<__mmask8>(~a.inf & fe8_is_zero(a.z)); }
 
 }  // namespace sigverify::kernels::lanes

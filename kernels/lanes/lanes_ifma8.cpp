@@ -317,10 +317,10 @@ void ecmult8_ifma(const Ecmult8In& in, Ecmult8Out& out) {
         Ge8 e;
         __m512i d = load_digits(in.dk[0][w]);
         gather_p(e, t1, d);
-        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
+        gej8_add_ge<false>(acc, acc, e, _mm512_test_epi64_mask(d, d));
         d = load_digits(in.dk[1][w]);
         gather_p(e, t2, d);
-        bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
+        gej8_add_ge<false>(acc, acc, e, _mm512_test_epi64_mask(d, d));
         constexpr int kStep = kGWindow / 4;  // ladder windows a G digit spans
         if (w % kStep != kStep - 1) continue;
         for (int h = 0; h < 2; ++h) {
@@ -328,10 +328,11 @@ void ecmult8_ifma(const Ecmult8In& in, Ecmult8Out& out) {
             gather_g(e, h == 0 ? *in.g : *in.g128, d);
             fe8_mul(e.x, e.x, zg2);  // onto the scaled curve
             fe8_mul(e.y, e.y, zg3);
-            bad |= gej8_add_ge(acc, acc, e, _mm512_test_epi64_mask(d, d));
+            gej8_add_ge<false>(acc, acc, e, _mm512_test_epi64_mask(d, d));
         }
     }
     fe8_mul(acc.z, acc.z, zg);  // back from the scaled curve
+    bad |= gej8_degenerate_at_end(acc);
     finish8(out, acc, bad, square, in.affine);
 }
 
