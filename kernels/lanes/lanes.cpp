@@ -238,6 +238,16 @@ bool schnorr_parse(const u8* record, const u8 eb[32], Fe& rx, Fe& px, Sc& s, Sc&
     return true;
 }
 
+// The verdict a lane's parse and ladder already decide (invalid: no row or
+// an off-curve key; recheck: a case the lanes do not decide), else kDecide:
+// the kind's final check on R decides.
+constexpr u8 kDecide = 0xFF;
+u8 ladder_verdict(bool parsed, bool fits, const Ecmult8Out& out, int l) {
+    if (!parsed || out.off_curve[l]) return kInvalid;
+    if (!fits || out.degenerate[l] || out.r[l].infinity) return kRecheck;
+    return kDecide;
+}
+
 }  // namespace
 
 void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdicts[8]) {
@@ -270,13 +280,8 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
     Ecmult8Out out;
     ecmult8_ifma(in, out);
     for (int l = 0; l < 8; ++l) {
-        if (!parsed[l] || out.off_curve[l]) {
-            verdicts[l] = kInvalid;
-        } else if (!fits[l] || out.degenerate[l] || out.r[l].infinity) {
-            verdicts[l] = kRecheck;
-        } else {
-            verdicts[l] = ecdsa_check_rx(out.r[l], r[l]) ? kValid : kInvalid;
-        }
+        verdicts[l] = ladder_verdict(parsed[l], fits[l], out, l);
+        if (verdicts[l] == kDecide) verdicts[l] = ecdsa_check_rx(out.r[l], r[l]) ? kValid : kInvalid;
     }
 }
 
@@ -307,13 +312,9 @@ void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]) {
     Ecmult8Out out;
     ecmult8_ifma(in, out);
     for (int l = 0; l < 8; ++l) {
-        if (!parsed[l] || out.off_curve[l]) {
-            verdicts[l] = kInvalid;
-        } else if (!fits[l] || out.degenerate[l] || out.r[l].infinity) {
-            verdicts[l] = kRecheck;
-        } else {
+        verdicts[l] = ladder_verdict(parsed[l], fits[l], out, l);
+        if (verdicts[l] == kDecide)
             verdicts[l] = fe_equal(out.ax[l], rx[l]) && !fe_is_odd(out.ay[l]) ? kValid : kInvalid;
-        }
     }
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/lanes/lanes.hpp"
+#include "lanes_widths.hpp"
 
 using namespace sigverify::kernels;
 using namespace sigverify::kernels::lanes;
@@ -54,15 +55,7 @@ Fe random_fe(std::mt19937_64& rng) {
     }
 }
 
-std::vector<Width> widths() {
-    std::vector<Width> w = {Width::scalar};
-    if (cpu_has_ifma8()) {
-        w.push_back(Width::ifma8);
-    } else {
-        WARN("CPU without AVX-512 IFMA: 8-lane cases skipped");
-    }
-    return w;
-}
+std::vector<Width> widths() { return sigverify::kernel_test::lane_widths(); }
 
 // Runs op on inputs (padded to a multiple of 8) at width w and at the
 // scalar width, and compares every element.

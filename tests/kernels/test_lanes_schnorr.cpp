@@ -15,6 +15,7 @@
 #include "host_rows.hpp"
 #include "kernels/kernel_math.hpp"
 #include "kernels/lanes/lanes.hpp"
+#include "lanes_widths.hpp"
 #include "reference/reference_verifier.hpp"
 #include "support/test_vectors.hpp"
 
@@ -26,15 +27,7 @@ namespace {
 
 constexpr std::size_t kRec = 128;  // SchnorrRecord bytes, no tail
 
-std::vector<Width> widths() {
-    std::vector<Width> w = {Width::scalar};
-    if (cpu_has_ifma8()) {
-        w.push_back(Width::ifma8);
-    } else {
-        WARN("CPU without AVX-512 IFMA: 8-lane cases skipped");
-    }
-    return w;
-}
+std::vector<Width> widths() { return sigverify::kernel_test::lane_widths(); }
 
 struct Tally {
     std::size_t rows = 0, valid = 0, rechecks = 0;
@@ -77,19 +70,11 @@ std::vector<u8> generated(std::size_t count, double invalid_rate, std::uint64_t 
     return kernel_test::host_generate_rows(o);
 }
 
-Ge mul_g(const Sc& k) {
-    Gej r;
-    ecmult(r, ge_generator(), sc_zero(), k, host_exact_g_table());
-    Ge a;
-    ge_set_gej(a, r);
-    return a;
-}
-
 // A valid BIP-340 signature by key d (even-y P = d G) on msg with nonce k.
 void sign(u8* row, Sc d, Sc k, const u8 msg[32]) {
-    Ge p = mul_g(d);
+    Ge p = kernel_test::detail::mul_g(d);
     if (fe_is_odd(p.y)) sc_neg(d, d);
-    const Ge r = mul_g(k);
+    const Ge r = kernel_test::detail::mul_g(k);
     if (fe_is_odd(r.y)) sc_neg(k, k);
     std::memcpy(row + kRecHash, msg, 32);
     fe_get_b32(row + kRecKey, p.x);
