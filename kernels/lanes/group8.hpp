@@ -24,7 +24,9 @@ struct Gej8 {
 };
 
 // r = 2a (y^2 = x^3 + 7 has no point of order 2, so only infinity is special,
-// and it stays infinity).  (3M + 4S)
+// and it stays infinity). r may be a.  (2M + 5S, seven carries: the
+// subtractions that feed no product are merged, fe8_twice_sub2 and
+// fe8_sub_shl)
 inline void gej8_double(Gej8& r, const Gej8& a) {
     Fe8 xx, yy, yyyy, d, e, f, t;
     fe8_sqr(xx, a.x);
@@ -32,19 +34,15 @@ inline void gej8_double(Gej8& r, const Gej8& a) {
     fe8_sqr(yyyy, yy);
     fe8_add(t, a.x, yy);  // d = 2((x + yy)^2 - xx - yyyy) = 4 x yy
     fe8_sqr(t, t);
-    fe8_sub(t, t, xx);
-    fe8_sub(t, t, yyyy);
-    fe8_add(d, t, t);
+    fe8_twice_sub2(d, t, xx, yyyy);
     fe8_mul_small(e, xx, 3);
     fe8_sqr(f, e);
     fe8_mul(r.z, a.y, a.z);
     fe8_add(r.z, r.z, r.z);
-    fe8_sub(r.x, f, d);
-    fe8_sub(r.x, r.x, d);
+    fe8_sub_shl(r.x, f, d, 1);  // x3 = f - 2d
     fe8_sub(t, d, r.x);
     fe8_mul(r.y, e, t);
-    fe8_mul_small(t, yyyy, 8);
-    fe8_sub(r.y, r.y, t);
+    fe8_sub_shl(r.y, r.y, yyyy, 3);  // y3 = e (d - x3) - 8 yyyy
     r.inf = a.inf;
 }
 
