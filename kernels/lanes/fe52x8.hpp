@@ -75,6 +75,17 @@ inline void fe8_sub_shl(Fe8& r, const Fe8& a, const Fe8& b, int k) {
     fe8_carry(r);
 }
 
+// r = a - b - 2c (all weak) with one carry: a + 48p - b - 2c, the limbs
+// < 2^58.
+inline void fe8_sub_sub2(Fe8& r, const Fe8& a, const Fe8& b, const Fe8& c) {
+    for (int i = 0; i < 5; ++i) {
+        const __m512i p48 = _mm512_add_epi64(fe8_p16(i), _mm512_slli_epi64(fe8_p16(i), 1));
+        const __m512i t = _mm512_sub_epi64(_mm512_add_epi64(a.v[i], p48), b.v[i]);
+        r.v[i] = _mm512_sub_epi64(t, _mm512_slli_epi64(c.v[i], 1));
+    }
+    fe8_carry(r);
+}
+
 // r = 2 (a - b - c) (all weak) with one carry: (a + 32p - b - c) 2, the
 // limbs < 2^59.
 inline void fe8_twice_sub2(Fe8& r, const Fe8& a, const Fe8& b, const Fe8& c) {

@@ -7,12 +7,8 @@
 #pragma once
 
 #include "kernels/lanes/fe52x8.hpp"
-#include "kernels/point_add.hpp"
 
 namespace sigverify::kernels::lanes {
-
-// point_add_xy (kernels/point_add.hpp) calls these names for Fe8.
-inline void fe_sub(Fe8& r, const Fe8& a, const Fe8& b) { fe8_sub(r, a, b); }
 
 struct Ge8 {
     Fe8 x, y;
@@ -63,20 +59,33 @@ inline __mmask8 gej8_add_ge(Gej8& r, const Gej8& a, const Ge8& b, __mmask8 use, 
     fe8_mul(s2, s2, z1z1);
     fe8_sub(h, u2, a.x);
     fe8_sub(rr, s2, a.y);
-    point_add_xy(x3, y3, h, rr, a.x, a.y);
+    {  // point_add.hpp's point_add_xy, its three subtractions for x3 merged
+        Fe8 hh, hhh, v, t;
+        fe8_sqr(hh, h);
+        fe8_mul(hhh, h, hh);
+        fe8_mul(v, a.x, hh);
+        fe8_sqr(x3, rr);
+        fe8_sub_sub2(x3, x3, hhh, v);  // rr^2 - hhh - 2v
+        fe8_sub(t, v, x3);
+        fe8_mul(y3, rr, t);
+        fe8_mul(t, a.y, hhh);
+        fe8_sub(y3, y3, t);
+    }
     fe8_mul(z3, a.z, h);
     if (ratio) *ratio = h;
     const __mmask8 from_inf = use & a.inf;        // result is b itself
     const __mmask8 generic = use & ~a.inf;
     const __mmask8 degenerate = check ? generic & fe8_is_zero(h) : 0;
-    Fe8 one;
-    fe8_set_u64(one, 1);
     fe8_select(r.x, generic, a.x, x3);
     fe8_select(r.y, generic, a.y, y3);
     fe8_select(r.z, generic, a.z, z3);
-    fe8_select(r.x, from_inf, r.x, b.x);
-    fe8_select(r.y, from_inf, r.y, b.y);
-    fe8_select(r.z, from_inf, r.z, one);
+    if (from_inf) {  // rare after the ladder's first windows
+        Fe8 one;
+        fe8_set_u64(one, 1);
+        fe8_select(r.x, from_inf, r.x, b.x);
+        fe8_select(r.y, from_inf, r.y, b.y);
+        fe8_select(r.z, from_inf, r.z, one);
+    }
     r.inf = static_cast<__mmask8>(a.inf & ~use);
     return degenerate;
 }
