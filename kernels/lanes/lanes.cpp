@@ -3,6 +3,7 @@
 // kernels/lanes/lanes.hpp. Compiled with the project's ordinary flags.
 #include "kernels/lanes/lanes.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 
@@ -269,6 +270,12 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
             r[l] = sc_zero();
         }
     }
+    if (std::none_of(parsed, parsed + 8, [](bool p) { return p; })) {
+        // Nothing to run the ladder for (zero-filled or garbage rows): libsecp256k1
+        // rejects such rows at their parse, and so do the lanes, at that cost.
+        std::fill_n(verdicts, 8, kInvalid);
+        return;
+    }
     sc_batch_inv8(s);
     Sc u1[8], u2[8];
     for (int l = 0; l < 8; ++l) {
@@ -306,6 +313,12 @@ void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]) {
             s[l] = sc_one();
             e[l] = sc_zero();
         }
+    }
+    if (std::none_of(parsed, parsed + 8, [](bool p) { return p; })) {
+        // Nothing to run the ladder for (zero-filled or garbage rows): libsecp256k1
+        // rejects such rows at their parse, and so do the lanes, at that cost.
+        std::fill_n(verdicts, 8, kInvalid);
+        return;
     }
     bool fits[8];
     set_scalars(in, e, s, fits);
