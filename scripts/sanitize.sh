@@ -20,7 +20,7 @@
 # Only the targets the selected tests need are built. Environment:
 #   SANITIZE_ASAN_DIR, SANITIZE_TSAN_DIR   build directories (default $ROOT/build-asan, $ROOT/build-tsan)
 #   SANITIZE_ASAN_LABELS                   ctest -L regex (default "unit|integration")
-#   SANITIZE_ASAN_EXCLUDE                  ctest -LE regex (default "long|differential|bench|gpu")
+#   SANITIZE_ASAN_EXCLUDE                  ctest -LE regex (default "long|differential|bench|gpu|fuzz|cli|vectors|generator|package|install|docs")
 #   SANITIZE_JOBS                          build and ctest parallelism (default nproc)
 #   SANITIZE_DEBUG_INFO                    debug-info flag (default -g1: line tables; -g for a debugger)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -88,12 +88,16 @@ run_asan() {
   local start=$SECONDS
   configure "$ASAN_DIR" "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1"
   local labels=${SANITIZE_ASAN_LABELS:-unit|integration}
-  local exclude=${SANITIZE_ASAN_EXCLUDE:-long|differential|bench|gpu}
+  # Every test has a size class (tests/CMakeLists.txt): the component labels
+  # below keep out what needs no sanitizer or builds what this directory does
+  # not (the CLI's scripts, packages, installs, fuzzing, generators).
+  local exclude=${SANITIZE_ASAN_EXCLUDE:-long|differential|bench|gpu|fuzz|cli|vectors|generator|package|install|docs}
   # Left out by name: kernel v1's math in both forms (v2, the kernel that runs,
   # and the row parser stay) and the checks of the library's interface, which
   # read the built files rather than run code (no memory to check): the exported
-  # symbols, the ABI baseline, the version numbers, the nodiscard warnings.
-  local names=${SANITIZE_ASAN_EXCLUDE_NAMES:-^(test_kernel_math|test_kernel_math_devform|test_exports|test_abi|test_version|test_nodiscard)\$}
+  # symbols, the ABI baseline, the version numbers, the nodiscard warnings; and
+  # the operators' shell tests, which run programs this build does not make.
+  local names=${SANITIZE_ASAN_EXCLUDE_NAMES:-^(test_kernel_math|test_kernel_math_devform|test_exports|test_abi|test_version|test_nodiscard|test_systemd_units|test_exit_codes|test_sandbox|test_journal|test_monitoring|test_lbtc_compat|test_example_node)\$}
   mapfile -t tests < <(selected_tests "$ASAN_DIR" -L "$labels" -LE "$exclude" -E "$names")
   [ ${#tests[@]} -gt 0 ] || { echo "no tests selected" >&2; return 1; }
   build_targets "$ASAN_DIR" sigverifyd "${tests[@]}"

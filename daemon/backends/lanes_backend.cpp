@@ -37,8 +37,8 @@ ChunkResult LanesBackend::verify(unsigned worker, const wire::RowSpan& records, 
 
 std::string lanes_device_text(lanes::Width width) {
     const std::string what = width == lanes::Width::ifma8
-                                 ? "8 lanes of AVX-512 IFMA (ECDSA in the lanes, BIP-340 on libsecp256k1)"
-                                 : "the exact path, one row at a time (BIP-340 on libsecp256k1)";
+                                 ? "8 lanes of AVX-512 IFMA (ECDSA and BIP-340)"
+                                 : "the exact path, one row at a time";
     return std::string(lanes::width_name(width)) + ": " + what;
 }
 

@@ -15,8 +15,8 @@
 // (SIGVERIFY_LANES=ifma8|scalar forces one; scalar is the exact path, row by
 // row, and runs anywhere). The name says it ("lanes-ifma8"), so the stats,
 // the metrics' backend label and `sigverify info` name the width.
-// ECDSA rows run in the lanes; BIP-340 rows, for now, on libsecp256k1
-// (daemon/backends/lanes_rows.cpp, verify_group8).
+// ECDSA and BIP-340 rows both run in the lanes (daemon/backends/lanes_rows.cpp,
+// verify_group8).
 #pragma once
 
 #include <atomic>

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "kernels/kernel_math.hpp"
-#include "reference/reference_verifier.hpp"
 
 namespace sigverify::daemon {
 namespace {
@@ -12,26 +11,15 @@ namespace {
 namespace lanes = kernels::lanes;
 
 constexpr std::uint8_t kLaneValid = 1;
-constexpr std::uint8_t kLaneInvalid = 0;
 
 // The lanes' verdicts (0 invalid, 1 valid, 2 recheck) of eight records of
 // one kind. THE ONE PLACE that says which rows the lanes verify.
 void verify_group8(lanes::Width w, const wire::RowSpan& rows, const std::uint8_t* const records[8],
                    std::uint8_t out[8]) {
-    if (rows.kind == wire::RecordKind::ecdsa) {
+    if (rows.kind == wire::RecordKind::ecdsa)
         lanes::ecdsa_verify8(w, records, rows.encoding == wire::SigEncoding::compact, out);
-        return;
-    }
-    // LEAD, at merge: BIP-340 rows in the lanes are one line here,
-    //     lanes::schnorr_verify8(w, records, out);
-    // (then lanes_backend.hpp's, lanes_device_text's and docs/operations.md's
-    // "BIP-340 on libsecp256k1" go). Until then libsecp256k1, row by row, on
-    // this worker's own context: the exact path would be half its speed
-    // (BENCHMARKS.md "CPU lanes through the daemon"), slower than the CPU
-    // backend AUTO picked before the lanes.
-    thread_local const reference::RowVerifier secp;
-    (void)w;
-    for (int l = 0; l < 8; ++l) out[l] = secp.verify_schnorr(records[l]) ? kLaneValid : kLaneInvalid;
+    else
+        lanes::schnorr_verify8(w, records, out);
 }
 
 }  // namespace

@@ -7,8 +7,7 @@
 // lies, nothing is written but verdicts[].
 //
 // Which rows the lanes run is decided in one place (lanes_rows.cpp,
-// verify_group8): ECDSA rows in the lanes; BIP-340 rows on libsecp256k1
-// row by row until kernels/lanes has schnorr_verify8.
+// verify_group8): ECDSA and BIP-340 rows, both in the lanes.
 #pragma once
 
 #include <cstddef>

@@ -33,7 +33,8 @@ inline void fe8_carry(Fe8& r) {
     const __m512i m = fe8_mask52();
     __m512i c = _mm512_srli_epi64(r.v[4], 48);
     r.v[4] = _mm512_and_si512(r.v[4], _mm512_set1_epi64((1ull << 48) - 1));
-    r.v[0] = _mm512_add_epi64(r.v[0], _mm512_mullo_epi64(c, _mm512_set1_epi64(0x1000003D1ll)));
+    // c * 0x1000003D1 < 2^47: the low-52 multiply-add is the exact product (cheaper than vpmullq)
+    r.v[0] = _mm512_madd52lo_epu64(r.v[0], c, _mm512_set1_epi64(0x1000003D1ll));
     for (int i = 0; i < 4; ++i) {
         c = _mm512_srli_epi64(r.v[i], 52);
         r.v[i] = _mm512_and_si512(r.v[i], m);
@@ -55,13 +56,43 @@ inline void fe8_add(Fe8& r, const Fe8& a, const Fe8& b) {
 // r = a - b as a + 16p - b: each limb of 16p (2^56 - 0x1000003D10,
 // 16(2^52 - 1) three times, 2^52 - 16) is at least the matching limb bound
 // of a weak b, so no limb goes negative; the sums stay < 2^58.
+// Limb i of 16p.
+inline __m512i fe8_p16(int i) {
+    const unsigned long long l = i == 0 ? (1ull << 56) - 0x1000003D10ull : i == 4 ? (1ull << 52) - 16 : ((1ull << 52) - 1) * 16;
+    return _mm512_set1_epi64(static_cast<long long>(l));
+}
+
 inline void fe8_sub(Fe8& r, const Fe8& a, const Fe8& b) {
-    const __m512i p16[5] = {_mm512_set1_epi64(static_cast<long long>((1ull << 56) - 0x1000003D10ull)),
-                            _mm512_set1_epi64(static_cast<long long>(((1ull << 52) - 1) * 16)),
-                            _mm512_set1_epi64(static_cast<long long>(((1ull << 52) - 1) * 16)),
-                            _mm512_set1_epi64(static_cast<long long>(((1ull << 52) - 1) * 16)),
-                            _mm512_set1_epi64(static_cast<long long>((1ull << 52) - 16))};
-    for (int i = 0; i < 5; ++i) r.v[i] = _mm512_sub_epi64(_mm512_add_epi64(a.v[i], p16[i]), b.v[i]);
+    for (int i = 0; i < 5; ++i) r.v[i] = _mm512_sub_epi64(_mm512_add_epi64(a.v[i], fe8_p16(i)), b.v[i]);
+    fe8_carry(r);
+}
+
+// r = a - 2^k b (k <= 3, a and b weak) with one carry: a + 2^k 16p - 2^k b,
+// every limb of 2^k b at most that of 2^k 16p, the sums < 2^60.
+inline void fe8_sub_shl(Fe8& r, const Fe8& a, const Fe8& b, int k) {
+    for (int i = 0; i < 5; ++i)
+        r.v[i] = _mm512_sub_epi64(_mm512_add_epi64(a.v[i], _mm512_slli_epi64(fe8_p16(i), k)), _mm512_slli_epi64(b.v[i], k));
+    fe8_carry(r);
+}
+
+// r = a - b - 2c (all weak) with one carry: a + 48p - b - 2c, the limbs
+// < 2^58.
+inline void fe8_sub_sub2(Fe8& r, const Fe8& a, const Fe8& b, const Fe8& c) {
+    for (int i = 0; i < 5; ++i) {
+        const __m512i p48 = _mm512_add_epi64(fe8_p16(i), _mm512_slli_epi64(fe8_p16(i), 1));
+        const __m512i t = _mm512_sub_epi64(_mm512_add_epi64(a.v[i], p48), b.v[i]);
+        r.v[i] = _mm512_sub_epi64(t, _mm512_slli_epi64(c.v[i], 1));
+    }
+    fe8_carry(r);
+}
+
+// r = 2 (a - b - c) (all weak) with one carry: (a + 32p - b - c) 2, the
+// limbs < 2^59.
+inline void fe8_twice_sub2(Fe8& r, const Fe8& a, const Fe8& b, const Fe8& c) {
+    for (int i = 0; i < 5; ++i) {
+        const __m512i t = _mm512_add_epi64(a.v[i], _mm512_slli_epi64(fe8_p16(i), 1));
+        r.v[i] = _mm512_slli_epi64(_mm512_sub_epi64(_mm512_sub_epi64(t, b.v[i]), c.v[i]), 1);
+    }
     fe8_carry(r);
 }
 

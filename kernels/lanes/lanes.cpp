@@ -3,7 +3,9 @@
 // kernels/lanes/lanes.hpp. Compiled with the project's ordinary flags.
 #include "kernels/lanes/lanes.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 
 #include "kernels/exact_verify.hpp"
 #include "kernels/kernel_math.hpp"
@@ -157,28 +159,97 @@ void put_limbs(u64* out, const Fe& a) {
     out[4] = w[3] >> 16;
 }
 
-void put_digits(u8 (*d)[8], int lane, const Sc& k) {
-    for (int w = 0; w < 64; ++w) d[63 - w][lane] = static_cast<u8>((k.v[w / 16] >> (4 * (w % 16))) & 15);
+// The 128 / bits digits of bits bits each of the 128-bit value hi:lo, most
+// significant first (bits divides 64).
+void put_digits(u8 (*d)[8], int lane, u64 lo, u64 hi, int bits) {
+    const int per_word = 64 / bits, count = 128 / bits;
+    const u64 mask = (1ull << bits) - 1;
+    for (int w = 0; w < count; ++w)
+        d[count - 1 - w][lane] = static_cast<u8>(((w < per_word ? lo : hi) >> (bits * (w % per_word))) & mask);
+}
+
+// The multiples of base, for a static table (no large copy on the stack).
+void make_table(GTable8& t, const Ge& base) {
+    Gej acc = gej_from_ge(base);
+    for (int d = 1; d < kGEntries; ++d) {
+        Ge a;
+        ge_set_gej(a, acc);
+        put_limbs(&t.e[d][0], a.x);
+        put_limbs(&t.e[d][5], a.y);
+        gej_add_ge(acc, acc, base);
+    }
 }
 
 }  // namespace
 
 const GTable8& g_table8() {
-    static const GTable8 tab = [] {
-        GTable8 t{};
-        const Ge g = ge_generator();
-        Gej acc = gej_from_ge(g);
-        for (int d = 1; d < 16; ++d) {
-            Ge a;
-            ge_set_gej(a, acc);
-            put_limbs(&t.e[d][0], a.x);
-            put_limbs(&t.e[d][5], a.y);
-            gej_add_ge(acc, acc, g);
-        }
-        return t;
+    static const GTable8& tab = [] {
+        static GTable8 t{};
+        make_table(t, ge_generator());
+        return std::cref(t);
     }();
     return tab;
 }
+
+const GTable8& g128_table8() {
+    static const GTable8& tab = [] {
+        static GTable8 t{};
+        Gej j = gej_from_ge(ge_generator());
+        for (int i = 0; i < 128; ++i) gej_double(j, j);
+        Ge g128;
+        ge_set_gej(g128, j);
+        make_table(t, g128);
+        return std::cref(t);
+    }();
+    return tab;
+}
+
+namespace {
+
+// Fills the ladder's digit streams for R = na[l] P[l] + ng[l] G per lane;
+// fits[l] false where a GLV half would not fit 128 bits (never, by the
+// split's bounds: the lane is then left to the exact path).
+void set_scalars(Ecmult8In& in, const Sc na[8], const Sc ng[8], bool fits[8]) {
+    in.g = &g_table8();
+    in.g128 = &g128_table8();
+    for (int l = 0; l < 8; ++l) {
+        Sc k1, k2;
+        sc_split_lambda(k1, k2, na[l]);
+        in.neg1[l] = sc_is_high(k1);
+        in.neg2[l] = sc_is_high(k2);
+        if (in.neg1[l]) sc_neg(k1, k1);
+        if (in.neg2[l]) sc_neg(k2, k2);
+        fits[l] = (k1.v[2] | k1.v[3] | k2.v[2] | k2.v[3]) == 0;
+        put_digits(in.dk[0], l, k1.v[0], k1.v[1], 4);
+        put_digits(in.dk[1], l, k2.v[0], k2.v[1], 4);
+        put_digits(in.dg[0], l, ng[l].v[0], ng[l].v[1], kGWindow);
+        put_digits(in.dg[1], l, ng[l].v[2], ng[l].v[3], kGWindow);
+    }
+}
+
+// The parse of one BIP-340 record (exact_schnorr_verify's rules: R.x < p,
+// s < n, key x < p; whether x is on the curve the lanes say); e = -challenge
+// (eb: the challenge hash, bip340_challenge8_ifma).
+bool schnorr_parse(const u8* record, const u8 eb[32], Fe& rx, Fe& px, Sc& s, Sc& e) {
+    if (!fe_set_b32(rx, record + kSchnorrSig)) return false;
+    if (sc_set_bytes(s, record + kSchnorrSig + 32, ByteOrder::big)) return false;
+    if (!fe_set_b32(px, record + kRecKey)) return false;
+    sc_set_bytes(e, eb, ByteOrder::big);  // reduced mod n, as the exact path
+    sc_neg(e, e);
+    return true;
+}
+
+// The verdict a lane's parse and ladder already decide (invalid: no row or
+// an off-curve key; recheck: a case the lanes do not decide), else kDecide:
+// the kind's final check on R decides.
+constexpr u8 kDecide = 0xFF;
+u8 ladder_verdict(bool parsed, bool fits, const Ecmult8Out& out, int l) {
+    if (!parsed || out.off_curve[l]) return kInvalid;
+    if (!fits || out.degenerate[l] || out.r[l].infinity) return kRecheck;
+    return kDecide;
+}
+
+}  // namespace
 
 void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdicts[8]) {
     if (w != Width::ifma8 || !cpu_has_ifma8()) {
@@ -187,7 +258,6 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
         return;
     }
     Ecmult8In in;
-    in.g = &g_table8();
     Sc r[8], s[8], z[8];
     bool parsed[8];
     for (int l = 0; l < 8; ++l) {
@@ -200,24 +270,64 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
             r[l] = sc_zero();
         }
     }
-    sc_batch_inv8(s);
-    for (int l = 0; l < 8; ++l) {
-        Sc u1, u2;
-        sc_mul(u1, z[l], s[l]);
-        sc_mul(u2, r[l], s[l]);
-        put_digits(in.dp, l, u2);
-        put_digits(in.dg, l, u1);
+    if (std::none_of(parsed, parsed + 8, [](bool p) { return p; })) {
+        // Nothing to run the ladder for (zero-filled or garbage rows): libsecp256k1
+        // rejects such rows at their parse, and so do the lanes, at that cost.
+        std::fill_n(verdicts, 8, kInvalid);
+        return;
     }
+    sc_batch_inv8(s);
+    Sc u1[8], u2[8];
+    for (int l = 0; l < 8; ++l) {
+        sc_mul(u1[l], z[l], s[l]);
+        sc_mul(u2[l], r[l], s[l]);
+    }
+    bool fits[8];
+    set_scalars(in, u2, u1, fits);
     Ecmult8Out out;
     ecmult8_ifma(in, out);
     for (int l = 0; l < 8; ++l) {
-        if (!parsed[l] || out.off_curve[l]) {
-            verdicts[l] = kInvalid;
-        } else if (out.degenerate[l] || out.r[l].infinity) {
-            verdicts[l] = kRecheck;
-        } else {
-            verdicts[l] = ecdsa_check_rx(out.r[l], r[l]) ? kValid : kInvalid;
+        verdicts[l] = ladder_verdict(parsed[l], fits[l], out, l);
+        if (verdicts[l] == kDecide) verdicts[l] = ecdsa_check_rx(out.r[l], r[l]) ? kValid : kInvalid;
+    }
+}
+
+void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]) {
+    if (w != Width::ifma8 || !cpu_has_ifma8()) {
+        for (int l = 0; l < 8; ++l)
+            verdicts[l] = exact_schnorr_verify(records[l], host_exact_g_table()) ? kValid : kInvalid;
+        return;
+    }
+    Ecmult8In in;
+    in.affine = true;
+    Fe rx[8];
+    Sc s[8], e[8];
+    bool parsed[8];
+    u8 eb[8][32];
+    bip340_challenge8_ifma(records, eb);
+    for (int l = 0; l < 8; ++l) {
+        in.odd[l] = false;  // the x-only key's lift has even y
+        parsed[l] = schnorr_parse(records[l], eb[l], rx[l], in.px[l], s[l], e[l]);
+        if (!parsed[l]) {  // a harmless stand-in: G's x with scalars 0, 1 (never read)
+            in.px[l] = ge_generator().x;
+            s[l] = sc_one();
+            e[l] = sc_zero();
         }
+    }
+    if (std::none_of(parsed, parsed + 8, [](bool p) { return p; })) {
+        // Nothing to run the ladder for (zero-filled or garbage rows): libsecp256k1
+        // rejects such rows at their parse, and so do the lanes, at that cost.
+        std::fill_n(verdicts, 8, kInvalid);
+        return;
+    }
+    bool fits[8];
+    set_scalars(in, e, s, fits);
+    Ecmult8Out out;
+    ecmult8_ifma(in, out);
+    for (int l = 0; l < 8; ++l) {
+        verdicts[l] = ladder_verdict(parsed[l], fits[l], out, l);
+        if (verdicts[l] == kDecide)
+            verdicts[l] = fe_equal(out.ax[l], rx[l]) && !fe_is_odd(out.ay[l]) ? kValid : kInvalid;
     }
 }
 

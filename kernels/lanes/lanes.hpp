@@ -66,27 +66,48 @@ void group_op8(Width w, GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* deg
 // compact: r BE || s BE, else opaque r LE || s LE). Scalar width: the exact
 // path's verdict, never recheck.
 void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdicts[8]);
+// schnorr_verify8: the verdicts of eight BIP-340 records (SchnorrRecord
+// bytes: message, x-only key, R.x || s, all big-endian): R = s G - e P with
+// P the key's even-y lift and e the tagged challenge hash, valid where R is
+// not infinity, R.x == r and R.y is even. Scalar width: the exact path's
+// verdict, never recheck.
+void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]);
 
 // What the 8-lane ladder gets: key x coordinates and wanted y parities
-// (the lanes lift them: a square root each), 64 four-bit digits (most
-// significant first) of the key's and the generator's scalar per lane, and
-// the lanes to run; it returns R = na P + ng G in Jacobian form per lane and
-// the lanes that met a degenerate addition.
-// Limb i (0..4 x, 5..9 y, 52-bit limbs) of the affine multiples 0..15 of G
-// (entry 0: zeros, never added), built by lanes.cpp (g_table8).
+// (the lanes lift them: a square root each), and per lane the digits (most
+// significant first) of four 128-bit scalars: the key's scalar na split by
+// the GLV endomorphism, na = k1 + k2 lambda (signs apart: neg1, neg2), in
+// 32 four-bit digits each, and the generator's ng in binary halves ng = g1
+// + g2 2^128, in kGWindows digits of kGWindow bits each. It returns R = na P
+// + ng G in Jacobian form per lane (after 124 doublings, 64 additions from
+// the key's tables and 2 kGWindows from G's) and the lanes that met a
+// degenerate addition.
+// Limb i (0..4 x, 5..9 y, 52-bit limbs) of the affine multiples 0 ..
+// kGEntries - 1 of a base point (entry 0: zeros, never added), built once by
+// lanes.cpp: g_table8() of G, g128_table8() of 2^128 G.
+constexpr int kGWindow = 8;
+constexpr int kGEntries = 1 << kGWindow;
+constexpr int kGWindows = 128 / kGWindow;
+static_assert(kGWindow % 4 == 0 && 128 % kGWindow == 0, "G digits end on the ladder's four-bit windows");
 struct GTable8 {
-    alignas(64) u64 e[16][10];
+    alignas(64) u64 e[kGEntries][10];
 };
 const GTable8& g_table8();
+const GTable8& g128_table8();
 
 struct Ecmult8In {
     const GTable8* g;
+    const GTable8* g128;
     Fe px[8];
     bool odd[8];
-    u8 dp[64][8], dg[64][8];
+    bool neg1[8], neg2[8];     // k1, k2 stand for -k1, -k2
+    u8 dk[2][32][8];           // [k1, k2][window][lane]
+    u8 dg[2][kGWindows][8];    // [g1, g2][window][lane]
+    bool affine = false;       // also return R in affine form (one inversion in the lanes)
 };
 struct Ecmult8Out {
     Gej r[8];
+    Fe ax[8], ay[8];    // R in affine form (fully reduced; unspecified for infinity)
     bool degenerate[8];
     bool off_curve[8];  // x^3 + 7 is not a square: the key does not parse
 };

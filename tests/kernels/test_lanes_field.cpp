@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/lanes/lanes.hpp"
+#include "lanes_widths.hpp"
 
 using namespace sigverify::kernels;
 using namespace sigverify::kernels::lanes;
@@ -54,15 +55,7 @@ Fe random_fe(std::mt19937_64& rng) {
     }
 }
 
-std::vector<Width> widths() {
-    std::vector<Width> w = {Width::scalar};
-    if (cpu_has_ifma8()) {
-        w.push_back(Width::ifma8);
-    } else {
-        WARN("CPU without AVX-512 IFMA: 8-lane cases skipped");
-    }
-    return w;
-}
+std::vector<Width> widths() { return sigverify::kernel_test::lane_widths(); }
 
 // Runs op on inputs (padded to a multiple of 8) at width w and at the
 // scalar width, and compares every element.
@@ -273,4 +266,48 @@ TEST_CASE("lanes ECDSA on hostile rows: random bytes, bad prefixes, r or s zero 
     }
     for (Width w : widths())
         for (bool compact : {false, true}) check_ecdsa_rows(w, rows, stride, compact);
+}
+
+TEST_CASE("lanes ECDSA rows that meet a degenerate ladder addition are rechecked, never misjudged") {
+    // Key G (02 || G.x). The ladder adds, from the first window on, the
+    // four-bit digits of |k1| and |k2|, u2 = r / s = k1 + k2 lambda, and
+    // after every kGWindow bits a digit of u1 = z / s's low half (table of
+    // G): with |k2|'s top kGWindow bits zero the accumulator is then +-A G,
+    // A the top kGWindow bits of |k1|; a z that makes u1's digit A makes the
+    // next addition one of equal or opposite points. (r, s random: invalid.)
+    std::mt19937_64 rng(21);
+    const std::size_t stride = 129;
+    std::vector<u8> rows;
+    std::size_t wanted = 0;
+    while (rows.size() < 64 * stride) {
+        std::vector<u8> row(stride);
+        for (auto& b : row) b = static_cast<u8>(rng());
+        row[kRecKey] = 0x02;
+        fe_get_b32(row.data() + kRecKey + 1, ge_generator().x);
+        Sc r, s, u2, k1, k2;
+        sc_set_bytes(r, row.data() + kEcdsaSig, ByteOrder::big);
+        sc_set_bytes(s, row.data() + kEcdsaSig + 32, ByteOrder::big);
+        if (sc_is_zero(r) || sc_is_zero(s) || sc_is_high(s)) continue;  // low-S: no normalisation
+        sc_get_b32(row.data() + kEcdsaSig, r);
+        sc_get_b32(row.data() + kEcdsaSig + 32, s);
+        const Sc sinv = sc32_inv(s);
+        sc_mul(u2, r, sinv);
+        sc_split_lambda(k1, k2, u2);
+        if (sc_is_high(k1)) sc_neg(k1, k1);
+        if (sc_is_high(k2)) sc_neg(k2, k2);
+        const u64 top_a = k1.v[1] >> (64 - kGWindow), top_b = k2.v[1] >> (64 - kGWindow);
+        if (top_b != 0 || top_a == 0) continue;
+        Sc u1, z;
+        sc_set_bytes(u1, row.data(), ByteOrder::big);
+        u1.v[1] = (u1.v[1] & (~0ull >> kGWindow)) | (top_a << (64 - kGWindow));
+        u1.v[3] &= 0x7FFFFFFFFFFFFFFFull;
+        sc_mul(z, u1, s);
+        sc_get_b32(row.data() + kRecHash, z);
+        rows.insert(rows.end(), row.begin(), row.end());
+        ++wanted;
+    }
+    for (Width w : widths()) {
+        const std::size_t rechecks = check_ecdsa_rows(w, rows, stride, true);
+        if (w == Width::ifma8) CHECK(rechecks >= wanted);
+    }
 }

@@ -16,7 +16,7 @@ set -e
 grep -q "is sigverifyd running" <<<"$out" || fail "stats without a daemon: '$out'"
 
 RUN=$T/run
-"$DAEMON" --foreground --runtime-dir "$RUN" --log-file "$T/daemon.log" --cpu-threads 2 &
+"$DAEMON" --foreground --runtime-dir "$RUN" --log-file "$T/daemon.log" --backend cpu --cpu-threads 2 &
 DPID=$!
 wait_for_socket "$RUN/stats.sock"
 export SIGVERIFY_RUNTIME_DIR=$RUN
