@@ -353,7 +353,8 @@ TEST_CASE("the C ABI column calls, compiled as C", "[daemon][columns][c-abi]") {
 
 TEST_CASE("daemon SIGKILLed during column batches: error or local fallback within 1 s", "[daemon][columns][faults]") {
     using Clock = std::chrono::steady_clock;
-    DaemonProcess d({"--cpu-threads", "1", "--arena-size", "512K"});
+    // The CPU backend by name: the lanes (AUTO on IFMA) would end the batch before the kill.
+    DaemonProcess d({"--backend", "cpu", "--cpu-threads", "1", "--arena-size", "512K"});
     const std::size_t n = 30000;  // seconds of work on one thread
     KnownRows known = make_known_rows(Table::multisig, n, SigEncoding::opaque, 12);
     const std::vector<std::uint8_t>& expected = known.expected;
