@@ -41,15 +41,9 @@ struct DiffStats {
     double kernel_s = 0, reference_s = 0, gen_s = 0;
 };
 
-// Generates count rows of table t, verifies them both ways in results mode
-// (row by row) and collect mode (byte for byte). Failures are reported through
-// CHECK so one run shows every disagreeing configuration.
-inline DiffStats run_differential(wire::Table t, wire::SigEncoding enc, std::size_t count,
-                                  std::size_t tail_size, std::uint64_t seed,
-                                  reference::Verifier& verifier, unsigned threads,
-                                  bool with_collect = true) {
-    using clock = std::chrono::steady_clock;
-    DiffStats st;
+// The generated rows every differential test uses: 30% invalid, 25% high-S.
+inline reference::GenOptions differential_rows(wire::Table t, wire::SigEncoding enc, std::size_t count,
+                                               std::size_t tail_size, std::uint64_t seed, unsigned threads) {
     reference::GenOptions o;
     o.table = t;
     o.count = count;
@@ -59,6 +53,19 @@ inline DiffStats run_differential(wire::Table t, wire::SigEncoding enc, std::siz
     o.high_s_rate = 0.25;
     o.seed = seed;
     o.threads = threads;
+    return o;
+}
+
+// Generates count rows of table t, verifies them both ways in results mode
+// (row by row) and collect mode (byte for byte). Failures are reported through
+// CHECK so one run shows every disagreeing configuration.
+inline DiffStats run_differential(wire::Table t, wire::SigEncoding enc, std::size_t count,
+                                  std::size_t tail_size, std::uint64_t seed,
+                                  reference::Verifier& verifier, unsigned threads,
+                                  bool with_collect = true) {
+    using clock = std::chrono::steady_clock;
+    DiffStats st;
+    const reference::GenOptions o = differential_rows(t, enc, count, tail_size, seed, threads);
     reference::GenReport report;
     auto t0 = clock::now();
     auto rows = reference::generate_rows(o, &report);

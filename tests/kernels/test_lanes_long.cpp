@@ -50,16 +50,8 @@ Count lanes_range(lanes::Width w, const wire::RowSpan& span, std::size_t begin, 
 
 void prove(wire::Table t, wire::SigEncoding enc, std::size_t n, std::uint64_t seed, unsigned threads) {
     n -= n % 8;
-    reference::GenOptions o;
-    o.table = t;
-    o.count = n;
     const std::size_t tail = wire::canonical_tail_size(t);
-    o.tail_size = tail;
-    o.encoding = enc;
-    o.invalid_rate = 0.3;
-    o.high_s_rate = 0.25;
-    o.seed = seed;
-    o.threads = threads;
+    const reference::GenOptions o = kernel_test::differential_rows(t, enc, n, tail, seed, threads);
     auto rows = reference::generate_rows(o, nullptr);
     const wire::RowSpan span = kernel_test::span_of(rows, t, tail, enc);
     std::vector<std::uint8_t> want(n, 0);
