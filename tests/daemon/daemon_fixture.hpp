@@ -53,13 +53,24 @@ inline void remove_tree(const std::string& dir) {
 // sigverifyd with extra arguments in a new temporary runtime directory (or
 // `dir`), removed with it; the shared implementation is
 // client/cli/daemon_process.hpp (also `sigverify bench --start-daemon`).
+// Without a --backend (or --config) among them the daemon runs `--backend cpu`:
+// AUTO's pick depends on the machine (the lanes on an IFMA CPU, a GPU where
+// one is usable), and the cases that time a batch against a kill or a cancel
+// assume libsecp256k1's speed. AUTO is tested where it is named.
 class DaemonProcess : public cli::DaemonProcess {
 public:
     explicit DaemonProcess(std::vector<std::string> extra = {}, std::string dir = {})
         : cli::DaemonProcess(options(std::move(extra), std::move(dir))) {}
 
 private:
+    static bool names_backend(const std::vector<std::string>& args) {
+        for (const std::string& a : args)
+            if (a == "--backend" || a.rfind("--backend=", 0) == 0 || a == "--config" || a.rfind("--config=", 0) == 0)
+                return true;
+        return false;
+    }
     static cli::DaemonProcessOptions options(std::vector<std::string> extra, std::string dir) {
+        if (!names_backend(extra)) extra.insert(extra.end(), {"--backend", "cpu"});
         cli::DaemonProcessOptions o;
         o.binary = SIGVERIFYD_BIN;
         o.args = std::move(extra);

@@ -137,7 +137,7 @@ TEST_CASE("SIGVERIFY_LANES=scalar: --backend lanes runs the scalar width, verdic
 
 TEST_CASE("AUTO without a GPU: the lanes on an IFMA CPU once they pass their self-test; forced scalar, the CPU",
           "[daemon][lanes][auto]") {
-    const std::vector<std::string> args = {"--cpu-threads", "2", "--arena-size", "4M"};
+    const std::vector<std::string> args = {"--backend", "auto", "--cpu-threads", "2", "--arena-size", "4M"};
     {
         LanesEnv env(nullptr);
         DaemonProcess d(args);
