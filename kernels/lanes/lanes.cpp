@@ -9,7 +9,7 @@
 
 #include "kernels/exact_verify.hpp"
 #include "kernels/kernel_math.hpp"
-#include "kernels/lanes/lanes_ifma8.hpp"
+#include "kernels/lanes/lanes_ifma.hpp"
 
 namespace sigverify::kernels::lanes {
 
@@ -19,11 +19,34 @@ bool cpu_has_ifma8() {
            __builtin_cpu_supports("avx512ifma");
 }
 
-std::string_view width_name(Width w) { return w == Width::ifma8 ? "ifma8" : "scalar"; }
+bool cpu_has_ifma4() {
+    __builtin_cpu_init();
+    return cpu_has_ifma8() && __builtin_cpu_supports("avx512vl");
+}
+
+bool cpu_runs(Width w) {
+    switch (w) {
+        case Width::ifma8: return cpu_has_ifma8();
+        case Width::ifma4: return cpu_has_ifma4();
+        case Width::scalar: break;
+    }
+    return true;
+}
+
+std::string_view width_name(Width w) {
+    switch (w) {
+        case Width::ifma8: return "ifma8";
+        case Width::ifma4: return "ifma4";
+        case Width::scalar: break;
+    }
+    return "scalar";
+}
 
 bool parse_width(std::string_view name, Width& out) {
     if (name == "ifma8") {
         out = Width::ifma8;
+    } else if (name == "ifma4") {
+        out = Width::ifma4;
     } else if (name == "scalar") {
         out = Width::scalar;
     } else {
@@ -33,14 +56,12 @@ bool parse_width(std::string_view name, Width& out) {
 }
 
 Width chosen_width() {
-    const bool ifma = cpu_has_ifma8();
-    Width w = ifma ? Width::ifma8 : Width::scalar;
+    Width w = cpu_has_ifma8() ? Width::ifma8 : Width::scalar;  // ifma4 never wider where both run
     if (const char* env = std::getenv("SIGVERIFY_LANES")) {
         Width forced;
         if (parse_width(env, forced)) w = forced;
     }
-    if (w == Width::ifma8 && !ifma) w = Width::scalar;
-    return w;
+    return cpu_runs(w) ? w : Width::scalar;
 }
 
 namespace {
@@ -76,8 +97,8 @@ void field_op1(FieldOp op, const Fe& a, const Fe& b, Fe& r, bool& ok) {
 }  // namespace
 
 void field_op8(Width w, FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok) {
-    if (w == Width::ifma8 && cpu_has_ifma8()) {
-        field_op8_ifma(op, a, b, r, ok);
+    if (w != Width::scalar && cpu_runs(w)) {
+        (w == Width::ifma8 ? field_op8_ifma8 : field_op8_ifma4)(op, a, b, r, ok);
         return;
     }
     for (int l = 0; l < 8; ++l) {
@@ -88,8 +109,8 @@ void field_op8(Width w, FieldOp op, const Fe* a, const Fe* b, Fe* r, bool* ok) {
 }
 
 void group_op8(Width w, GroupOp op, const Gej* a, const Ge* b, Gej* r, bool* degenerate) {
-    if (w == Width::ifma8 && cpu_has_ifma8()) {
-        group_op8_ifma(op, a, b, r, degenerate);
+    if (w != Width::scalar && cpu_runs(w)) {
+        (w == Width::ifma8 ? group_op8_ifma8 : group_op8_ifma4)(op, a, b, r, degenerate);
         return;
     }
     for (int l = 0; l < 8; ++l) {
@@ -229,7 +250,7 @@ void set_scalars(Ecmult8In& in, const Sc na[8], const Sc ng[8], bool fits[8]) {
 
 // The parse of one BIP-340 record (exact_schnorr_verify's rules: R.x < p,
 // s < n, key x < p; whether x is on the curve the lanes say); e = -challenge
-// (eb: the challenge hash, bip340_challenge8_ifma).
+// (eb: the challenge hash, bip340_challenge8_ifma8).
 bool schnorr_parse(const u8* record, const u8 eb[32], Fe& rx, Fe& px, Sc& s, Sc& e) {
     if (!fe_set_b32(rx, record + kSchnorrSig)) return false;
     if (sc_set_bytes(s, record + kSchnorrSig + 32, ByteOrder::big)) return false;
@@ -252,7 +273,7 @@ u8 ladder_verdict(bool parsed, bool fits, const Ecmult8Out& out, int l) {
 }  // namespace
 
 void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdicts[8]) {
-    if (w != Width::ifma8 || !cpu_has_ifma8()) {
+    if (w == Width::scalar || !cpu_runs(w)) {
         for (int l = 0; l < 8; ++l)
             verdicts[l] = exact_ecdsa_verify(records[l], compact, host_exact_g_table()) ? kValid : kInvalid;
         return;
@@ -285,7 +306,7 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
     bool fits[8];
     set_scalars(in, u2, u1, fits);
     Ecmult8Out out;
-    ecmult8_ifma(in, out);
+    (w == Width::ifma8 ? ecmult8_ifma8 : ecmult8_ifma4)(in, out);
     for (int l = 0; l < 8; ++l) {
         verdicts[l] = ladder_verdict(parsed[l], fits[l], out, l);
         if (verdicts[l] == kDecide) verdicts[l] = ecdsa_check_rx(out.r[l], r[l]) ? kValid : kInvalid;
@@ -293,7 +314,7 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
 }
 
 void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]) {
-    if (w != Width::ifma8 || !cpu_has_ifma8()) {
+    if (w == Width::scalar || !cpu_runs(w)) {
         for (int l = 0; l < 8; ++l)
             verdicts[l] = exact_schnorr_verify(records[l], host_exact_g_table()) ? kValid : kInvalid;
         return;
@@ -304,7 +325,7 @@ void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]) {
     Sc s[8], e[8];
     bool parsed[8];
     u8 eb[8][32];
-    bip340_challenge8_ifma(records, eb);
+    (w == Width::ifma8 ? bip340_challenge8_ifma8 : bip340_challenge8_ifma4)(records, eb);
     for (int l = 0; l < 8; ++l) {
         in.odd[l] = false;  // the x-only key's lift has even y
         parsed[l] = schnorr_parse(records[l], eb[l], rx[l], in.px[l], s[l], e[l]);
@@ -323,7 +344,7 @@ void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]) {
     bool fits[8];
     set_scalars(in, e, s, fits);
     Ecmult8Out out;
-    ecmult8_ifma(in, out);
+    (w == Width::ifma8 ? ecmult8_ifma8 : ecmult8_ifma4)(in, out);
     for (int l = 0; l < 8; ++l) {
         verdicts[l] = ladder_verdict(parsed[l], fits[l], out, l);
         if (verdicts[l] == kDecide)

@@ -3,8 +3,10 @@
 // lane width this CPU runs (chosen at run time, SIGVERIFY_LANES forces one),
 // and the field primitives over eight elements at once that the tests prove
 // against kernels/field.hpp. Plain C++: callers need no AVX-512 flags; the
-// IFMA code is in lanes_ifma8.cpp, compiled alone with those flags and
-// entered only when the CPU has them.
+// IFMA code is in lanes_ifma8.cpp (512-bit registers, eight lanes) and
+// lanes_ifma4.cpp (256-bit, four lanes: each call of eight runs as two
+// halves), each compiled alone with its flags and entered only when the CPU
+// has them.
 #pragma once
 
 #include <string_view>
@@ -14,13 +16,18 @@
 
 namespace sigverify::kernels::lanes {
 
-enum class Width { scalar, ifma8 };
+enum class Width { scalar, ifma8, ifma4 };
 
 // Whether this CPU has AVX-512 F, DQ and IFMA (what lanes_ifma8.cpp needs).
 bool cpu_has_ifma8();
+// Whether it has AVX-512 F, DQ, IFMA and VL (what lanes_ifma4.cpp needs).
+bool cpu_has_ifma4();
+// Whether this CPU runs width w (scalar: everywhere).
+bool cpu_runs(Width w);
 
-// The width to run: SIGVERIFY_LANES=ifma8|scalar if set (ifma8 only where
-// the CPU has it; otherwise falls back to scalar), else the widest the CPU has.
+// The width to run: SIGVERIFY_LANES=ifma8|ifma4|scalar if set (an IFMA
+// width only where the CPU has it; otherwise falls back to scalar), else the
+// widest the CPU has (ifma8 before ifma4).
 Width chosen_width();
 
 std::string_view width_name(Width w);
@@ -29,13 +36,13 @@ std::string_view width_name(Width w);
 bool parse_width(std::string_view name, Width& out);
 
 // Field primitives over 8 elements (inputs fully reduced, outputs fully
-// reduced), at width w; ifma8 must only be asked for where cpu_has_ifma8().
+// reduced), at width w; an IFMA width the CPU lacks runs the scalar one.
 // chain: 64 rounds of every operation on unreduced (weak) intermediates
 // (field_chain below), to prove the limb bounds hold through compositions.
 enum class FieldOp { mul, sqr, add, sub, neg, inv, sqrt_ok, chain };
 // r[i] = op(a[i], b[i]); for sqrt_ok r[i] is the root and ok[i] whether a[i]
 // is a square (ok may be null for other ops).
-// The chain op, for any F with the fe_* names (Fe here, Fe8 in the lanes).
+// The chain op, for any F with the fe_* names (Fe here, FeN<V> in the lanes).
 template <class F, class Ops>
 void field_chain(F& x, F& y, const Ops& ops) {
     for (int round = 0; round < 64; ++round) {
@@ -73,7 +80,7 @@ void ecdsa_verify8(Width w, const u8* const records[8], bool compact, u8 verdict
 // verdict, never recheck.
 void schnorr_verify8(Width w, const u8* const records[8], u8 verdicts[8]);
 
-// What the 8-lane ladder gets: key x coordinates and wanted y parities
+// What the ladder gets, eight lanes a call: key x coordinates and wanted y parities
 // (the lanes lift them: a square root each), and per lane the digits (most
 // significant first) of four 128-bit scalars: the key's scalar na split by
 // the GLV endomorphism, na = k1 + k2 lambda (signs apart: neg1, neg2), in
