@@ -70,6 +70,7 @@ long bench_kind(const Kind& k, std::size_t n, int rounds, const secp256k1_contex
     std::vector<u8> want(n), got(n);
     std::vector<lanes::Width> widths = {lanes::Width::scalar};
     if (lanes::cpu_has_ifma8()) widths.push_back(lanes::Width::ifma8);
+    if (lanes::cpu_has_ifma4()) widths.push_back(lanes::Width::ifma4);
     long wrong = 0;
     for (int round = 0; round < rounds; ++round) {
         double t = cpu(), tw = wall();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The lane widths the lanes tests run: scalar always, ifma8 where this CPU
-// has it (otherwise said once per call, so the skip shows in the log).
+// The lane widths the lanes tests run: scalar always, ifma8 and ifma4 where
+// this CPU has them (otherwise said once per call, so the skip shows in the
+// log).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -17,6 +18,11 @@ inline std::vector<kernels::lanes::Width> lane_widths() {
         w.push_back(kernels::lanes::Width::ifma8);
     } else {
         WARN("CPU without AVX-512 IFMA: 8-lane cases skipped");
+    }
+    if (kernels::lanes::cpu_has_ifma4()) {
+        w.push_back(kernels::lanes::Width::ifma4);
+    } else {
+        WARN("CPU without AVX-512 IFMA and VL: 4-lane cases skipped");
     }
     return w;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The CPU lanes' volume proof (issue 42): generated rows of both kinds, ECDSA
 // in both signature encodings, through the lanes at the width this CPU runs
-// (and the scalar width on a slice), every verdict against libsecp256k1 row
+// (and the scalar width on a slice, the 4-lane width on a larger one where
+// the CPU runs it and it is not the width already), every verdict against libsecp256k1 row
 // by row, every recheck resolved by the exact path as the backends do. Rows:
 // env SIGVERIFY_KERNEL_ROWS in all (default 1,000,000: half ECDSA, split
 // between the encodings, half BIP-340). Labelled `long` (CI's long step).
@@ -76,15 +77,19 @@ void prove(wire::Table t, wire::SigEncoding enc, std::size_t n, std::uint64_t se
         all.mismatches += c.mismatches;
     }
     const Count scalar = lanes_range(lanes::Width::scalar, span, 0, std::min<std::size_t>(n, 8192), want);
+    Count four;
+    if (w != lanes::Width::ifma4 && lanes::cpu_has_ifma4())
+        four = lanes_range(lanes::Width::ifma4, span, 0, std::min<std::size_t>(n, 65536), want);
     std::printf("[lanes long] %s %s: %zu rows at %s, %zu valid, %zu rechecks, %zu mismatches; scalar slice %zu rows, "
-                "%zu mismatches\n",
+                "%zu mismatches; ifma4 slice %zu rows, %zu mismatches\n",
                 std::string(wire::to_string(t)).c_str(), enc == wire::SigEncoding::compact ? "compact" : "opaque",
                 all.rows, std::string(lanes::width_name(w)).c_str(), all.valid, all.rechecks, all.mismatches,
-                scalar.rows, scalar.mismatches);
+                scalar.rows, scalar.mismatches, four.rows, four.mismatches);
     CHECK(all.rows == n);
     CHECK(all.mismatches == 0);
     CHECK(scalar.mismatches == 0);
     CHECK(scalar.rechecks == 0);
+    CHECK(four.mismatches == 0);
 }
 
 }  // namespace
