@@ -12,8 +12,8 @@ namespace lanes = kernels::lanes;
 
 LanesBackend::LanesBackend(unsigned workers, lanes::Width width)
     : workers_(std::max(1u, workers)),
-      // The ifma8 width only where this CPU has it: anything else would fault.
-      width_(width == lanes::Width::ifma8 && !lanes::cpu_has_ifma8() ? lanes::Width::scalar : width) {
+      // An IFMA width only where this CPU has it: anything else would fault.
+      width_(lanes::cpu_runs(width) ? width : lanes::Width::scalar) {
     // Built once before any worker runs (each is thread-safe on first use
     // too, but then the first chunks would pay for it).
     lanes::g_table8();
@@ -36,9 +36,9 @@ ChunkResult LanesBackend::verify(unsigned worker, const wire::RowSpan& records, 
 }
 
 std::string lanes_device_text(lanes::Width width) {
-    const std::string what = width == lanes::Width::ifma8
-                                 ? "8 lanes of AVX-512 IFMA (ECDSA and BIP-340)"
-                                 : "the exact path, one row at a time";
+    const std::string what = width == lanes::Width::ifma8   ? "8 lanes of AVX-512 IFMA (ECDSA and BIP-340)"
+                             : width == lanes::Width::ifma4 ? "4 lanes of AVX-512 IFMA on 256-bit registers (ECDSA and BIP-340)"
+                                                            : "the exact path, one row at a time";
     return std::string(lanes::width_name(width)) + ": " + what;
 }
 

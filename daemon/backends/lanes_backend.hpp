@@ -12,7 +12,7 @@
 // packed rows in place from the client's segment.
 //
 // The width is fixed at start-up: kernels::lanes::chosen_width()
-// (SIGVERIFY_LANES=ifma8|scalar forces one; scalar is the exact path, row by
+// (SIGVERIFY_LANES=ifma8|ifma4|scalar forces one; scalar is the exact path, row by
 // row, and runs anywhere). The name says it ("lanes-ifma8"), so the stats,
 // the metrics' backend label and `sigverify info` name the width.
 // ECDSA and BIP-340 rows both run in the lanes (daemon/backends/lanes_rows.cpp,

@@ -87,14 +87,14 @@ void BackendSet::use_lanes(kernels::lanes::Width w, unsigned workers, unsigned c
 }
 
 // AUTO without a usable GPU: the lanes when this CPU runs them at a width
-// faster than libsecp256k1 (ifma8; SIGVERIFY_LANES=scalar forces the exact
-// path, which is not) and they passed the self-test on their own; else false
+// faster than libsecp256k1 (ifma8, or ifma4 where SIGVERIFY_LANES forces it;
+// SIGVERIFY_LANES=scalar forces the exact path, which is not) and they passed the self-test on their own; else false
 // (the CPU backend).
 bool BackendSet::auto_lanes(const std::string& no_gpu, unsigned workers, unsigned cpu_threads) {
     namespace lanes = kernels::lanes;
     auto& log = *ctx_.log;
     const lanes::Width w = lanes::chosen_width();
-    if (w != lanes::Width::ifma8) {
+    if (w == lanes::Width::scalar) {
         log.info("backend auto: no usable GPU ({}), and {}: using the cpu", no_gpu,
                  lanes::cpu_has_ifma8() ? "SIGVERIFY_LANES=scalar leaves the lanes only their scalar width"
                                         : "this CPU has no AVX-512 IFMA for the lanes");

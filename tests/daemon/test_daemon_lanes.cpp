@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The CPU lanes backend through real daemons (issue 42): `--backend lanes`
-// at the width this CPU runs and forced to scalar (SIGVERIFY_LANES), AUTO's
+// at the width this CPU runs and forced to ifma4 and scalar (SIGVERIFY_LANES), AUTO's
 // choice on this machine and its fallback, every verdict against rows whose
 // verdicts are known without the product (make_known_rows) or against
 // libsecp256k1 row by row (hostile rows), with every lanes verdict re-checked
@@ -133,6 +133,23 @@ TEST_CASE("SIGVERIFY_LANES=scalar: --backend lanes runs the scalar width, verdic
     check_known(d, {1, 9, 300});
     CHECK(lanes_not_clean(d, "lanes-scalar") == "");
     CHECK(d.log().find("the exact path, one row at a time") != std::string::npos);
+}
+
+TEST_CASE("SIGVERIFY_LANES=ifma4: --backend lanes runs four lanes, named so everywhere, verdicts unchanged",
+          "[daemon][lanes][ifma4]") {
+    LanesEnv env("ifma4");
+    DaemonProcess d(lanes_args());
+    const bool four = kernels::lanes::cpu_has_ifma4();
+    if (!four) WARN("CPU without AVX-512 IFMA and VL: ifma4 falls back to scalar");
+    const std::string name = four ? "lanes-ifma4" : "lanes-scalar";
+    CHECK(backend_of(d) == name);
+    check_known(d, {1, 7, 40, 1500});
+    for (wire::SigEncoding enc : {wire::SigEncoding::opaque, wire::SigEncoding::compact}) check_hostile(d, enc);
+    CHECK(lanes_not_clean(d, name) == "");
+    CHECK(metric(d, "sigverifyd_backend_enabled{backend=\"" + name + "\",kind=\"lanes\"}") == 1);
+    const std::string what = four ? "4 lanes of AVX-512 IFMA" : "the exact path";
+    CHECK(stats_command(d.dir(), "backends").find(what) != std::string::npos);
+    CHECK(d.log().find(what) != std::string::npos);
 }
 
 TEST_CASE("AUTO without a GPU: the lanes on an IFMA CPU once they pass their self-test; forced scalar, the CPU",
