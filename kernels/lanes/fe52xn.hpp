@@ -152,9 +152,8 @@ inline void fen_reduce(FeN<V>& r, typename V::R c[10]) {
 
 // r = a * b (both weak; r may alias either). The low and high halves of
 // the products sum in separate columns, added at the end: a column's
-// multiply-adds form one dependent chain, and the split halves the longest
-// (nine to five), which bounds the narrow width, whose multiply-adds issue
-// faster than their latency.
+// multiply-adds form one dependent chain, and the split shortens the longest
+// from nine to five, so more of them can be in flight at once.
 template <class V>
 inline void fen_mul(FeN<V>& r, const FeN<V>& a, const FeN<V>& b) {
     typename V::R lo[10], hi[10], c[10];
