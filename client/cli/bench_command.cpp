@@ -67,8 +67,8 @@ struct BenchArgs {
     double invalid_rate = 0.05;
     std::string runtime_dir;
     // How long the daemon may leave one batch unanswered (a stopped or hung
-    // one) before the run fails with timeout; the full preset's 1M-row
-    // batches take tens of seconds on a loaded 2-core CPU daemon.
+    // one) before the run fails with timeout; generous, as the full preset's
+    // largest batches are one wait each on a small CPU daemon.
     unsigned timeout_ms = 300000;
     bool start_daemon = false;
     std::string daemon_binary;

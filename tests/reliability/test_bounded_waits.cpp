@@ -242,10 +242,10 @@ TEST_CASE("a socket listened on and never accepted: every call returns true verd
 }
 
 TEST_CASE("the hook's timeout bounds a whole call with several pieces in flight on a stopped daemon", "[bounded]") {
-    // A 64 KiB arena cuts each call's 600 rows into pieces of about 120, up
-    // to four in flight. Before one deadline covered the call, each piece
-    // in flight waited the whole timeout in turn, and a reserve as long
-    // again: four times the timeout and more.
+    // The smallest arena cuts each call's rows into several pieces, as many
+    // in flight as the pipeline takes. Before one deadline covered the
+    // call, each piece in flight waited the whole timeout in turn, and a
+    // reserve as long again.
     const lbtc_call_site::Tables t = make_tables(600, 41);
     DaemonProcess d({"--cpu-threads", "1", "--arena-size", "64K"});
     const pid_t daemon = d.pid();
