@@ -66,6 +66,10 @@ struct BenchArgs {
     unsigned latency_iterations = 0;
     double invalid_rate = 0.05;
     std::string runtime_dir;
+    // How long the daemon may leave one batch unanswered (a stopped or hung
+    // one) before the run fails with timeout; generous, as the full preset's
+    // largest batches are one wait each on a small CPU daemon.
+    unsigned timeout_ms = 300000;
     bool start_daemon = false;
     std::string daemon_binary;
     std::string daemon_backend = "cpu";
@@ -78,6 +82,13 @@ struct BenchArgs {
 };
 
 BenchArgs g_args;
+
+// Why a daemon figure could not be taken (the text of its DaemonError).
+std::string daemon_failure(const char* what, Status st) {
+    std::string s = std::string(what) + ": " + std::string(shm::to_string(st));
+    if (st == Status::timeout) s += " (no answer within " + std::to_string(g_args.timeout_ms) + " ms, --timeout-ms)";
+    return s;
+}
 
 void apply_preset(BenchArgs& a) {
     const bool full = a.preset == "full";
@@ -187,6 +198,7 @@ std::vector<ClientFigures> run_multi_client(const std::string& dir, TableData& d
             // the handshake allows on a loaded 2-core VM ("could not send the segment").
             o.arena_size = 16ull << 20;
             o.strict_confirm = g_args.strict_confirm;
+            o.batch_timeout = std::chrono::milliseconds(g_args.timeout_ms);
             Status st;
             std::string msg;
             auto c = Client::connect(o, st, msg);
@@ -263,6 +275,11 @@ CLI::App* add_bench_subcommand(CLI::App& app) {
     cmd->add_option("--invalid-rate", g_args.invalid_rate, "Fraction of invalid rows in the data")->check(CLI::Range(0.0, 1.0))
         ->capture_default_str();
     cmd->add_option("--runtime-dir", g_args.runtime_dir, "Runtime directory of a running sigverifyd");
+    cmd->add_option("--timeout-ms", g_args.timeout_ms,
+                    "How long sigverifyd may leave one batch unanswered (a stopped or hung daemon) before the run "
+                    "fails with timeout")
+        ->check(CLI::Range(1u, 3600000u))
+        ->capture_default_str();
     cmd->add_flag("--start-daemon", g_args.start_daemon, "Start a private sigverifyd for the run (and stop it after)");
     cmd->add_option("--daemon", g_args.daemon_binary, "sigverifyd binary for --start-daemon (default: next to sigverify)");
     cmd->add_option("--daemon-backend", g_args.daemon_backend, "Backend of the started daemon: cpu, gpu, lanes or auto")
@@ -312,6 +329,7 @@ int run_bench() {
         o.name = "sigverify-bench";
         o.strict_confirm = g_args.strict_confirm;
         o.arena_size = 512ull << 20;
+        o.batch_timeout = std::chrono::milliseconds(a.timeout_ms);
         Status st;
         std::string msg;
         client = Client::connect(o, st, msg);
@@ -364,7 +382,7 @@ int run_bench() {
                                     if (!r.ok()) failure = r.status;
                                 })});
                 if (failure != Status::ok)
-                    throw DaemonError("daemon batch failed: " + std::string(shm::to_string(failure)));
+                    throw DaemonError(daemon_failure("daemon batch failed", failure));
                 wrong += std::size_t(std::mismatch(got.begin(), got.end(), expected.begin()).first != got.end());
             }
         }
@@ -440,7 +458,7 @@ int run_bench() {
                    [&] {
                        // A failed round trip must not be timed as a fast one.
                        const BatchResult r = daemon_round_trip(*client, span, shm::kTableUnspecified, res.data(), true);
-                       if (!r.ok()) throw DaemonError("daemon round trip failed: " + std::string(shm::to_string(r.status)));
+                       if (!r.ok()) throw DaemonError(daemon_failure("daemon round trip failed", r.status));
                    });
     }
     progress.finish();

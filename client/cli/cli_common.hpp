@@ -64,9 +64,11 @@ struct DaemonFailure {
 // Provided by daemon_commands.cpp.
 // Connects to sigverifyd in runtime_dir (empty: the default), or prints why
 // not as "sigverify WHAT: cannot use sigverifyd: ..." and returns null (and,
-// when failure is given, fills it in).
+// when failure is given, fills it in). timeout_ms bounds each wait for an
+// answer of the daemon (ClientOptions::batch_timeout): a stopped or hung
+// daemon ends the command with timeout instead of holding it.
 std::unique_ptr<Client> connect_daemon(const std::string& runtime_dir, const char* name, const char* what,
-                                       DaemonFailure* failure = nullptr);
+                                       unsigned timeout_ms, DaemonFailure* failure = nullptr);
 void add_extra_subcommands(CLI::App& app);
 int run_extra_subcommand(CLI::App& app);
 

@@ -96,8 +96,10 @@ int run_ping(const PingArgs& a) {
 }  // namespace
 
 std::unique_ptr<Client> connect_daemon(const std::string& runtime_dir, const char* name, const char* what,
-                                       DaemonFailure* failure) {
-    return connect_or_report(client_options(runtime_dir, name), what, failure);
+                                       unsigned timeout_ms, DaemonFailure* failure) {
+    ClientOptions o = client_options(runtime_dir, name);
+    o.batch_timeout = std::chrono::milliseconds(timeout_ms);
+    return connect_or_report(o, what, failure);
 }
 
 void add_extra_subcommands(CLI::App& app) {

@@ -14,6 +14,10 @@ namespace sigverify::cli {
 
 namespace {
 
+// The info exchange has a bound of its own in the library; this one covers
+// any ring wait of the session, as for every command.
+constexpr unsigned kInfoTimeoutMs = 5000;
+
 nlohmann::ordered_json to_json(const DaemonInfo& d) {
     nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
     for (const GpuInfo& g : d.gpus)
@@ -67,7 +71,7 @@ void print_text(const DaemonInfo& d) {
 
 int run_info(const InfoArgs& a) {
     DaemonFailure failure;
-    auto c = connect_daemon(a.runtime_dir, "sigverify-info", "info", &failure);
+    auto c = connect_daemon(a.runtime_dir, "sigverify-info", "info", kInfoTimeoutMs, &failure);
     if (!c) {
         if (a.json) print_json_line(daemon_failure_json("info", failure.status, failure.message));
         return int(ExitCode::daemon);

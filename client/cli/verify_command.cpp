@@ -37,6 +37,9 @@ struct VerifyArgs {
     bool strict = false;
     bool baseline = false;
     std::string runtime_dir;  // daemon mode
+    // Daemon mode: how long the daemon may leave the batch unanswered (one
+    // wait; a large batch is many) before the command fails with timeout.
+    unsigned timeout_ms = 60000;
     bool json = false;        // the summary as one JSON object
 };
 
@@ -91,7 +94,10 @@ int report_unreachable(const VerifyArgs& a, const DaemonFailure& f) {
 }
 
 int report_daemon_failure(const VerifyArgs& a, const Client& c, const char* what, const BatchResult& r) {
-    const std::string why = c.last_error();
+    const std::string why = r.status == Status::timeout
+                                ? "no answer within " + std::to_string(a.timeout_ms) +
+                                      " ms (--timeout-ms); no verdicts were written"
+                                : c.last_error();
     const std::string message = std::string("sigverifyd failed the ") + what + ": " +
                                 std::string(shm::to_string(r.status)) + (why.empty() ? "" : ": ") + why;
     std::fprintf(stderr, "sigverify verify: %s\n", message.c_str());
@@ -138,7 +144,7 @@ int verify_rows_local(const VerifyArgs& a) {
 int verify_rows_daemon(const VerifyArgs& a) {
     const RowFile file = load_row_file(a.in, a.table, a.tail_size, a.sig_format);
     DaemonFailure failure;
-    auto c = connect_daemon(a.runtime_dir, "sigverify-cli", "verify", &failure);
+    auto c = connect_daemon(a.runtime_dir, "sigverify-cli", "verify", a.timeout_ms, &failure);
     if (!c) return report_unreachable(a, failure);
     std::vector<std::uint8_t> rows = file.bytes;
     const wire::RowSpan span = file.span(rows);
@@ -192,7 +198,7 @@ int verify_columns_local(const VerifyArgs& a, ColumnDir& dir) {
 // Through sigverifyd (Opcode::verify_columns).
 int verify_columns_daemon(const VerifyArgs& a, ColumnDir& dir) {
     DaemonFailure failure;
-    auto c = connect_daemon(a.runtime_dir, "sigverify-cli", "verify", &failure);
+    auto c = connect_daemon(a.runtime_dir, "sigverify-cli", "verify", a.timeout_ms, &failure);
     if (!c) return report_unreachable(a, failure);
     auto& t = dir.table;
     const wire::ColumnSpan cols = t.view();
@@ -249,6 +255,11 @@ CLI::App* add_verify_subcommand(CLI::App& app) {
                   "Also time plain single-threaded libsecp256k1 calls on the same rows (--local)");
     cmd->add_option("--runtime-dir", a.runtime_dir,
                     "sigverifyd runtime directory (daemon mode; default $SIGVERIFY_RUNTIME_DIR or /run/sigverifyd)");
+    cmd->add_option("--timeout-ms", a.timeout_ms,
+                    "Daemon mode: how long sigverifyd may leave the batch unanswered (a stopped or hung daemon) "
+                    "before the command fails with timeout, writing no verdicts")
+        ->check(CLI::Range(1u, 3600000u))
+        ->capture_default_str();
     cmd->add_option("--columns", a.columns,
                     "Verify a column directory (columns.json + message, key, signature[, correlate]; "
                     "see docs/columns.md) instead of a row file. Results: --out gets one byte per row; "

@@ -210,6 +210,12 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
     void reap_locked();
     std::uint32_t bell_seq() const;
     void sleep_locked(std::unique_lock<std::mutex>& lk, std::uint32_t seq, Clock::time_point deadline);
+    // The end of a wait that starts now: batch_timeout from now (none when
+    // 0), and never past the calling thread's detail::call_deadline().
+    Clock::time_point wait_deadline() const {
+        return detail::within_call(opt.batch_timeout.count() > 0 ? Clock::now() + opt.batch_timeout
+                                                                 : Clock::time_point::max());
+    }
     void free_slot_locked(std::uint32_t index);
     bool try_alloc_locked(std::uint64_t bytes, std::uint32_t& index);
     Status alloc_waiting_locked(std::unique_lock<std::mutex>& lk, std::uint64_t bytes, bool wait,

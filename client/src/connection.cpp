@@ -32,6 +32,18 @@ void Connection::close() {
     *this = Connection{};
 }
 
+namespace {
+thread_local std::chrono::steady_clock::time_point t_call_deadline = std::chrono::steady_clock::time_point::max();
+}  // namespace
+
+CallDeadline::CallDeadline(std::chrono::steady_clock::time_point end) : outer_(t_call_deadline) {
+    t_call_deadline = std::min(outer_, end);
+}
+
+CallDeadline::~CallDeadline() { t_call_deadline = outer_; }
+
+std::chrono::steady_clock::time_point call_deadline() { return t_call_deadline; }
+
 std::string default_runtime_dir() {
     if (const char* env = std::getenv("SIGVERIFY_RUNTIME_DIR"); env != nullptr && *env != '\0') return env;
     return "/run/sigverifyd";
@@ -130,8 +142,9 @@ Status open_connection(const ClientOptions& opt, Connection& out, std::string& e
     };
     // One deadline bounds the whole handshake: connect, hello, reply, ack.
     // (A bound of 0 or less would mean none: the default 2 s stands in.)
+    // A caller's bound on its whole call ends it sooner.
     const auto bound = opt.connect_timeout.count() > 0 ? opt.connect_timeout : std::chrono::milliseconds(2000);
-    const auto deadline = std::chrono::steady_clock::now() + bound;
+    const auto deadline = within_call(std::chrono::steady_clock::now() + bound);
     if (const Status s = connect_until(fd, addr, path, deadline, err); s != Status::ok) {
         c.close();
         return s;

@@ -14,6 +14,8 @@
 // the client's mutex. Nothing here locks: the caller serializes.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -39,7 +41,30 @@ struct Connection : shm::SegmentView {
 // $SIGVERIFY_RUNTIME_DIR, else /run/sigverifyd.
 std::string default_runtime_dir();
 
-// Connects and performs the handshake (bounded by options.connect_timeout).
+// A bound on the calling thread's whole call, for callers whose one timeout
+// must cover everything a call may wait for (the libbitcoin hook: a connect
+// and handshake made on the call's behalf, every reserve and every wait, all
+// under one deadline). While a CallDeadline lives, call_deadline() is its
+// end; otherwise time_point::max(). Nested ones keep the earlier end.
+class CallDeadline {
+public:
+    explicit CallDeadline(std::chrono::steady_clock::time_point end);
+    ~CallDeadline();
+    CallDeadline(const CallDeadline&) = delete;
+    CallDeadline& operator=(const CallDeadline&) = delete;
+
+private:
+    std::chrono::steady_clock::time_point outer_;
+};
+std::chrono::steady_clock::time_point call_deadline();
+
+// The earlier of `deadline` and call_deadline().
+inline std::chrono::steady_clock::time_point within_call(std::chrono::steady_clock::time_point deadline) {
+    return std::min(deadline, call_deadline());
+}
+
+// Connects and performs the handshake (bounded by options.connect_timeout,
+// and by call_deadline()).
 // Status::ok with `out` set, or the failure's status with `error` set.
 Status open_connection(const ClientOptions& options, Connection& out, std::string& error);
 

@@ -56,7 +56,12 @@ Status Client::info(DaemonInfo& out) {
     const Status st = s.control_exchange_locked(&req, sizeof req, -1, shm::kInfoReplyMagic, &reply, sizeof reply,
                                                "an info request");
     if (st != Status::ok) return st;
-    if (reply.status != static_cast<std::uint32_t>(Status::ok)) return static_cast<Status>(reply.status);
+    if (reply.status == static_cast<std::uint32_t>(Status::busy)) {
+        s.last_error = "sigverifyd refused the info request: this session asked too often (rate limit); try again later";
+        return Status::busy;
+    }
+    if (reply.status != static_cast<std::uint32_t>(Status::ok))
+        return reply.status < shm::kStatusCount ? static_cast<Status>(reply.status) : Status::handshake;
     out = from_reply(reply);
     return Status::ok;
 }

@@ -22,6 +22,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "connection.hpp"
 #include "reference/columns.hpp"
 #include "sigverify/client.hpp"
 
@@ -69,6 +70,7 @@ struct Lane {
 class Registry {
 public:
     const pid_t pid = ::getpid();  // the process whose sessions these are
+    const long timeout_ms = batch_timeout_ms();  // read once, on first use
 
     Lane& lane(std::size_t max_threads) {
         const unsigned threads = local_threads(max_threads);
@@ -86,12 +88,12 @@ public:
     }
 
 private:
-    static std::unique_ptr<Client> make_client(unsigned threads) {
+    std::unique_ptr<Client> make_client(unsigned threads) const {
         ClientOptions opt;
         opt.name = "libbitcoin-" + std::to_string(::getpid());
         opt.fallback = Fallback::local;
         opt.local_threads = threads;
-        opt.batch_timeout = std::chrono::milliseconds(batch_timeout_ms());
+        opt.batch_timeout = std::chrono::milliseconds(timeout_ms);
         // A (re)connect never waits longer than a batch may.
         opt.connect_timeout = std::min(opt.connect_timeout, opt.batch_timeout);
         Status st = Status::ok;
@@ -172,7 +174,12 @@ bool verify_columns(wire::RecordKind kind, wire::Table table, const std::uint8_t
                      static_cast<int>(wire::to_string(e).size()), wire::to_string(e).data());
         std::abort();
     }
-    Lane& lane = registry().lane(max_threads);
+    // The batch timeout bounds the whole call: the connect or reconnect made
+    // on its behalf, every reserve and every wait; what is left then is
+    // verified here.
+    Registry& reg = registry();
+    const detail::CallDeadline bound(std::chrono::steady_clock::now() + std::chrono::milliseconds(reg.timeout_ms));
+    Lane& lane = reg.lane(max_threads);
     if (Client* client = lane.client.load(std::memory_order_acquire); client != nullptr) {
         BatchResult r = client->run_columns(b, wire::Mode::results, results, static_cast<std::uint8_t>(table));
 #if defined(SIGVERIFY_LBTC_FAULT_SEAM)

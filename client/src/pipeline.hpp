@@ -60,7 +60,12 @@ BatchResult Client::Impl::pipeline(std::size_t n, std::size_t chunk, wire::Mode 
     };
     auto finish_front = [&] {
         InFlight& f = q[qh];
-        const BatchResult r = wait_raw(detail::ref(f.batch), true, stopping ? nullptr : &stop);
+        // Once a piece timed out the call fails with timeout whatever the
+        // others answer, so they are not waited for: a daemon that stopped
+        // answering costs the call one batch_timeout, not one per piece.
+        const bool timed_out = fail == Status::timeout;
+        BatchResult r = wait_raw(detail::ref(f.batch), !timed_out, stopping ? nullptr : &stop);
+        if (timed_out && r.status == Status::pending) r.status = Status::timeout;
         if (r.status == Status::pending) {  // a stop was requested while waiting
             stop_all();
             return;

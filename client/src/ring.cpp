@@ -212,8 +212,7 @@ std::uint64_t Client::Impl::max_alloc_rows(wire::RecordKind kind, std::size_t ta
 // batch_timeout passes.
 Status Client::Impl::alloc_waiting_locked(std::unique_lock<std::mutex>& lk, std::uint64_t bytes, bool wait,
                                           std::uint32_t& index) {
-    const Clock::time_point deadline =
-        opt.batch_timeout.count() > 0 ? Clock::now() + opt.batch_timeout : Clock::time_point::max();
+    const Clock::time_point deadline = wait_deadline();
     for (;;) {
         const std::uint32_t seq = bell_seq();
         reap_locked();
@@ -406,8 +405,7 @@ Status Client::Impl::cancel(detail::SlotRef b) {
             s->cancel_state = CancelState::sent;
         }
     }
-    const Clock::time_point deadline =
-        opt.batch_timeout.count() > 0 ? Clock::now() + opt.batch_timeout : Clock::time_point::max();
+    const Clock::time_point deadline = wait_deadline();
     for (;;) {
         s = slot_of(b);
         if (s == nullptr) return Status::invalid_argument;
@@ -425,8 +423,7 @@ Status Client::Impl::cancel(detail::SlotRef b) {
 BatchResult Client::Impl::wait_raw(detail::SlotRef b, bool block, const detail::CancelCheck* stop) {
     std::unique_lock lk(mu);
     if (slot_of(b) == nullptr) return BatchResult{Status::invalid_argument, 0, 0, 0};
-    const Clock::time_point deadline =
-        opt.batch_timeout.count() > 0 ? Clock::now() + opt.batch_timeout : Clock::time_point::max();
+    const Clock::time_point deadline = wait_deadline();
     for (;;) {
         Slot& s = slots[b.slot];
         if (s.state == SlotState::done) return s.result;

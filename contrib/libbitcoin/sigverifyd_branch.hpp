@@ -69,6 +69,9 @@ inline Client* session() noexcept {
         if (end != text && *end == '\0' && parsed > 0) timeout_ms = parsed;
     }
     options.batch_timeout = std::chrono::milliseconds(timeout_ms);
+    // A connect (to a stopped daemon with a full backlog, a socket nobody
+    // accepts) never waits longer than a batch may.
+    options.connect_timeout = std::min(options.connect_timeout, options.batch_timeout);
     Status status = Status::ok;
     std::string message;
     client = Client::connect(options, status, message);

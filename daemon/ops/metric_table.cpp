@@ -134,6 +134,9 @@ constexpr MetricDef kMetrics[] = {
     {"sigverifyd_protocol_errors_total", C,
      "Protocol errors: malformed handshakes, invalid submissions, ring index violations.", L::none,
      counter<&Metrics::protocol_errors>, J::counters, "protocol_errors"},
+    {"sigverifyd_info_requests_refused_total", C,
+     "Info requests refused with status busy: their session asked faster than its rate limit.",
+     L::none, counter<&Metrics::info_refused>, J::counters, "info_requests_refused"},
     {"sigverifyd_registrations_refused_file_system_total", C,
      "Buffer registrations refused because the file is neither a memfd nor on a local file system "
      "(FUSE, network, proc, sysfs...): a read of it could wait on another process for ever.",

@@ -61,6 +61,8 @@ struct Metrics {
     // also in connections_refused.
     Counter refused_rate_limited{0};
     Counter refused_shm_budget{0};
+    // Info requests refused (busy) over their session's rate (daemon/serve/info_rate.hpp).
+    Counter info_refused{0};
     // Segments the daemon truncated to zero bytes when their session ended.
     Counter segments_truncated{0};
     Counter chunks{0};

@@ -10,24 +10,23 @@
 
 namespace sigverify::daemon {
 
-shm::InfoReply make_info_reply(const DaemonContext& ctx, const std::uint8_t* data, std::size_t size) {
+shm::InfoReply refused_info_reply(const DaemonContext& ctx, shm::Status status) {
     shm::InfoReply r{};
     r.magic = shm::kInfoReplyMagic;
+    r.status = static_cast<std::uint32_t>(status);
     r.protocol_version = shm::kProtocolVersion;
     r.abi_major = shm::kAbiMajor;
     r.abi_minor = shm::kAbiMinor;
     r.epoch = ctx.epoch;
+    return r;
+}
+
+shm::InfoReply make_info_reply(const DaemonContext& ctx, const std::uint8_t* data, std::size_t size) {
     shm::InfoRequest req{};
-    if (size != sizeof req) {
-        r.status = static_cast<std::uint32_t>(shm::Status::invalid_argument);
-        return r;
-    }
+    if (size != sizeof req) return refused_info_reply(ctx, shm::Status::invalid_argument);
     std::memcpy(&req, data, sizeof req);
-    if (req.magic != shm::kInfoMagic || req.flags != 0) {
-        r.status = static_cast<std::uint32_t>(shm::Status::invalid_argument);
-        return r;
-    }
-    r.status = static_cast<std::uint32_t>(shm::Status::ok);
+    if (req.magic != shm::kInfoMagic || req.flags != 0) return refused_info_reply(ctx, shm::Status::invalid_argument);
+    shm::InfoReply r = refused_info_reply(ctx, shm::Status::ok);
     shm::copy_text(r.version, SIGVERIFY_VERSION_STRING);
     shm::copy_text(r.backend, ctx.backend_kind);
     r.confirm_rule = ctx.config.confirm == ConfirmRule::strict ? shm::kConfirmStrict : shm::kConfirmGroups;

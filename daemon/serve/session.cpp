@@ -167,7 +167,19 @@ bool Session::control_message(const std::uint8_t* data, std::size_t size, int fd
                                                                   : registered_.remove(req.buffer_id));
     } else if (size >= sizeof magic && magic == shm::kInfoMagic && fd < 0) {
         // Any size with the info magic gets an answer, a malformed one a
-        // refusal (invalid_argument), so the client never waits for nothing.
+        // refusal (invalid_argument), one over the session's rate a refusal
+        // (busy), so the client never waits for nothing.
+        const auto now = std::chrono::steady_clock::now();
+        if (!info_rate_.take(now)) {
+            ++ctx_.metrics.info_refused;
+            control_paused_until_ = info_rate_.next_token(now);
+            if (ctx_.log_limit.allow(*ctx_.log, "info requests over the rate"))
+                ctx_.log->info("client {} '{}' ({}): info requests faster than {}/s; refused (busy)", id_, name_,
+                               peer_, InfoRate::kPerSecond);
+            const shm::InfoReply busy = refused_info_reply(ctx_, shm::Status::busy);
+            shm::send_packet(fd_, &busy, sizeof busy);
+            return true;
+        }
         const shm::InfoReply info = make_info_reply(ctx_, data, size);
         if (info.status != static_cast<std::uint32_t>(shm::Status::ok)) {
             ++ctx_.protocol_errors;
@@ -192,6 +204,12 @@ bool Session::socket_alive() {
     // mapped). At most 16 packets per check, so a flooder cannot hold the
     // reader here; the rest wait in its socket buffer, which blocks it.
     for (int i = 0; i < 16; ++i) {
+        if (std::chrono::steady_clock::now() < control_paused_until_) {
+            // Over its info rate: the next packets wait in the socket until a
+            // token is due; only a hang-up is looked for meanwhile.
+            pollfd p{fd_, POLLRDHUP, 0};
+            return poll(&p, 1, 0) <= 0 || (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) == 0;
+        }
         pollfd p{fd_, POLLIN | POLLRDHUP, 0};
         const int r = poll(&p, 1, 0);
         if (r <= 0) return true;

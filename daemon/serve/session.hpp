@@ -30,6 +30,7 @@
 
 #include "daemon/ops/config.hpp"
 #include "daemon/serve/daemon_context.hpp"
+#include "daemon/serve/info_rate.hpp"
 #include "daemon/schedule/job.hpp"
 #include "daemon/ops/metrics.hpp"
 #include "daemon/memory/registered_buffers.hpp"
@@ -146,6 +147,11 @@ private:
     std::atomic<bool> finished_{false};
     std::atomic<bool> violated_{false};
     std::atomic<bool> hung_up_{false};
+
+    // Info requests (reader thread only): their rate limit, and until when
+    // the socket's next control packets are left unread after a refusal.
+    InfoRate info_rate_;
+    std::chrono::steady_clock::time_point control_paused_until_{};
 
     std::atomic<bool> established_{false};  // handshake done: name_ and the segment are set
     std::atomic<std::uint64_t> batches_{0}, rows_{0};

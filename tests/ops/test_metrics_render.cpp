@@ -42,7 +42,7 @@ void fill(Metrics& m) {
           &m.gpu_crosscheck_mismatches, &m.gpu_errors, &m.confirm_batches_strict, &m.confirm_batches_groups,
           &m.confirm_repaired_rows, &m.rows_in_place, &m.rows_staged, &m.split_cpu_rows, &m.stats_requests,
           &m.stats_refused, &m.stats_dropped, &m.stats_evicted, &m.textfile_writes, &m.textfile_errors,
-          &m.config_reloads, &m.config_reload_errors, &m.lane_indebted_chunks, &m.gpu_timeouts})
+          &m.config_reloads, &m.config_reload_errors, &m.lane_indebted_chunks, &m.gpu_timeouts, &m.info_refused})
         *c = next();
 }
 

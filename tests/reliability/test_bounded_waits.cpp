@@ -176,6 +176,34 @@ pid_t start_cli_ping(const std::string& dir, const std::vector<std::string>& opt
     return pid;
 }
 
+// The CLI with args, stdout and stderr to files out and err; its pid.
+pid_t spawn_cli(const std::vector<std::string>& cli_args, const std::string& out, const std::string& err) {
+    std::vector<std::string> args = {SIGVERIFY_CLI_BIN};
+    args.insert(args.end(), cli_args.begin(), cli_args.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, SIGVERIFY_CLI_BIN, &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    REQUIRE(rc == 0);
+    return pid;
+}
+
+std::string file_text(const std::string& path) {
+    std::string text;
+    if (FILE* f = std::fopen(path.c_str(), "rb")) {
+        char buf[4096];
+        for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+        std::fclose(f);
+    }
+    return text;
+}
+
 // Every call's worst case, with all threads' calls in turn: generous, it only
 // tells a hang from an answer.
 constexpr std::chrono::seconds kChildLimit{40};
@@ -213,6 +241,35 @@ TEST_CASE("a socket listened on and never accepted: every call returns true verd
     remove_tree(dir);
 }
 
+TEST_CASE("the hook's timeout bounds a whole call with several pieces in flight on a stopped daemon", "[bounded]") {
+    // The smallest arena cuts each call's rows into several pieces, as many
+    // in flight as the pipeline takes. Before one deadline covered the
+    // call, each piece in flight waited the whole timeout in turn, and a
+    // reserve as long again.
+    const lbtc_call_site::Tables t = make_tables(600, 41);
+    DaemonProcess d({"--cpu-threads", "1", "--arena-size", "64K"});
+    const pid_t daemon = d.pid();
+    const std::string dir = d.dir();
+    const pid_t child = run_in_child([&] {
+        setenv("SIGVERIFY_RUNTIME_DIR", dir.c_str(), 1);
+        setenv("SIGVERIFY_LBTC_BATCH_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
+        const std::size_t n = t.ecdsa_rows();
+        const bool all_valid = std::count(t.ecdsa_expected.begin(), t.ecdsa_expected.end(), 0) == 0;
+        auto call = [&] {
+            std::vector<std::uint8_t> got(n, 7);
+            const bool all = lbtc::ecdsa_verify_columns(t.ecdsa_digest.data(), t.ecdsa_key.data(),
+                                                        t.ecdsa_signature.data(), n, got.data(), 1);
+            return all == all_valid && got == t.ecdsa_expected;
+        };
+        if (!call()) return false;  // the session is made, and the daemon answers
+        if (kill(daemon, SIGSTOP) != 0) return false;
+        return threads_bounded("hook, daemon stopped under a live session", call);
+    });
+    const int rc = finish_within(child, kChildLimit);
+    kill(daemon, SIGCONT);
+    CHECK(rc == 0);
+}
+
 TEST_CASE("sigverify ping gives up on a daemon stopped under it", "[bounded][cli]") {
     DaemonProcess d({"--cpu-threads", "1"});
     const pid_t ping = start_cli_ping(d.dir(), {});  // its default bound, 5 s a ping
@@ -227,4 +284,44 @@ TEST_CASE("sigverify ping gives up on a daemon stopped under it", "[bounded][cli
     INFO("sigverify ping exited " << rc << " after " << ms << " ms");
     CHECK(rc == 4);
     CHECK(ms <= 5000 + kBoundMs);
+}
+
+TEST_CASE("sigverify verify gives up on a daemon stopped mid-batch, and writes no verdict", "[bounded][cli]") {
+    const std::string tmp = make_temp_dir();
+    const std::string rows = tmp + "/rows", results = tmp + "/results", out = tmp + "/out", err = tmp + "/err";
+    // Enough rows that one verifier thread is still at them when it stops.
+    const pid_t gen = spawn_cli({"gen", "--table", "ecdsa", "--count", "100000", "--invalid-rate", "0.05", "--out",
+                                 rows},
+                                out, err);
+    REQUIRE(finish_within(gen, std::chrono::seconds(120)) == 0);
+    DaemonProcess d({"--cpu-threads", "1"});
+    constexpr long kCliTimeoutMs = 1000;
+    for (const bool columns : {false, true}) {
+        std::vector<std::string> args = {"verify", "--runtime-dir", d.dir(), "--timeout-ms",
+                                         std::to_string(kCliTimeoutMs), "--out", results};
+        if (columns) {
+            const std::string cols = tmp + "/columns";
+            const pid_t conv = spawn_cli({"columns", "--from-rows", rows, "--table", "ecdsa", "--out", cols}, out, err);
+            REQUIRE(finish_within(conv, std::chrono::seconds(60)) == 0);
+            args.insert(args.end(), {"--columns", cols});
+        } else {
+            args.insert(args.end(), {"--in", rows, "--table", "ecdsa"});
+        }
+        std::remove(results.c_str());
+        const pid_t verify = spawn_cli(args, out, err);
+        std::this_thread::sleep_for(std::chrono::milliseconds(400));  // connected, the batch in flight
+        REQUIRE(kill(d.pid(), SIGSTOP) == 0);
+        const auto t0 = Clock::now();
+        const int rc = finish_within(verify, std::chrono::seconds(30));
+        const long ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+        REQUIRE(kill(d.pid(), SIGCONT) == 0);
+        const std::string said = file_text(err);
+        INFO((columns ? "columns" : "rows") << ": exit " << rc << " after " << ms << " ms; stderr: " << said);
+        CHECK(rc == 4);  // the daemon failed; before the bound it waited as long as the daemon stayed stopped
+        CHECK(ms <= kCliTimeoutMs + kBoundMs);
+        CHECK(said.find("timeout") != std::string::npos);
+        CHECK(file_text(out).empty());      // no summary, no row counted as invalid
+        CHECK(access(results.c_str(), F_OK) != 0);  // no verdict file
+    }
+    remove_tree(tmp);
 }

@@ -419,7 +419,8 @@ public:
     // unreachable / disconnected: no daemon session now (also with
     // Fallback::local: info describes a daemon, never the local fallback);
     // timeout: no answer within 2 s (the session is given up, as for a
-    // registration).
+    // registration); busy: this session asked more often than the daemon's
+    // rate limit of info requests allows (docs/protocol.md; the session goes on).
     [[nodiscard]] Status info(DaemonInfo& out);
     // Round trip of a no-op submission through the rings; rtt_ns is optional.
     [[nodiscard]] Status ping(std::uint64_t* rtt_ns = nullptr);

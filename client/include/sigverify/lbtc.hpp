@@ -26,9 +26,9 @@
 //
 // Environment (read once, on first use): SIGVERIFY_RUNTIME_DIR (where the
 // daemon's socket is, as for every client), SIGVERIFY_LBTC_BATCH_TIMEOUT_MS
-// (how long one piece may wait for the daemon before it is verified here;
-// default 10000; a stopped daemon costs each call that long for each of the
-// up to four pieces it has in flight, then the rows are verified here).
+// (how long one call may wait for the daemon, a connect and handshake made
+// for it included, before its rows are verified here; default 10000: a
+// stopped or hung daemon costs each call that long at most).
 #pragma once
 
 #include <cstddef>
