@@ -114,8 +114,11 @@ std::unique_ptr<Client> client_with(const std::string& dir, Fallback f, const lb
 // the daemon's lost registration, the later ones find the file short before
 // registering again, and with Fallback::local verify here).
 bool between_calls(const std::string& dir, Fallback f, int column, const lbtc_call_site::Tables& t) {
+    // The client is declared first, so it is destroyed after the buffers it
+    // registered (a RegisteredBuffer must not outlive its Client: client.hpp).
+    std::unique_ptr<Client> c;
     Columns3 cols;
-    auto c = client_with(dir, f, t, cols);
+    c = client_with(dir, f, t, cols);
     if (!c) return false;
     std::vector<std::uint8_t> got;
     if (!answer_right("before", verify(*c, cols, got), got, t.ecdsa_expected, false, false)) return false;
@@ -131,8 +134,11 @@ bool between_calls(const std::string& dir, Fallback f, int column, const lbtc_ca
 
 // During calls: a thread verifies in a loop while the column is cut once.
 bool during_calls(const std::string& dir, Fallback f, int column, const lbtc_call_site::Tables& t) {
+    // The client is declared first, so it is destroyed after the buffers it
+    // registered (a RegisteredBuffer must not outlive its Client: client.hpp).
+    std::unique_ptr<Client> c;
     Columns3 cols;
-    auto c = client_with(dir, f, t, cols);
+    c = client_with(dir, f, t, cols);
     if (!c) return false;
     std::atomic<bool> is_cut{false}, failed{false};
     std::atomic<int> calls{0};
