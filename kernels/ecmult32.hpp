@@ -30,6 +30,7 @@
 #include "kernels/fe32.hpp"
 #include "kernels/point_add.hpp"
 #include "kernels/scalar32.hpp"
+#include "kernels/variants.hpp"
 
 namespace sigverify::kernels {
 
@@ -40,46 +41,38 @@ struct Aff32 {
     Fe32 x, y;
 };
 
-constexpr int kV2Windows = 33;      // 4-bit windows of the P scalars (132 bits)
-constexpr int kV2PEntries = 8;      // odd multiples 1..15 of P
-// The G stream (issue 30): w-bit signed odd windows, w = kGWindowBits, a
+constexpr int kPWindows = 33;      // 4-bit windows of the P scalars (132 bits)
+constexpr int kPEntries = 8;      // odd multiples 1..15 of P
+// The G stream: w-bit signed odd windows, w = kGWindowBits, a
 // multiple of 4 so that every G window falls on a P window (the accumulator is
 // doubled 4 times a P window): window k of a table is added in P window
 // j = k * kGStep. Two tables of kGWindowsPerTable windows cover
 // L = 2 m w >= 256 bits (v_g < n < 2^256); the top window of a table must sit
 // at or below the top P window. w = 12: 22 additions a row against two tables
-// of 2,048 entries (128 KiB each); w = 8: 32 (the kernel before issue 30 had
-// 8-bit windows, 17 a table: 34).
-#if defined(SV_G_WINDOW_BITS)
-constexpr int kGWindowBits = SV_G_WINDOW_BITS;
-#else
-constexpr int kGWindowBits = 12;
-#endif
+// of 2,048 entries (128 KiB each); w = 8: 32, in smaller tables.
+constexpr int kGWindowBits = variant::kGWindowBits;
 constexpr int kGStep = kGWindowBits / 4;
-#if !defined(SV_G_PREFETCH)
-#define SV_G_PREFETCH 1
-#endif
 constexpr int kGWindowsPerTable = (256 + 2 * kGWindowBits - 1) / (2 * kGWindowBits);
 constexpr int kGTableBits = kGWindowsPerTable * kGWindowBits;  // bits of v_g per table
-constexpr int kV2GEntries = 1 << (kGWindowBits - 1);            // odd multiples of G (and of 2^kGTableBits G)
-constexpr int kV2GHighShift = kGTableBits;                      // the second G table is of 2^kGTableBits G
+constexpr int kGTableEntries = 1 << (kGWindowBits - 1);            // odd multiples of G (and of 2^kGTableBits G)
+constexpr int kGHighShift = kGTableBits;                      // the second G table is of 2^kGTableBits G
 constexpr int kGAdditionsPerRow = 2 * kGWindowsPerTable;
 static_assert(kGWindowBits % 4 == 0 && kGWindowBits >= 4 && kGWindowBits <= 16, "G windows on P windows");
-static_assert((kGWindowsPerTable - 1) * kGStep <= kV2Windows - 1, "every G window on a P window of the ladder");
+static_assert((kGWindowsPerTable - 1) * kGStep <= kPWindows - 1, "every G window on a P window of the ladder");
 static_assert(2 * kGTableBits >= 256 && 2 * kGTableBits - 256 + 129 < 256, "v_g fits; 2^L mod n is NC << (L - 256)");
 static_assert(kGTableBits <= 160, "a table's windows fit one 5-word stream");
 // Passes per row of the ladder's two inner loops (scripts/kernel-metrics.sh
 // reads them for its estimate): the doubling loop; the stream loop, whose
 // passes are P additions (2 a window, the first of them the start value) or
 // G additions (the passes that read the G tables).
-constexpr int kLadderDoublings = 4 * (kV2Windows - 1);
-constexpr int kLadderPPasses = 2 * kV2Windows;
+constexpr int kLadderDoublings = 4 * (kPWindows - 1);
+constexpr int kLadderPPasses = 2 * kPWindows;
 constexpr int kLadderGPasses = kGAdditionsPerRow;
 // The P passes by kind: the start value (the first window's P entry, no
 // addition), the P additions, the lambda-P additions (with x * beta).
 constexpr int kLadderStartPasses = 1;
-constexpr int kLadderPAddPasses = kV2Windows - 1;
-constexpr int kLadderLambdaPasses = kV2Windows;
+constexpr int kLadderPAddPasses = kPWindows - 1;
+constexpr int kLadderLambdaPasses = kPWindows;
 static_assert(kLadderStartPasses + kLadderPAddPasses + kLadderLambdaPasses == kLadderPPasses);
 // Passes per row of build_p_table32's loops: one a new entry, and in all the
 // rescaling of the entries before each (1 + 2 + ... + 7).
@@ -87,11 +80,11 @@ static_assert(kLadderStartPasses + kLadderPAddPasses + kLadderLambdaPasses == kL
 // i < kPTableGroup move i entries, the later ones i - kPTableGroup, and the
 // catch-up pass the first kPTableGroup.
 constexpr int kPTableGroup = 4;
-static_assert((kV2PEntries & (kV2PEntries - 1)) == 0, "build_p_table32 bounds an entry index by a mask");
-constexpr int kPTableBuildPasses = kV2PEntries - 1;  // passes with an addition
+static_assert((kPEntries & (kPEntries - 1)) == 0, "build_p_table32 bounds an entry index by a mask");
+constexpr int kPTableBuildPasses = kPEntries - 1;  // passes with an addition
 constexpr int kPTableCatchUpPasses = 1;              // and the one without
 constexpr int kPTableRescales = (kPTableGroup - 1) * kPTableGroup / 2 +
-                                (kV2PEntries - 1 - kPTableGroup) * (kV2PEntries - kPTableGroup) / 2 + kPTableGroup;
+                                (kPEntries - 1 - kPTableGroup) * (kPEntries - kPTableGroup) / 2 + kPTableGroup;
 static_assert(kPTableRescales == 16, "1 + 2 + 3, then 0 + 1 + 2 + 3, then 4");
 
 // r = 2a (3M + 4S): with L = 3/2 X^2 and T = X Y^2,
@@ -181,7 +174,7 @@ SV_HD void pt32_add_affine_call(Pt32& r, const Pt32& a, const Aff32& b, u32& deg
 // warp's 32 lanes read 32 consecutive words whichever entries they pick: one
 // bank each in shared memory, one 128-byte line in global memory. On the host
 // the regions are plain arrays (stride 1, HostScratch32).
-constexpr int kPTableWords = kV2PEntries * 16;
+constexpr int kPTableWords = kPEntries * 16;
 constexpr int kStreamWords = 4 * 5;
 constexpr int kZgWords = 3 * 8;
 constexpr int kZgParkX = 0, kZgParkY = 8, kZgZ = 16;  // word offsets in the zg region
@@ -211,22 +204,24 @@ constexpr u32 kScratchStride = 1;
 // 230,400 of 233,472 B), zg's 96 B global: 12 warps with the table out of L1's
 // way. (Streams in global memory cost registers: the window index becomes a
 // 64-bit address computation; with the streams global on sm_90, 168
-// registers spill.) SV_SCRATCH_ALL_SHARED is the layout before issue 30 (688
-// B shared a thread: 8 warps on sm_90, 4 on the consumer SMs). Both are
-// gpu-check variants. The host learns the placement of the code it runs from
+// registers spill.) SV_SCRATCH_ALL_SHARED puts all of it there (688 B a
+// thread: 8 warps on sm_90, 4 on the consumer SMs). Both are gpu-check
+// variants (variants.hpp). The host learns the placement of the code it runs from
 // the kernel's PTX version (gpu_verifier.cu), so both sides agree on it.
 struct ScratchPlacement {
     bool p_table_shared, streams_shared, zg_shared;
 };
 // arch: __CUDA_ARCH__ (e.g. 900 for sm_90).
 SV_HD constexpr ScratchPlacement scratch_placement(int arch) {
-#if defined(SV_SCRATCH_ALL_SHARED)
-    return (void)arch, ScratchPlacement{true, true, true};
-#elif defined(SV_SM90_P_TABLE_SHARED)
-    return arch == 900 ? ScratchPlacement{true, true, false} : ScratchPlacement{false, true, true};
-#else
-    return (void)arch, ScratchPlacement{false, true, true};
-#endif
+    switch (variant::kScratchLayout) {
+    case variant::ScratchLayout::all_shared:
+        return ScratchPlacement{true, true, true};
+    case variant::ScratchLayout::sm90_p_table_shared:
+        return arch == 900 ? ScratchPlacement{true, true, false} : ScratchPlacement{false, true, true};
+    case variant::ScratchLayout::standard:
+        break;
+    }
+    return ScratchPlacement{false, true, true};
 }
 // Words per thread in shared and in global memory of a placement.
 SV_HD constexpr int shared_words_per_thread(ScratchPlacement p) {
@@ -234,17 +229,15 @@ SV_HD constexpr int shared_words_per_thread(ScratchPlacement p) {
            (p.zg_shared ? kZgWords : 0);
 }
 SV_HD constexpr int global_words_per_thread(ScratchPlacement p) { return kScratchWords - shared_words_per_thread(p); }
-#if !defined(SV_SCRATCH_ALL_SHARED)
 // 12 warps (3 blocks of 128 threads, 1 KiB reserved a block) fit the shared
 // memory of sm_90 (228 KiB an SM) and of the consumer SMs (100 KiB); 16 warps
-// (4 blocks) where the P table is global.
-static_assert(3 * (128 * 4 * shared_words_per_thread(scratch_placement(900)) + 1024) <= 228 * 1024);
-static_assert(4 * (128 * 4 * shared_words_per_thread(scratch_placement(890)) + 1024) <= 100 * 1024);
-static_assert(4 * (128 * 4 * shared_words_per_thread(scratch_placement(1200)) + 1024) <= 100 * 1024);
-#if !defined(SV_SM90_P_TABLE_SHARED)
-static_assert(4 * (128 * 4 * shared_words_per_thread(scratch_placement(900)) + 1024) <= 228 * 1024);
-#endif
-#endif
+// (4 blocks) where the P table is global. (The all-shared variant runs fewer.)
+constexpr bool kAllShared = variant::kScratchLayout == variant::ScratchLayout::all_shared;
+constexpr bool kStandardLayout = variant::kScratchLayout == variant::ScratchLayout::standard;
+static_assert(kAllShared || 3 * (128 * 4 * shared_words_per_thread(scratch_placement(900)) + 1024) <= 228 * 1024);
+static_assert(kAllShared || 4 * (128 * 4 * shared_words_per_thread(scratch_placement(890)) + 1024) <= 100 * 1024);
+static_assert(kAllShared || 4 * (128 * 4 * shared_words_per_thread(scratch_placement(1200)) + 1024) <= 100 * 1024);
+static_assert(!kStandardLayout || 4 * (128 * 4 * shared_words_per_thread(scratch_placement(900)) + 1024) <= 228 * 1024);
 
 // The regions of a thread's scratch, in the order each memory holds them.
 enum class ScratchRegion { p_table, streams, zg };
@@ -370,8 +363,8 @@ struct HostScratch32 {
     PTable32 view() { return PTable32{words, words + kPTableWords, words + kPTableWords + kStreamWords}; }
 };
 
-// The G tables: entries [0, kV2GEntries) = (2i+1) G, then
-// [kV2GEntries, 2 kV2GEntries) = (2i+1) 2^kV2GHighShift G, affine, 64 bytes
+// The G tables: entries [0, kGTableEntries) = (2i+1) G, then
+// [kGTableEntries, 2 kGTableEntries) = (2i+1) 2^kGHighShift G, affine, 64 bytes
 // each (x then y, 32-bit limbs little-endian: the bytes of GeStorage).
 struct GTable32 {
     const GeStorage* entries;
@@ -458,8 +451,8 @@ SV_HD void build_p_table32(const PTable32& tab, const Aff32& p, Fe32& zg, u32& d
     tab.store_zg(kZgZ, d.z);
     Fe32 hg = fe32_one();
     SV_NO_UNROLL
-    for (int i = 1; i <= kV2PEntries; ++i) {
-        const bool catch_up = i == kV2PEntries;  // no new entry: the first group moves by hg
+    for (int i = 1; i <= kPEntries; ++i) {
+        const bool catch_up = i == kPEntries;  // no new entry: the first group moves by hg
         Fe32 h, h2, h3;
         if (!catch_up) {
             Aff32 d_aff;
@@ -480,7 +473,7 @@ SV_HD void build_p_table32(const PTable32& tab, const Aff32& p, Fe32& zg, u32& d
         for (int j = from; j < to; ++j) {
             // (j & 7 == j: the bound lets the compiler address every word
             // off one base register, as with a loop from 0)
-            const int k = j & (kV2PEntries - 1);
+            const int k = j & (kPEntries - 1);
             Fe32 x, y;
             tab.load(k, x, y);
             fe32_mul(x, x, h2);
@@ -525,7 +518,7 @@ SV_HD void offset_half(u64 out[3], const Sc& s, u32& degenerate) {
 
 // K = (2^132 - 2^129 - 1)(1 + lambda) mod n, the offset of the GLV halves'
 // recoding (a constant: the product's machine code, an asm block, would run
-// every row; test_kernel_v2 checks it against the product).
+// every row; test_kernel_math32 checks it against the product).
 SV_HD constexpr Sc sc_recode_offset() {
     return Sc{{0xB3749CA5D7B6171Bull, 0x7937FE0DB66BCAAFull, 0x3215874B94E93813ull, 0x76B1D93D0FAE3C6Bull}};
 }
@@ -580,8 +573,8 @@ SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const P
 
     Pt32 acc{};  // set by the first P pass; zeroed so that its first copy reads defined values
     SV_NO_UNROLL
-    for (int j = kV2Windows - 1; j >= 0; --j) {
-        if (j != kV2Windows - 1) {
+    for (int j = kPWindows - 1; j >= 0; --j) {
+        if (j != kPWindows - 1) {
             SV_NO_UNROLL
             for (int k = 0; k < 4; ++k) pt32_double(acc, acc);
         }
@@ -603,21 +596,21 @@ SV_HD void ecmult32(Pt32& r, const Aff32& p, const Sc& na, const Sc& ng, const P
                 zf = acc.z;
             } else {
                 const int t = s - 2;
-                const u32 top = u32(kV2GEntries);  // the sign bit of a window
+                const u32 top = u32(kGTableEntries);  // the sign bit of a window
                 const u32 b = ptab.window_any(s, 4 * j, kGWindowBits);
                 neg = 0u - (((b & top) != 0) ^ 1u);
-                e = g_table_entry(gtab, t * kV2GEntries + int((b ^ neg) & (top - 1u)));
-                if (SV_G_PREFETCH && j >= kGStep) {  // the next G window's entry, a window ahead
+                e = g_table_entry(gtab, t * kGTableEntries + int((b ^ neg) & (top - 1u)));
+                if (variant::kGPrefetch && j >= kGStep) {  // the next G window's entry, a window ahead
                     const u32 bn = ptab.window_any(s, 4 * (j - kGStep), kGWindowBits);
                     const u32 nn = 0u - (((bn & top) != 0) ^ 1u);
-                    g_table_prefetch(gtab, t * kV2GEntries + int((bn ^ nn) & (top - 1u)));
+                    g_table_prefetch(gtab, t * kGTableEntries + int((bn ^ nn) & (top - 1u)));
                 }
                 Fe32 zg;
                 ptab.load_zg(kZgZ, zg);
                 fe32_mul(zf, acc.z, zg);  // the G entry is affine on secp256k1 itself
             }
             fe32_cneg(e.y, e.y, neg);
-            if (j == kV2Windows - 1 && s == 0) {
+            if (j == kPWindows - 1 && s == 0) {
                 acc = Pt32{e.x, e.y, fe32_one()};
             } else {
                 Fe32 h;

@@ -7,13 +7,13 @@
 // the element it stands for; not necessarily < p. Only fe32_normalize gives
 // the canonical value (< p), and every comparison, parity test and output
 // goes through it. mul/sqr/add/sub/half are the generated carry-chain
-// sequences of fe32_ops.hpp (one instruction list for device and host).
+// sequences of generated/fe32_ops.hpp (one instruction list for device and host).
 //
 // Nothing here branches on data: the square root is a fixed addition chain,
 // the inversion a fixed count of divsteps, selections are masks.
 #pragma once
 
-#include "kernels/fe32_ops.hpp"
+#include "kernels/generated/fe32_ops.hpp"
 #include "kernels/field.hpp"
 #include "kernels/safegcd32.hpp"
 

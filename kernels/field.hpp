@@ -146,7 +146,7 @@ SV_HD void fe_sqr_n(Fe& r, const Fe& a, int n) {
 }
 
 // The addition chains of the inversion and the square root, written once for
-// both field representations F (Fe here, Fe32 in kernel v2): they call
+// both field representations F (Fe here, Fe32 in the GPU kernel): they call
 // fe_sqr / fe_mul / fe_sqr_n, which overload resolution finds for F.
 //
 // Shared start: x246 = a^(2^246 - 2^22 - 1), the exponent bits

@@ -23,6 +23,7 @@
 #include "kernels/gpu_verifier.hpp"
 #include "kernels/host_ranges.hpp"
 #include "kernels/kernel_math.hpp"
+#include "kernels/variants.hpp"
 #include "kernels/verify32.hpp"
 #include "shm_protocol/verdict_publish.hpp"
 
@@ -46,9 +47,8 @@ constexpr int kRowsPerThread = 1;
 // 65,536 / R registers a thread (ptxas allocates them in units of 8). sm_80
 // to sm_90 run 16 warps (512 threads: 128 registers), the others 12 (384:
 // 168): at 128 the Blackwell builds (sm_100, sm_120) spill ~200-600 B. sm_90
-// ran 12 from the 12-bit G windows (24 B of stack at 128) until the batch
-// inversion of s and the two-group P table build (issue 30) brought it to
-// 124 registers with no spill; the `w12` gpu-check variant keeps the 12-warp
+// ran 12 until the batch inversion of s and the two-group P table build
+// brought it under 128 registers with no spill; the `w12` gpu-check variant keeps the 12-warp
 // bound to measure which wins on an H200. 0 stack and 0 spills at these
 // bounds on every architecture (scripts/kernel-metrics.sh checks it, CI
 // refuses anything else). The bound names the threads of one SM
@@ -57,22 +57,8 @@ constexpr int kRowsPerThread = 1;
 // depend on __CUDA_ARCH__ (the host pass sees the default, and the runtime
 // reports the machine code's own limits). SV_RESIDENT_THREADS overrides it,
 // SV_MAX_REGS caps registers instead and SV_UNCAPPED_REGS leaves them to ptxas
-// (gpu-check variants).
-#if defined(SV_RESIDENT_THREADS)
-#define SV_KERNEL_RESIDENT_THREADS SV_RESIDENT_THREADS
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && __CUDA_ARCH__ < 1000
-#define SV_KERNEL_RESIDENT_THREADS 512
-#else
-#define SV_KERNEL_RESIDENT_THREADS 384
-#endif
+// (gpu-check variants; the macros are in variants.hpp).
 static_assert(SV_KERNEL_RESIDENT_THREADS >= kMaxThreadsPerBlock, "the bound must admit every block size the options allow");
-#if defined(SV_MAX_REGS)
-#define SV_KERNEL_BOUNDS __maxnreg__(SV_MAX_REGS)
-#elif defined(SV_UNCAPPED_REGS)
-#define SV_KERNEL_BOUNDS __launch_bounds__(kMaxThreadsPerBlock, 1)
-#else
-#define SV_KERNEL_BOUNDS __launch_bounds__(SV_KERNEL_RESIDENT_THREADS, 1)
-#endif
 
 // The scratch's shape, shared words | global words << 16 per thread: the host
 // passes what it sized the launch for and the kernel compares it with its own

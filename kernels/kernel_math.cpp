@@ -61,7 +61,7 @@ const GTableView& host_exact_g_table() {
     return view;
 }
 
-std::vector<GeStorage> build_g_tables32() { return g_and_shifted_g_tables(kV2GHighShift, kV2GEntries); }
+std::vector<GeStorage> build_g_tables32() { return g_and_shifted_g_tables(kGHighShift, kGTableEntries); }
 
 const GTable32& host_g_table32() {
     static const std::vector<GeStorage> storage = build_g_tables32();

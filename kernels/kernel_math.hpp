@@ -27,7 +27,7 @@ std::vector<GeStorage> build_exact_g_tables();
 const GTableView& host_exact_g_table();
 
 // The GPU kernel's G tables in one array (the device upload uses the same
-// layout): [0, kV2GEntries) = (2i+1) G, then (2i+1) 2^kV2GHighShift G
+// layout): [0, kGTableEntries) = (2i+1) G, then (2i+1) 2^kGHighShift G
 // (ecmult32.hpp: 2,048 each, 256 KiB in all, for 12-bit windows).
 std::vector<GeStorage> build_g_tables32();
 const GTable32& host_g_table32();

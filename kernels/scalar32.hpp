@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The GPU kernel's scalar helpers mod n: the product through the generated
-// 32-bit carry-chain sequence (fe32_ops.hpp: multiply and reduce mod n), the
+// 32-bit carry-chain sequence (generated/fe32_ops.hpp: multiply and reduce mod n), the
 // divsteps inversion (safegcd32.hpp), and halving. Scalars stay Sc (four 64-bit
 // limbs, fully reduced) so that parsing and the GLV split are shared with the
 // exact path.
 #pragma once
 
-#include "kernels/fe32_ops.hpp"
+#include "kernels/generated/fe32_ops.hpp"
 #include "kernels/safegcd32.hpp"
 #include "kernels/scalar.hpp"
 

@@ -143,7 +143,7 @@ SV_HD void bip340_challenge_midstate(u32 s[8]) {
 // tagged_hash("BIP0340/challenge", rx || px || msg) with 32-byte parts: two
 // compressions after the midstate.
 // The BIP-340 challenge state (digest words, big-endian order) straight from
-// the three 32-byte inputs, no byte buffers: what kernel v2 uses (its
+// the three 32-byte inputs, no byte buffers: what the GPU kernel uses (its
 // verify kernel has no stack frame). The second block is msg, the padding
 // bit and the length: 64 (tag prefix) + 96 bytes = 1280 bits.
 SV_HD void bip340_challenge_words(u32 s[8], const u8* rx, const u8* px, const u8* msg) {

@@ -24,7 +24,7 @@
 #endif
 
 // SV_NO_UNROLL keeps a loop rolled on the device (nvcc unrolls loops with a
-// constant trip count, which multiplies kernel v2's code size).
+// constant trip count, which multiplies the GPU kernel's code size).
 #if defined(__CUDA_ARCH__)
 #define SV_NO_UNROLL _Pragma("unroll 1")
 #else

@@ -406,7 +406,7 @@ phase_daemon_correctness() {
             if cmp -s "$in.$1" "$in.$2" && [[ -s "$in.$1" ]]; then r=same; else r=DIFFERENT diffs=$((diffs + 1)); fi
             echo "verify $t $f $DAEMON_ROWS rows ${1}/${2}: $r" | fig daemon-correctness
         done
-        rm -f "$in"*
+        rm -rf "$in"*  # the column tables are directories
     done
     "$SV" stats --runtime-dir "$RT" backends 2>&1 | fig daemon-correctness
     stop_daemon

@@ -75,6 +75,20 @@ inline std::uint64_t batch_tag(SlotRef b) { return (std::uint64_t(b.generation) 
 
 inline std::uint64_t align_up(std::uint64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
+// Where a batch's rows are, which names the opcode that verifies it: packed
+// rows in the arena, columns in the arena, columns in one registered buffer,
+// or a column set naming a registered buffer per column. A slot holds one.
+enum class BatchShape : std::uint8_t { rows, arena_columns, registered_columns, registered_column_set };
+constexpr shm::Opcode verify_opcode(BatchShape shape) {
+    switch (shape) {
+    case BatchShape::rows: return shm::Opcode::verify;
+    case BatchShape::arena_columns: return shm::Opcode::verify_columns;
+    case BatchShape::registered_columns: return shm::Opcode::verify_registered_columns;
+    case BatchShape::registered_column_set: return shm::Opcode::verify_registered_column_set;
+    }
+    return shm::Opcode::verify;
+}
+
 // A status that means the daemon could not do the work (the local fallback
 // may step in), as opposed to a caller error.
 inline bool is_daemon_failure(Status s) {
@@ -139,17 +153,16 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
         std::uint32_t generation = 0;
         std::uint64_t begin = 0, end = 0;  // virtual arena positions (end-begin includes padding)
         std::uint64_t rows_offset = 0, results_offset = 0;
-        // Column batches: rows_offset is the message column.
-        bool columns = false;
+        detail::BatchShape shape = detail::BatchShape::rows;
+        // Arena columns: rows_offset is the message column.
         std::uint64_t key_offset = 0, signature_offset = 0, correlate_offset = 0;
-        // Registered column batches (ABI 1.4): only the results are in the
-        // arena (results_offset); the columns are at these offsets (and
-        // key_offset, signature_offset) inside registered buffer buffer_id.
-        bool registered = false;
+        // Registered columns (ABI 1.4): only the results are in the arena
+        // (results_offset); the columns are at these offsets (and key_offset,
+        // signature_offset) inside registered buffer buffer_id.
         std::uint64_t buffer_id = 0, message_offset = 0;
-        // ABI 1.6: a buffer per column; the RegisteredColumnSet is in the
-        // arena at column_set_offset (buffer_id and the offsets unused).
-        bool column_set = false;
+        // A registered column set (ABI 1.6): a buffer per column; the
+        // RegisteredColumnSet is in the arena at column_set_offset (buffer_id
+        // and the offsets unused).
         std::uint64_t column_set_offset = 0;
         std::size_t count = 0;
         wire::RecordKind kind = wire::RecordKind::ecdsa;

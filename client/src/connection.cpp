@@ -211,8 +211,9 @@ Status open_connection(const ClientOptions& opt, Connection& out, std::string& e
     static_cast<shm::SegmentView&>(c) = shm::view_segment(map, c.size, copy);
     c.epoch = copy.epoch;
     c.abi_minor = copy.abi_minor;
-    c.sq_tail = shm::word(h->sq_tail).load(std::memory_order_acquire);
-    c.cq_head = shm::word(h->cq_head).load(std::memory_order_acquire);
+    // The daemon set both to their start before the segment was ready.
+    c.sq = shm::submission_producer(c, shm::word(h->sq_tail).load(std::memory_order_acquire));
+    c.cq = shm::completion_consumer(c, shm::word(h->cq_head).load(std::memory_order_acquire));
     shm::MappedAck ack{shm::kAckMagic, 0};
     if (!set_timeouts(fd, deadline))
         return fail(Status::timeout, "sigverifyd at " + path + " did not finish the handshake in time");

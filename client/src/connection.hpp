@@ -9,9 +9,10 @@
 //
 // Invariants: the segment view's pointers (header, sqes, cqes, arena;
 // shm_protocol/segment_view.hpp) point into the mapping and stay valid until
-// close(). sq_tail and cq_head are this side's private copies of the
-// indices the client owns; only the ring code (ring.cpp) moves them, under
-// the client's mutex. Nothing here locks: the caller serializes.
+// close(). sq and cq are the client's ends of the two rings
+// (shm_protocol/ring_steps.hpp), each holding the private copy of the index
+// the client owns; only the ring code (ring.cpp) moves them, under the
+// client's mutex. Nothing here locks: the caller serializes.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <string>
 
 #include "sigverify/shm_protocol/segment_layout.hpp"
+#include "shm_protocol/ring_steps.hpp"
 #include "shm_protocol/segment_view.hpp"
 #include "sigverify/client.hpp"
 
@@ -31,8 +33,8 @@ struct Connection : shm::SegmentView {
     int fd = -1;
     std::uint64_t epoch = 0;
     std::uint16_t abi_minor = 0;  // the daemon's; >= kAbiMinorColumns: it accepts verify_columns
-    std::uint32_t sq_tail = 0;    // private copies of the indices this side owns
-    std::uint32_t cq_head = 0;
+    shm::RingProducer<shm::SubmissionEntry> sq;  // this side's ends of the rings
+    shm::RingConsumer<shm::CompletionEntry> cq;
 
     // Unmaps the segment, closes the socket and resets every field.
     void close();

@@ -260,9 +260,8 @@ Status Client::Impl::reserve_registered(const detail::RegisteredSource& src, std
                                      wire::kColumnSignatureWidth};
     std::uint64_t at[3];
     for (int i = 0; i < 3; ++i) at[i] = src.offset[i] + std::uint64_t(begin) * widths[i];
-    s.registered = true;
+    s.shape = set ? detail::BatchShape::registered_column_set : detail::BatchShape::registered_columns;
     s.results_offset = s.rows_offset;
-    s.column_set = set;
     if (set) {
         s.column_set_offset = s.rows_offset + align_up(count);
         shm::RegisteredColumnSet cs{};

@@ -75,16 +75,14 @@ void Client::Impl::setup_slots() {
 
 void Client::Impl::reap_locked() {
     if (!live) return;
-    const std::uint32_t tail = shm::word(conn.header->cq_tail).load(std::memory_order_acquire);
-    if (!shm::ring_count_ok(conn.cq_head, tail, conn.cq_entries)) {
+    std::uint32_t ready = 0;
+    if (!conn.cq.available(ready)) {
         mark_dead_locked("sigverifyd published an out-of-range completion index");
         return;
     }
-    if (tail == conn.cq_head) return;
-    while (conn.cq_head != tail) {
-        shm::CompletionEntry c;
-        std::memcpy(&c, &conn.cqes[conn.cq_head & (conn.cq_entries - 1)], sizeof c);
-        ++conn.cq_head;
+    if (ready == 0) return;
+    for (; ready > 0; --ready) {
+        const shm::CompletionEntry c = conn.cq.pop();
         const bool cancel_answer = (c.user_tag & detail::kCancelTagBit) != 0;
         const std::uint32_t index = static_cast<std::uint32_t>(c.user_tag & (detail::kCancelTagBit - 1));
         const std::uint32_t gen = static_cast<std::uint32_t>(c.user_tag >> 32);
@@ -115,7 +113,7 @@ void Client::Impl::reap_locked() {
         }
         if (s.abandoned) free_slot_locked(index);
     }
-    shm::word(conn.header->cq_head).store(conn.cq_head, std::memory_order_release);
+    conn.cq.release();
     shm::ring(conn.header->daemon_bell);  // completion ring space freed
 }
 
@@ -185,11 +183,9 @@ bool Client::Impl::try_alloc_locked(std::uint64_t bytes, std::uint32_t& index) {
     s.end = start + bytes;
     s.rows_offset = start % a;
     s.results_offset = 0;
-    s.columns = false;
+    s.shape = detail::BatchShape::rows;
     s.key_offset = s.signature_offset = s.correlate_offset = 0;
-    s.registered = false;
     s.buffer_id = s.message_offset = 0;
-    s.column_set = false;
     s.column_set_offset = 0;
     s.cancel_requested = false;
     s.cancel_state = CancelState::none;
@@ -272,7 +268,7 @@ Status Client::Impl::reserve_columns(wire::RecordKind kind, std::size_t tail_siz
     if (const Status st = alloc_waiting_locked(lk, p.total, wait, index); st != Status::ok) return st;
     Slot& s = slots[index];
     const std::uint64_t base = s.rows_offset;
-    s.columns = true;
+    s.shape = detail::BatchShape::arena_columns;
     s.key_offset = base + p.key;
     s.signature_offset = base + p.signature;
     s.correlate_offset = tail_size != 0 ? base + p.correlate : 0;
@@ -324,19 +320,27 @@ Status Client::Impl::submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mo
     s = &slots[b.slot];
     shm::SubmissionEntry e{};
     e.user_tag = detail::batch_tag(b);
-    if (opcode == shm::Opcode::verify && s->columns) opcode = shm::Opcode::verify_columns;
-    if (opcode == shm::Opcode::verify && s->registered)
-        opcode = s->column_set ? shm::Opcode::verify_registered_column_set : shm::Opcode::verify_registered_columns;
+    const bool verifies = opcode == shm::Opcode::verify;
+    if (verifies) opcode = detail::verify_opcode(s->shape);
     e.opcode = static_cast<std::uint8_t>(opcode);
-    if (opcode == shm::Opcode::verify_columns)
-        shm::set_column_offsets(e, shm::ColumnOffsets{s->key_offset, s->signature_offset, s->correlate_offset});
-    if (opcode == shm::Opcode::verify_registered_columns)
-        shm::set_registered_offsets(e, shm::RegisteredColumnOffsets{s->key_offset, s->signature_offset, s->buffer_id});
-    if (opcode == shm::Opcode::verify || opcode == shm::Opcode::verify_columns ||
-        opcode == shm::Opcode::verify_registered_columns || opcode == shm::Opcode::verify_registered_column_set) {
-        e.rows_offset = opcode == shm::Opcode::verify_registered_columns      ? s->message_offset
-                        : opcode == shm::Opcode::verify_registered_column_set ? s->column_set_offset
-                                                                              : s->rows_offset;
+    if (verifies) {
+        switch (s->shape) {
+        case detail::BatchShape::rows:
+            e.rows_offset = s->rows_offset;
+            break;
+        case detail::BatchShape::arena_columns:
+            e.rows_offset = s->rows_offset;  // the message column
+            shm::set_column_offsets(e, shm::ColumnOffsets{s->key_offset, s->signature_offset, s->correlate_offset});
+            break;
+        case detail::BatchShape::registered_columns:
+            e.rows_offset = s->message_offset;
+            shm::set_registered_offsets(e,
+                                        shm::RegisteredColumnOffsets{s->key_offset, s->signature_offset, s->buffer_id});
+            break;
+        case detail::BatchShape::registered_column_set:
+            e.rows_offset = s->column_set_offset;
+            break;
+        }
         e.results_offset = mode == wire::Mode::results ? s->results_offset : 0;
         e.row_count = s->count;
         e.record_kind = static_cast<std::uint8_t>(s->kind);
@@ -348,9 +352,8 @@ Status Client::Impl::submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mo
     } else {
         e.table = shm::kTableUnspecified;
     }
-    std::memcpy(&conn.sqes[conn.sq_tail & (conn.sq_entries - 1)], &e, sizeof e);
-    ++conn.sq_tail;
-    shm::word(conn.header->sq_tail).store(conn.sq_tail, std::memory_order_release);
+    conn.sq.push(e);
+    conn.sq.publish();
     shm::ring(conn.header->daemon_bell);
     s->state = SlotState::submitted;
     return Status::ok;
@@ -363,12 +366,12 @@ Status Client::Impl::wait_sq_space_locked(std::unique_lock<std::mutex>& lk) {
     for (;;) {
         if (!live) return Status::disconnected;
         const std::uint32_t seq = bell_seq();
-        const std::uint32_t head = shm::word(conn.header->sq_head).load(std::memory_order_acquire);
-        if (!shm::ring_count_ok(head, conn.sq_tail, conn.sq_entries)) {
+        std::uint32_t used = 0;
+        if (!conn.sq.used(used)) {
             mark_dead_locked("sigverifyd published an out-of-range submission index");
             return Status::disconnected;
         }
-        if (conn.sq_tail - head < conn.sq_entries) return Status::ok;
+        if (used < conn.sq.size()) return Status::ok;
         if (!alive_locked()) return Status::disconnected;
         sleep_locked(lk, seq, Clock::time_point::max());
     }
@@ -398,9 +401,8 @@ Status Client::Impl::cancel(detail::SlotRef b) {
             e.user_tag = detail::batch_tag(b) | detail::kCancelTagBit;
             e.opcode = static_cast<std::uint8_t>(shm::Opcode::cancel);
             e.rows_offset = detail::batch_tag(b);  // the batch to cancel
-            std::memcpy(&conn.sqes[conn.sq_tail & (conn.sq_entries - 1)], &e, sizeof e);
-            ++conn.sq_tail;
-            shm::word(conn.header->sq_tail).store(conn.sq_tail, std::memory_order_release);
+            conn.sq.push(e);
+            conn.sq.publish();
             shm::ring(conn.header->daemon_bell);
             s->cancel_state = CancelState::sent;
         }
@@ -468,7 +470,7 @@ BatchResult Client::Impl::wait(detail::SlotRef b, bool block) {
         s = slot_of(b);
         if (s == nullptr) return BatchResult{Status::invalid_argument, 0, 0, 0};
         span = wire::RowSpan{s->kind, s->tail_size, s->encoding, conn.arena + s->rows_offset, s->count};
-        is_columns = s->columns;
+        is_columns = s->shape == detail::BatchShape::arena_columns;
         columns = wire::ColumnSpan{s->kind,
                                    s->encoding,
                                    s->count,

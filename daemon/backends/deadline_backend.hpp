@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// A deadline on every call to a device (issue 40): no GPU can hang the daemon.
+// A deadline on every call to a device: no GPU can hang the daemon.
 //
 // A device's verify() waits for a launch, a copy, a kernel -- on hardware
 // that can stop answering, behind a driver that can block. DeadlineBackend

@@ -3,7 +3,7 @@
 //
 // `sigverifyd --backend host-kernel` puts this where each GPU would be: the
 // very verification code the CUDA kernels run (kernels/kernel_math.hpp:
-// kernel v2 with rechecks resolved by kernel v1), compiled for the CPU,
+// the 32-bit-limb ladder with rechecks resolved by the exact path), compiled for the CPU,
 // behind the same CheckedBackend, StripedBackend and batch split as real
 // GPUs. So the daemon's whole GPU path — confirmation rules, striping, the
 // split, the CPU fallback, the stats — runs end to end on any machine, and a

@@ -19,17 +19,17 @@
 // an exponentially weighted average (weight kWeight
 // for a new observation), starting from the priors given at construction.
 //
-// Every client's chunks feed the same model, so no client may steer it far
-// (issue 29): GPU times are the primary's own (ChunkResult::primary_seconds,
+// Every client's chunks feed the same model, so no client may steer it far:
+// GPU times are the primary's own (ChunkResult::primary_seconds,
 // without the CPU confirmations that invalid rows cost), chunks without a
 // launch or without rows teach nothing, and once calibrate() has measured the
 // GPU's own round trip at start-up the latency estimate stays within a factor
 // kCalibrationRange of that measurement whatever the chunks say. The CPU row
 // estimate is held within kCalibrationRange of its start-up value (the
 // prior) the same way, and the scheduler teaches it only with chunks whose
-// rows all verified valid (issue 44: undecodable rows are refused in
-// nanoseconds, so a flood of them made a core look 4,000 times faster and
-// sent honest 200,000-row batches 96% to the CPU).
+// rows all verified valid (undecodable rows are refused in nanoseconds:
+// a flood of them would make a core look thousands of times faster and
+// send honest batches almost whole to the CPU).
 #pragma once
 
 #include <cstddef>
@@ -43,7 +43,7 @@ class Backend;
 struct SplitEstimates {
     double gpu_latency_s = 3e-3;     // one launch round trip (H200: 2.7 ms for 1 row)
     // Per row of a large chunk on one slot: a slot's share of the H200's ~25 M
-    // ECDSA rows/s (kernel v2) over the default 3 chunks in flight. Block-sized
+    // ECDSA rows/s (BENCHMARKS.md) over the default 3 chunks in flight. Block-sized
     // batches (below kThroughputRows) never teach it, so it must not be stale.
     double gpu_row_s = 3.0 / 25e6;
     double cpu_row_s = 40e-6;        // per row on one core (libsecp256k1 ECDSA)

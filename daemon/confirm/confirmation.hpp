@@ -31,7 +31,7 @@
 // of the first chunk that met it are re-verified when the job ends, before
 // its completion is posted (GroupLedger::take_repairs): one pass over each
 // such chunk, so the repair is linear in the job's rows however many groups
-// span (issue 29.3: once per group it was quadratic). Only the rows whose
+// span (a pass per group would be quadratic). Only the rows whose
 // verdict is INVALID are re-verified: a VALID verdict of a group that
 // spans is trusted as any other (the VALID sample). Rows still being
 // written (block_fk FF FF FF) belong to no group: their INVALIDs are

@@ -36,7 +36,7 @@ void give_back_descriptor() { g_descriptors_held.fetch_sub(1, std::memory_order_
 // File systems whose reads the kernel answers itself (memory, local disks):
 // a worker's pread of them returns. FUSE (fuse, fuseblk, fuse.*), network
 // and synthetic file systems are not here: their reads wait on another
-// process or host, which may never answer (issue 44).
+// process or host, which may never answer.
 constexpr std::array<std::string_view, 12> kLocalTypes = {"tmpfs", "ramfs", "hugetlbfs", "ext2", "ext3", "ext4",
                                                           "xfs",   "btrfs", "f2fs",      "zfs",  "overlay", "bcachefs"};
 constexpr std::array<unsigned long, 10> kLocalMagics = {

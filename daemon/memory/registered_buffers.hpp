@@ -6,7 +6,7 @@
 // The daemon never maps a registered buffer: it keeps a descriptor of its
 // own (a duplicate of the one passed) and a worker reads each chunk's columns
 // with pread straight into its private staging memory (daemon/memory/staging.hpp).
-// Why not a mapping (issue 29, defect 4): reading a hole of a sparse memfd
+// Why not a mapping: reading a hole of a sparse memfd
 // through a shared mapping allocates the page in the file, charged to the
 // daemon, kept after the unregister; pread of a hole copies zeros and
 // allocates nothing, so a client cannot make the daemon hold memory of the
@@ -99,7 +99,7 @@ public:
 
     // Checks the descriptor (a memfd, or a regular file on a local file
     // system, open for reading: never a file whose reads may wait on another
-    // process, such as FUSE's, issue 44) and the range (fstat), the session's
+    // process, such as FUSE's) and the range (fstat), the session's
     // limits and the daemon's descriptor budget, and keeps a duplicate of fd.
     // The caller keeps (and closes) fd.
     RegisterOutcome add(int fd, std::uint64_t offset, std::uint64_t size);

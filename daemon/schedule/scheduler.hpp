@@ -26,9 +26,9 @@
 //
 // Lane workers (set_lane_workers, the GPU path). On a GPU daemon a chunk is
 // 65,536 rows whose worker waits for the GPU, then confirms its INVALID
-// verdicts on the CPU (~2.6 s of libsecp256k1 for a chunk of invalid rows),
+// verdicts on the CPU (seconds of libsecp256k1 for a chunk of invalid rows),
 // and chunks are not cut: a small batch that waits for a worker to finish
-// its chunk waited seconds beside bulk clients (issue 29.6). So the last
+// its chunk would wait seconds beside bulk clients. So the last
 // lane_workers of the workers serve the latency lane only: they take the
 // rows of small batches (jobs of at most kLaneWorkerRows rows, a block's
 // signatures) and never a bulk job's, so one of them is free whenever no

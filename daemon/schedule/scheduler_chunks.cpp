@@ -140,7 +140,8 @@ ChunkResult Scheduler::run_chunk(unsigned worker, const Job& j, std::size_t begi
     } else {
         r = verify_staged(worker, staged, groups, on_cpu, st.verdicts.data());
     }
-    // Only all-valid chunks teach the CPU estimate: undecodable rows cost no verification (issue 44).
+    // Only all-valid chunks teach the CPU estimate: undecodable rows cost no verification,
+    // so a flood of them would make a core look far faster than it is (split_planner.hpp).
     if (on_cpu && planner_ != nullptr && r.status == shm::Status::ok && r.tally.invalid == 0 && r.tally.valid == n)
         planner_->observe_cpu(n, thread_cpu_seconds() - cpu0);
     if (r.status != shm::Status::ok) return r;  // nothing published

@@ -255,9 +255,8 @@ void Session::post_completion(std::uint64_t tag, shm::Status status, std::uint64
     c.epoch = ctx_.epoch;
     c.status = static_cast<std::uint32_t>(status);
     c.detail = detail;
-    std::memcpy(&seg_.cqes[cq_tail_ & (seg_.cq_entries - 1)], &c, sizeof c);
-    ++cq_tail_;
-    shm::word(seg_.header->cq_tail).store(cq_tail_, std::memory_order_release);
+    cq_.push(c);
+    cq_.publish();
     --in_flight_;
 }
 
@@ -368,35 +367,32 @@ void Session::accept_entry(const shm::SubmissionEntry& e) {
 
 int Session::pump() {
     if (guard::poisoned(guard_slot_)) return -1;
-    const std::uint32_t tail = shm::word(seg_.header->sq_tail).load(std::memory_order_acquire);
-    if (!shm::ring_count_ok(sq_head_, tail, seg_.sq_entries)) {
+    std::uint32_t pending = 0, tail = 0;
+    if (!sq_.available(pending, &tail)) {
         if (ctx_.log_limit.allow(*ctx_.log, "ring index out of bounds"))
             ctx_.log->warn(
                 "client {} '{}': submission ring tail {} is out of bounds (head {}, {} entries); ending session", id_,
-                name_, tail, sq_head_, seg_.sq_entries);
+                name_, tail, sq_.head(), sq_.size());
         ++ctx_.protocol_errors;
         return -1;
     }
     int consumed = 0;
-    while (sq_head_ != tail) {
+    for (; pending > 0; --pending) {
         {
             std::lock_guard lock(cq_mutex_);
-            const std::uint32_t cq_head = shm::word(seg_.header->cq_head).load(std::memory_order_acquire);
-            if (!shm::ring_count_ok(cq_head, cq_tail_, seg_.cq_entries)) {
+            std::uint32_t used = 0, cq_head = 0;
+            if (!cq_.used(used, &cq_head)) {
                 if (ctx_.log_limit.allow(*ctx_.log, "ring index out of bounds"))
                     ctx_.log->warn("client {} '{}': completion ring head {} is out of bounds (tail {}); ending session",
-                                   id_, name_, cq_head, cq_tail_);
+                                   id_, name_, cq_head, cq_.tail());
                 ++ctx_.protocol_errors;
                 return -1;
             }
-            const std::uint32_t used = cq_tail_ - cq_head;
-            if (used + in_flight_ >= seg_.cq_entries) break;  // back-pressure: wait for the client to reap
+            if (used + in_flight_ >= cq_.size()) break;  // back-pressure: wait for the client to reap
             ++in_flight_;
         }
-        shm::SubmissionEntry e;
-        std::memcpy(&e, &seg_.sqes[sq_head_ & (seg_.sq_entries - 1)], sizeof e);  // copy out, then validate
-        ++sq_head_;
-        shm::word(seg_.header->sq_head).store(sq_head_, std::memory_order_release);
+        const shm::SubmissionEntry e = sq_.pop();  // a copy: validated after, the client may rewrite the slot
+        sq_.release();
         accept_entry(e);
         ++consumed;
     }

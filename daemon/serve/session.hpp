@@ -36,6 +36,7 @@
 #include "daemon/memory/registered_buffers.hpp"
 #include "reference/reference_verifier.hpp"
 #include "sigverify/shm_protocol/segment_layout.hpp"
+#include "shm_protocol/ring_steps.hpp"
 #include "shm_protocol/segment_view.hpp"
 
 namespace boost::interprocess {
@@ -136,9 +137,10 @@ private:
     std::unique_ptr<JobQueue> queue_;       // cq_entries job slots, created at handshake
     RegisteredBuffers registered_;          // buffers the client registered (ABI 1.4)
 
-    std::uint32_t sq_head_ = 0;             // private copy (reader thread only)
-    std::mutex cq_mutex_;                   // serializes completion producers
-    std::uint32_t cq_tail_ = 0;             // private copy, guarded by cq_mutex_
+    // The daemon's ends of the rings (shm_protocol/ring_steps.hpp).
+    shm::RingConsumer<shm::SubmissionEntry> sq_;  // reader thread only
+    std::mutex cq_mutex_;                          // serializes completion producers
+    shm::RingProducer<shm::CompletionEntry> cq_;  // guarded by cq_mutex_
     std::uint32_t in_flight_ = 0;           // consumed, completion not posted; cq_mutex_
     std::vector<std::uint32_t> free_jobs_;  // cq_mutex_
 

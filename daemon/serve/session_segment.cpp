@@ -76,6 +76,10 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
         return false;
     }
     seg_ = shm::view_segment(base, layout.segment_size, layout);  // header set: the segment is ours to serve
+    // Both rings start empty at index 0 (the new segment is zeros); the
+    // daemon never reads its own indices back from shared memory.
+    sq_ = shm::submission_consumer(seg_, 0);
+    cq_ = shm::completion_producer(seg_, 0);
 
     shm::SegmentHeader& h = *seg_.header;
     h.magic = shm::kSegmentMagic;

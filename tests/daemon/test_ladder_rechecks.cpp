@@ -208,7 +208,7 @@ DegenerateRow ecdsa_ladder_meets(const ModN& m, int sign, std::uint64_t c, std::
     const Scalar u2 = m.sub(m.add(ModN::small(c), ModN::small(c)), k_offset);  // 2c - K
     const Scalar g_offset = m.sub(m.pow2(2 * kernels::kGTableBits), ModN::small(1));  // 2^L - 1
     const Scalar u1 = m.sub(m.add(ModN::small(vg), ModN::small(vg)), g_offset);        // 2 vg - (2^L - 1)
-    const int k = (kernels::kV2Windows - 1) - kernels::kGStep * (kernels::kGWindowsPerTable - 1);
+    const int k = (kernels::kPWindows - 1) - kernels::kGStep * (kernels::kGWindowsPerTable - 1);
     const std::uint64_t a = 14 * (std::uint64_t(1) << (4 * k)) - 1;  // A = 14 16^k - 1
     const std::uint64_t g_digit = (std::uint64_t(1) << kernels::kGWindowBits) - 1;
     Scalar d = m.mul(ModN::small(g_digit), m.inv(m.mul(ModN::small(a), one_plus_lambda)));

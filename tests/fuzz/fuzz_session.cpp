@@ -186,6 +186,8 @@ bool Client::handshake() {
         return false;
     }
     seg_ = shm::view_segment(seg_.base, seg_.size, copy);  // the arena is set from here on
+    sq_ = shm::submission_producer(seg_, 0);
+    cq_ = shm::completion_consumer(seg_, 0);
     // A new segment is all zeros (posix_fallocate of a new file); a byte
     // that is not at the end is one the daemon wrote, or handed out stale.
     shadow_.assign(seg_.arena_size, 0);  // reuses the buffers of earlier inputs

@@ -47,6 +47,7 @@
 #include "tests/fuzz/session_driver.hpp"
 #include "tests/fuzz/session_world.hpp"
 #include "sigverify/shm_protocol/segment_layout.hpp"
+#include "shm_protocol/ring_steps.hpp"
 #include "shm_protocol/segment_view.hpp"
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -105,7 +106,7 @@ public:
     void check_arena() const;
 
 private:
-    std::uint32_t outstanding() const { return sq_tail_ - reaped_; }
+    std::uint32_t outstanding() const { return sq_.tail() - cq_.head(); }
 
     void push(const shm::SubmissionEntry& e, std::optional<std::uint64_t> valid = std::nullopt,
               const std::uint64_t* set_ids = nullptr);
@@ -215,7 +216,9 @@ private:
     daemon::SessionDriver& daemon_;
     int seg_fd_ = -1;
     shm::SegmentView seg_;  // base, size and header once mapped; rings and arena once established
-    std::uint32_t sq_tail_ = 0, reaped_ = 0;
+    // The honest client's ends of the rings (shm_protocol/ring_steps.hpp), once established.
+    shm::RingProducer<shm::SubmissionEntry> sq_;
+    shm::RingConsumer<shm::CompletionEntry> cq_;
     std::uint64_t next_tag_ = 1;
     std::uint64_t closing_tag_ = 0;  // the first tag the daemon takes after it began to shut down (0: not yet)
     bool hostile_ = false, closed_ = false, truncated_ = false;

@@ -75,9 +75,8 @@ void Client::push(const shm::SubmissionEntry& e, std::optional<std::uint64_t> va
         if (auto target = expect_.find(c.cancel_tag); target != expect_.end()) target->second.may_cancel = true;
     }
     expect_[copy.user_tag] = expect;
-    std::memcpy(&seg_.sqes[sq_tail_ & (seg_.sq_entries - 1)], &copy, sizeof copy);
-    ++sq_tail_;
-    if (!hostile_) shm::word(seg_.header->sq_tail).store(sq_tail_, std::memory_order_release);
+    sq_.push(copy);
+    if (!hostile_) sq_.publish();
     if (!in_.ConsumeBool()) bell();
 }
 
@@ -284,30 +283,25 @@ void Client::reap(bool all) {
                   static_cast<std::uint32_t>(shm::SegmentState::closed);
         return;
     }
-    shm::word(seg_.header->sq_tail).store(sq_tail_, std::memory_order_release);
+    sq_.publish();
     bell();
     const auto deadline = Clock::now() + kAnswerBound;
-    while (reaped_ != sq_tail_) {
-        const std::uint32_t tail = shm::word(seg_.header->cq_tail).load(std::memory_order_acquire);
-        FUZZ_CHECK(std::uint32_t(tail - reaped_) <= seg_.cq_entries);
-        while (reaped_ != tail) {
-            shm::CompletionEntry c;
-            std::memcpy(&c, &seg_.cqes[reaped_ & (seg_.cq_entries - 1)], sizeof c);
-            check_completion(c);
-            ++reaped_;
-        }
-        shm::word(seg_.header->cq_head).store(reaped_, std::memory_order_release);
+    while (outstanding() != 0) {
+        std::uint32_t ready = 0, tail = 0;
+        FUZZ_CHECK(cq_.available(ready, &tail));
+        for (; ready > 0; --ready) check_completion(cq_.pop());
+        cq_.release();
         bell();
         if (!all && outstanding() < seg_.sq_entries) return;
-        if (reaped_ == sq_tail_) break;
+        if (outstanding() == 0) break;
         if (shm::word(seg_.header->state).load(std::memory_order_acquire) ==
             static_cast<std::uint32_t>(shm::SegmentState::closed)) {
             closed_ = true;
             return;
         }
         if (Clock::now() > deadline) {
-            std::fprintf(stderr, "honest client: %u of %u entries unanswered after %lld s\n", sq_tail_ - reaped_,
-                         sq_tail_, static_cast<long long>(kAnswerBound.count()));
+            std::fprintf(stderr, "honest client: %u of %u entries unanswered after %lld s\n", outstanding(),
+                         sq_.tail(), static_cast<long long>(kAnswerBound.count()));
             std::abort();
         }
         const std::uint32_t seq = shm::begin_wait(seg_.header->client_bell);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // OpenSSL BIGNUM owners for the kernel math's host proofs (test_kernel_math,
-// test_kernel_v2, test_kernel_safegcd): BIGNUM is the independent arithmetic
+// test_kernel_math32, test_kernel_safegcd): BIGNUM is the independent arithmetic
 // every limb form is checked against.
 #pragma once
 

@@ -3,8 +3,8 @@
 // range checks that come before any curve arithmetic. A verdict-only test
 // cannot see most of them: a row with s >= n or R.x >= p is invalid whether
 // the check is there or not (no valid BIP-340 signature has s + n < 2^256 or
-// R.x + p < 2^256 that could be built), so kernel v2's prepare_*32 functions
-// are called directly and must refuse, and then every verifier (kernel v2,
+// R.x + p < 2^256 that could be built), so the GPU kernel's prepare_*32 functions
+// are called directly and must refuse, and then every verifier (the GPU kernel's math,
 // the exact path, the resolved kernel verdict, libsecp256k1 through the reference)
 // must say INVALID. For ECDSA the signature can be forged for any (r, s) by
 // choosing the key, so there the encodings r + n and s + n of a valid small
@@ -148,7 +148,7 @@ void require_all_invalid(const Verdicts& v) {
     CHECK_FALSE(v.reference);
 }
 // A valid row here is an honest one (libsecp256k1 signed it, or a forged
-// signature whose ladder meets no special case): kernel v2 must decide it
+// signature whose ladder meets no special case): the GPU kernel's math must decide it
 // itself. A recheck would be right but cost a CPU verification; no honest
 // row ever needs one (verify32.hpp), so only kVerdictValid is accepted.
 void require_all_valid(const Verdicts& v) {

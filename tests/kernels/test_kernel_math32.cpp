@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Unit tests of kernel v2's math (fe32.hpp, scalar32.hpp, ecmult32.hpp)
+// Unit tests of the GPU kernel's math (fe32.hpp, scalar32.hpp, ecmult32.hpp)
 // against independent oracles: OpenSSL BIGNUM for the field and scalar
 // arithmetic, the exact path's plain double-and-add (ecmult_simple) for the
 // uniform ladder. The host twins run exactly the instruction sequences the
@@ -289,7 +289,7 @@ void sc_to_bn(const Sc& a, Bn& out) {
 // sum over both tables t and windows k of (2 b - (2^w - 1)) 2^(t mw + w k) = ng
 // (mod n), and every G window sits on a P window of the ladder.
 TEST_CASE("ecmult32: the G stream's signed windows sum to ng (BIGNUM)", "[kernels][unit]") {
-    static_assert(kGWindowsPerTable * kGStep <= kV2Windows && kGStep * 4 == kGWindowBits);
+    static_assert(kGWindowsPerTable * kGStep <= kPWindows && kGStep * 4 == kGWindowBits);
     BnCtx ctx;
     const Bn n("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141");
     std::vector<Sc> ngs;
@@ -351,24 +351,24 @@ TEST_CASE("ecmult32: the G stream's signed windows sum to ng (BIGNUM)", "[kernel
 }
 
 // The G tables the ladder reads (and the device uploads): entry i of table t
-// is (2i + 1) 2^(t kV2GHighShift) G, checked by double-and-add at the edges and
+// is (2i + 1) 2^(t kGHighShift) G, checked by double-and-add at the edges and
 // in the middle of both.
 TEST_CASE("ecmult32: the G tables hold the odd multiples of G and of 2^(mw) G", "[kernels][unit]") {
     BnCtx ctx;
     const Bn n("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141");
     const std::vector<GeStorage> tables = build_g_tables32();
-    REQUIRE(tables.size() == std::size_t(2 * kV2GEntries));
+    REQUIRE(tables.size() == std::size_t(2 * kGTableEntries));
     const GTable32 view{tables.data()};
     for (int t = 0; t < 2; ++t) {
-        for (int i : {0, 1, 2, 3, kV2GEntries / 2 - 1, kV2GEntries / 2, kV2GEntries - 2, kV2GEntries - 1}) {
+        for (int i : {0, 1, 2, 3, kGTableEntries / 2 - 1, kGTableEntries / 2, kGTableEntries - 2, kGTableEntries - 1}) {
             Bn k;
             BN_set_word(k.b, 2 * static_cast<unsigned long>(i) + 1);
-            BN_lshift(k.b, k.b, t * kV2GHighShift);
+            BN_lshift(k.b, k.b, t * kGHighShift);
             Gej want;
             ecmult_simple(want, ge_generator(), sc_zero(), sc_of_bn(k, n, ctx));
             Ge wa;
             ge_set_gej(wa, want);
-            const Aff32 e = g_table_entry(view, t * kV2GEntries + i);
+            const Aff32 e = g_table_entry(view, t * kGTableEntries + i);
             INFO("table " << t << " entry " << i);
             REQUIRE(fe32_equal(e.x, fe32_from_fe(wa.x)));
             REQUIRE(fe32_equal(e.y, fe32_from_fe(wa.y)));
