@@ -14,6 +14,7 @@
 
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
+#include "support/row_span.hpp"
 
 using namespace sigverify;
 using reference::GenOptions;
@@ -23,6 +24,7 @@ using wire::RecordKind;
 using wire::RowSpan;
 using wire::SigEncoding;
 using wire::Table;
+using test::span_of;
 
 namespace {
 
@@ -50,11 +52,6 @@ struct Direct {
         return secp256k1_schnorrsig_verify(ctx, rec + 64, rec, 32, &key) == 1;
     }
 };
-
-RowSpan span_of(std::vector<std::uint8_t>& rows, Table t, std::size_t tail_size, SigEncoding enc) {
-    const RecordKind kind = wire::record_kind(t);
-    return RowSpan{kind, tail_size, enc, rows.data(), rows.size() / wire::stride(kind, tail_size)};
-}
 
 }  // namespace
 
