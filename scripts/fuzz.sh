@@ -48,9 +48,17 @@ fi
 
 install_packages
 FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g"
+# ccache, as the test build (lib.sh): the harnesses compile the whole daemon
+# with ASan, and ctest's fuzz_replay (RUN_SERIAL) waits for that build on a
+# fresh clone; a later clone at the same path reuses the objects.
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT}
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 echo "==> configuring $FUZZ_DIR ($CXX)"
 cmake -S "$ROOT/tests/fuzz" -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" \
+  -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" "${launcher[@]}" \
   -DCMAKE_C_FLAGS="$FLAGS" -DCMAKE_CXX_FLAGS="$FLAGS" >/dev/null
 echo "==> building fuzz targets"
 cmake --build "$FUZZ_DIR" -j "$JOBS" --target fuzz_session fuzz_segment_checks fuzz_verify_diff

@@ -16,7 +16,7 @@ PACKAGES=(build-essential cmake pkg-config libsecp256k1-dev libboost-dev libspdl
 # prometheus: promtool, for tests/ops/test_monitoring.sh (its service is not started).
 # python3-seccomp: tests/ops/test_sandbox.sh runs the daemon under the unit's system call filter.
 # ninja-build: scripts/sanitize.sh's builds (see there).
-# abigail-tools: abidw, abidiff for the ABI baseline test (tests/api/test_abi, scripts/abi-baseline.sh).
+# abigail-tools: abidw, abidiff for the ABI baseline test (ctest test_abi, scripts/abi-baseline.sh).
 # golang-go: the Go client and its example (tests/go/test_go.sh; skipped without it).
 TEST_PACKAGES=(dpkg-dev lintian groff-base man-db init-system-helpers prometheus python3-seccomp ninja-build
                abigail-tools golang-go)

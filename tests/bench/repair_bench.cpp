@@ -24,13 +24,13 @@
 #include "reference/reference_verifier.hpp"
 #include "sigverify/client.hpp"
 #include "tests/reliability/spanning_groups.hpp"
+#include "tests/support/seconds_since.hpp"
 
 using namespace sigverify;
+using test::seconds_since;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Seconds from submit to completion of rows as one job; -1 on failure or
 // when other than `invalid` rows came back invalid (default: all of them).

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "client/cli/daemon_process.hpp"
+#include "sigverify/client.hpp"
 
 extern char** environ;
 
@@ -79,6 +80,15 @@ private:
         return o;
     }
 };
+
+// Options of a client of d called `name` (the name its log lines and stats
+// give the client); the other options keep the library's defaults.
+inline ClientOptions options_for(const DaemonProcess& d, const std::string& name) {
+    ClientOptions o;
+    o.runtime_dir = d.dir();
+    o.name = name;
+    return o;
+}
 
 // The backend of the suites' GPU-path cases: host-kernel with the given
 // --gpus, or (SIGVERIFY_TEST_BACKEND=lanes, the *_lanes ctest entries) the

@@ -18,13 +18,13 @@
 
 #include "batch_check.hpp"
 #include "daemon_fixture.hpp"
+#include "tests/support/seconds_since.hpp"
 
 using namespace sigverify;
+using test::seconds_since;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string loadavg() {
     std::string s;

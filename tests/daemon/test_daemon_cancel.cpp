@@ -72,13 +72,6 @@ std::string check_untouched_or_collected(const BigBatch& b, const std::uint8_t* 
     return "";
 }
 
-ClientOptions options_for(const DaemonProcess& d, const char* name) {
-    ClientOptions o;
-    o.runtime_dir = d.dir();
-    o.name = name;
-    return o;
-}
-
 // Another client verifying known Schnorr rows again and again until stop;
 // false when any batch failed or differed from the known verdicts.
 bool run_bystander(const DaemonProcess& d, std::atomic<bool>& stop, int& batches) {

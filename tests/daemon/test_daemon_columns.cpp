@@ -43,13 +43,6 @@ namespace {
 
 const Table kTables[] = {Table::ecdsa, Table::multisig, Table::schnorr, Table::threshold};
 
-ClientOptions options_for(const DaemonProcess& d, const std::string& name) {
-    ClientOptions o;
-    o.runtime_dir = d.dir();
-    o.name = name;
-    return o;
-}
-
 BatchResult send_columns(Client& c, ColumnTable& t, Mode mode, std::uint8_t* results) {
     const bool ecdsa = t.kind == RecordKind::ecdsa;
     if (mode == Mode::results)

@@ -23,13 +23,6 @@ using namespace sigverify::test;
 
 namespace {
 
-ClientOptions options_for(const DaemonProcess& d, const char* name) {
-    ClientOptions o;
-    o.runtime_dir = d.dir();
-    o.name = name;
-    return o;
-}
-
 // "" when got equals the verdicts the vector file states, else how many rows
 // differ and the first few, each with the vector case it came from.
 std::string vector_differences(const VectorRows& v, const std::vector<std::uint8_t>& got, const char* how) {

@@ -23,13 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-ClientOptions options_for(const DaemonProcess& d, const char* name) {
-    ClientOptions o;
-    o.runtime_dir = d.dir();
-    o.name = name;
-    return o;
-}
-
 // Connects from a child running as uid/gid 65534; returns the status and message via a pipe.
 std::pair<int, std::string> connect_as_nobody(const DaemonProcess& d) {
     int fds[2];

@@ -21,6 +21,7 @@
 #include "ops/ops_helpers.hpp"
 #include "stand_in_probe.hpp"
 #include "support/first_differences.hpp"
+#include "support/seconds_since.hpp"
 
 using namespace sigverify;
 using namespace sigverify::test;
@@ -44,8 +45,6 @@ cli::DaemonProcessOptions options(std::vector<std::string> own) {
     o.start_timeout = std::chrono::milliseconds(60000);
     return o;
 }
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // One batch of `rows` known rows of `table` through the daemon, timed; its
 // verdicts must be the known ones row by row.

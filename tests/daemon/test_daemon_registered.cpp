@@ -30,6 +30,7 @@
 #include "daemon_fixture.hpp"
 #include "raw_session.hpp"
 #include "reference/columns.hpp"
+#include "support/eventually.hpp"
 
 using namespace sigverify;
 using namespace sigverify::test;
@@ -95,13 +96,6 @@ int write_buffer(const BufferImage& img, std::size_t prefix = 0, const std::stri
     return fd;
 }
 
-ClientOptions options_for(const DaemonProcess& d, const std::string& name) {
-    ClientOptions o;
-    o.runtime_dir = d.dir();
-    o.name = name;
-    return o;
-}
-
 // A client for a runtime directory with no daemon: the local fallback, one thread.
 ClientOptions lone_options(const std::string& empty_dir) {
     ClientOptions o;
@@ -133,16 +127,6 @@ std::size_t fds_naming(pid_t pid, const std::string& path) {
     }
     closedir(d);
     return n;
-}
-
-template <class Pred>
-bool eventually(Pred&& pred, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return pred();
 }
 
 }  // namespace

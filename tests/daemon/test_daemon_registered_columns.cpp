@@ -78,13 +78,6 @@ struct ThreeColumns {
     std::uint64_t size(int i) const { return lead[i] + column[i].size(); }
 };
 
-ClientOptions options_for(const DaemonProcess& d, const std::string& name) {
-    ClientOptions o;
-    o.runtime_dir = d.dir();
-    o.name = name;
-    return o;
-}
-
 // Registers each column's whole memfd; the columns then start at lead[i].
 RegisteredColumnBuffers register_three(Client& c, const ThreeColumns& t, RegisteredBuffer (&b)[3]) {
     for (int i = 0; i < 3; ++i) b[i] = c.register_buffer(t.fd[i], 0, t.size(i));

@@ -194,11 +194,6 @@ void honest_batch_served(Client& c) {
     ::close(fd);
 }
 
-std::uint64_t refused_counter(const std::string& dir) {
-    return nlohmann::json::parse(stats_command(dir, "stats json"))["counters"]["registrations_refused_file_system"]
-        .get<std::uint64_t>();
-}
-
 // NOTIFY_SOCKET and WATCHDOG_USEC for the daemons started while it lives.
 struct WatchdogEnvironment {
     explicit WatchdogEnvironment(const std::string& path) {
@@ -236,7 +231,7 @@ TEST_CASE("a sysfs attribute is refused as a registered buffer, with a reason", 
     CHECK(static_cast<Status>(r.status) == Status::invalid_argument);
     CHECK(r.buffer_id == 0);
     CHECK(reply_error(r).find("sysfs file system") != std::string::npos);
-    CHECK(refused_counter(d.dir()) == 1);
+    CHECK(stats_counter(d.dir(), "registrations_refused_file_system") == 1);
     auto c = Client::connect(options(d.dir()));
     honest_batch_served(*c);
     ::close(fd);
@@ -257,7 +252,7 @@ TEST_CASE("a file on ext4 or tmpfs is still accepted as a registered buffer", "[
         CHECK(c->register_buffer(fd, 0, 4096, buf) == Status::ok);
         ::close(fd);
     }
-    CHECK(refused_counter(d.dir()) == 0);
+    CHECK(stats_counter(d.dir(), "registrations_refused_file_system") == 0);
 }
 
 TEST_CASE("a FUSE file whose reads never return is refused; honest clients served, the watchdog fed",
@@ -300,7 +295,7 @@ TEST_CASE("a FUSE file whose reads never return is refused; honest clients serve
              std::chrono::steady_clock::now() < until;)
             if (ns.next(std::chrono::milliseconds(100)).find("WATCHDOG=1") != std::string::npos) ++pings;
         CHECK(pings >= 3);
-        CHECK(refused_counter(d.dir()) == 2);
+        CHECK(stats_counter(d.dir(), "registrations_refused_file_system") == 2);
         fuse.abort();  // an unfixed daemon's reads end (the connection aborted): it can stop
     }
     ::close(fd);

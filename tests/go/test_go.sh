@@ -9,8 +9,11 @@
 #           -race, and `go run . FILE` from its folder against a daemon found
 #           through SIGVERIFY_RUNTIME_DIR
 # Exits 77 (skipped) without go. Nothing is downloaded: the modules use the
-# standard library only (GOPROXY=off, GOFLAGS=-mod=readonly); the build cache
-# and GOPATH live in the build directory, so any HOME works (CI runs as root).
+# standard library only (GOPROXY=off, GOFLAGS=-mod=readonly). GOPATH lives in
+# the build directory, so any HOME works (CI runs as root); the build cache is
+# the user's own where it is usable (it is content-addressed, safe to share
+# between checkouts, and a fresh clone then does not compile the standard
+# library again for -race), else one in the build directory.
 # usage: test_go.sh client|nostr SOURCE_DIR BINARY_DIR SIGVERIFYD SIGVERIFY_CLI
 set -euo pipefail
 what=$1 SRC=$2 BIN=$3
@@ -20,8 +23,11 @@ if [ -z "$GO" ]; then
   echo "SKIP: no go tool (Debian: apt-get install golang-go)"
   exit 77
 fi
-mkdir -p "$BIN/gocache" "$BIN/gopath"
-export GOCACHE=$BIN/gocache GOPATH=$BIN/gopath GOMODCACHE=$BIN/gopath/pkg/mod GOPROXY=off GOFLAGS=-mod=readonly
+cache=$("$GO" env GOCACHE 2>/dev/null || true)
+case $cache in /*) mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ] || cache= ;; *) cache= ;; esac
+[ -n "$cache" ] || cache=$BIN/gocache
+mkdir -p "$cache" "$BIN/gopath"
+export GOCACHE=$cache GOPATH=$BIN/gopath GOMODCACHE=$BIN/gopath/pkg/mod GOPROXY=off GOFLAGS=-mod=readonly
 export GOTOOLCHAIN=local GO111MODULE=on GOTELEMETRY=off
 # -race needs cgo; the cgo test helper needs libsecp256k1's pkg-config file.
 export CGO_ENABLED=1

@@ -17,6 +17,7 @@
 #include "reference/reference_verifier.hpp"
 #include "reference/row_generator.hpp"
 #include "support/first_differences.hpp"
+#include "support/row_span.hpp"
 
 namespace sigverify::kernel_test {
 
@@ -30,11 +31,7 @@ inline std::size_t rows_from_env(std::size_t fallback) {
     return fallback;
 }
 
-inline wire::RowSpan span_of(std::vector<std::uint8_t>& rows, wire::Table t, std::size_t tail_size,
-                             wire::SigEncoding enc) {
-    const wire::RecordKind kind = wire::record_kind(t);
-    return wire::RowSpan{kind, tail_size, enc, rows.data(), rows.size() / wire::stride(kind, tail_size)};
-}
+using test::span_of;
 
 struct DiffStats {
     std::size_t rows = 0, valid = 0, mismatches = 0;

@@ -48,15 +48,15 @@
 #else
 #include "tests/kernels/host_rows.hpp"
 #endif
+#include "tests/support/seconds_since.hpp"
 
 using namespace sigverify;
+using test::seconds_since;
 using clk = std::chrono::steady_clock;
 
 namespace {
 
 constexpr int kExitSkipped = 77;  // ctest's SKIP_RETURN_CODE for gpu_check
-
-double seconds_since(clk::time_point t0) { return std::chrono::duration<double>(clk::now() - t0).count(); }
 
 struct Args {
     std::size_t rows = 1'000'000;

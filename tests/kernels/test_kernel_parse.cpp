@@ -25,12 +25,17 @@
 #include "reference/row_generator.hpp"
 #include "support/be256.hpp"
 #include "support/test_vectors.hpp"
+#include "tests/kernels/curve_points.hpp"
 
 using namespace sigverify;
 using namespace sigverify::kernels;
 using wire::RecordKind;
 using wire::SigEncoding;
 using B32 = std::array<u8, 32>;
+using kernel_test::forge_key_for;
+using kernel_test::lin;
+using kernel_test::point_with_x_from;
+using kernel_test::sc_bytes;
 
 namespace {
 
@@ -75,11 +80,6 @@ const B32 kN = be32("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD03
 const B32 kP = be32("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFC2F");
 const B32 kAllOnes = be32("FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF");
 
-B32 sc_bytes(const Sc& s) {
-    B32 b{};
-    sc_get_b32(b.data(), s);
-    return b;
-}
 Sc sc_from(unsigned v) {
     B32 b{};
     b[31] = static_cast<u8>(v);
@@ -158,36 +158,6 @@ void require_all_valid(const Verdicts& v) {
     CHECK(v.reference);
 }
 
-// Affine a * P + b * G (the exact path's plain double-and-add).
-Ge lin(const Ge& p, const Sc& a, const Sc& b) {
-    Gej r;
-    ecmult_simple(r, p, a, b);
-    Ge out;
-    ge_set_gej(out, r);
-    return out;
-}
-// A key for which (r, s) is a valid ECDSA signature of z with nonce point R:
-// P = r^-1 (s R - z G).
-Ge forge_key_for(const Ge& R, const Sc& r, const Sc& s, const Sc& z) {
-    Sc rinv, a, b;
-    rinv = sc32_inv(r);
-    sc_mul(a, s, rinv);
-    sc_mul(b, z, rinv);
-    sc_neg(b, b);
-    return lin(R, a, b);
-}
-// The first point whose x is start + t, t = 0, 1, ...
-Ge point_with_x_from(B32 start) {
-    for (int t = 0; t < 1000; ++t) {
-        Fe x;
-        REQUIRE(fe_set_b32(x, start.data()));
-        Ge p;
-        if (ge_set_xo(p, x, false)) return p;
-        start = add_small(start, 1);
-    }
-    FAIL("no point found");
-    return Ge{};
-}
 wire::EcdsaRecord forged_ecdsa(const Ge& R, const Sc& r, const Sc& s, const Sc& z) {
     const Ge key = forge_key_for(R, r, s, z);
     wire::EcdsaRecord rec{};

@@ -20,12 +20,18 @@
 #include "support/be256.hpp"
 #include "support/test_vectors.hpp"
 #include "tests/kernels/differential.hpp"
+#include "tests/kernels/curve_points.hpp"
 #include "tests/kernels/host_rows.hpp"
 
 using namespace sigverify;
 using namespace sigverify::kernels;
 using wire::SigEncoding;
 using wire::Table;
+using kernel_test::forge_key_for;
+using kernel_test::lin;
+using kernel_test::point_with_x_from;
+using kernel_test::sc_bytes;
+using kernel_test::detail::mul_g;  // the row generator's k * G
 
 namespace {
 
@@ -35,24 +41,6 @@ bool kernel_ecdsa(const u8* rec, SigEncoding enc) {
     return verify_record(rec, wire::RecordKind::ecdsa, enc);
 }
 bool kernel_schnorr(const u8* rec) { return verify_record(rec, wire::RecordKind::schnorr, SigEncoding::opaque); }
-
-// Affine k * G.
-Ge mul_g(const Sc& k) {
-    Gej r;
-    ecmult(r, ge_generator(), sc_zero(), k, host_exact_g_table());
-    Ge a;
-    ge_set_gej(a, r);
-    return a;
-}
-
-// Affine a * P + b * G.
-Ge lin(const Ge& p, const Sc& a, const Sc& b) {
-    Gej r;
-    ecmult_simple(r, p, a, b);
-    Ge out;
-    ge_set_gej(out, r);
-    return out;
-}
 
 Sc random_scalar(std::mt19937_64& g) {
     u8 b[32];
@@ -157,42 +145,10 @@ std::array<u8, 32> be32(const char* hex) {
     return out;
 }
 
-std::array<u8, 32> sc_bytes(const Sc& s) {
-    std::array<u8, 32> b{};
-    sc_get_b32(b.data(), s);
-    return b;
-}
-
 using test::add_be;
 
 const char* kNHexV = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141";
 const char* kPHexV = "FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEFFFFFC2F";
-
-// A valid ECDSA signature for an arbitrary R: key P = r^-1 (s R - z G) with
-// r = R.x mod n. Returns the key; r and s go to r_out/s_out.
-Ge forge_key_for(const Ge& R, const Sc& r, const Sc& s, const Sc& z) {
-    Sc rinv, a, b;
-    rinv = sc32_inv(r);
-    sc_mul(a, s, rinv);  // s / r  times R
-    sc_mul(b, z, rinv);
-    sc_neg(b, b);        // -z / r  times G
-    return lin(R, a, b);
-}
-
-// First point with x = start + t (t = 0, 1, ...) on the curve.
-Ge point_with_x_from(std::array<u8, 32> start) {
-    for (int t = 0; t < 1000; ++t) {
-        Fe x;
-        REQUIRE(fe_set_b32(x, start.data()));
-        Ge p;
-        if (ge_set_xo(p, x, false)) return p;
-        std::array<u8, 32> one{};
-        one[31] = 1;
-        start = add_be(start, one);
-    }
-    FAIL("no point found");
-    return Ge{};
-}
 
 }  // namespace
 
@@ -243,8 +199,10 @@ TEST_CASE("kernel math: all Wycheproof vectors", "[kernels][vectors]") {
 }
 
 TEST_CASE("kernel math: generated rows of all four tables match libsecp256k1", "[kernels][differential]") {
+// Every table and encoding, both verdicts and high-S in thousands of rows each;
+// the volume is test_kernel_long's (CI's long step).
 #ifndef SIGVERIFY_KERNEL_ROWS_DEFAULT
-#define SIGVERIFY_KERNEL_ROWS_DEFAULT 20000
+#define SIGVERIFY_KERNEL_ROWS_DEFAULT 5000
 #endif
     const std::size_t count = kernel_test::rows_from_env(SIGVERIFY_KERNEL_ROWS_DEFAULT);
     const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
@@ -541,7 +499,7 @@ TEST_CASE("kernel math: the libsecp256k1-free row generator makes rows libsecp25
             if (wire::record_kind(t) == wire::RecordKind::schnorr && enc == SigEncoding::compact) continue;
             kernel_test::HostGenOptions o;
             o.table = t;
-            o.count = 3'000;
+            o.count = 1'000;  // every row checked, and enough of them for the mutated fraction's bounds
             o.tail_size = wire::canonical_tail_size(t);
             o.encoding = enc;
             o.seed = 77 + unsigned(t);

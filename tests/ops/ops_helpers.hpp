@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Test helpers: raw access to sigverifyd's stats socket, and its notify socket.
+// Test helpers: raw access to sigverifyd's stats socket (and its counters), and its notify socket.
 #pragma once
 
 #include <grp.h>
@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 namespace sigverify::test {
 
@@ -73,6 +75,11 @@ inline std::string stats_raw(const std::string& dir, const std::string& payload,
 }
 
 inline std::string stats_command(const std::string& dir, const std::string& cmd) { return stats_raw(dir, cmd, true); }
+
+// One of the counters of `stats json` (its "counters" object).
+inline std::uint64_t stats_counter(const std::string& dir, const std::string& name) {
+    return nlohmann::json::parse(stats_command(dir, "stats json"))["counters"][name].get<std::uint64_t>();
+}
 
 // Runs `cmd` on the stats socket from a child with uid 65534 whose only group
 // is `gid` (default 65534). Returns {connect errno or 0, answer}.

@@ -29,6 +29,8 @@
 #include "reference/row_generator.hpp"
 #include "reliability/spanning_groups.hpp"
 #include "sigverify/client.hpp"
+#include "support/eventually.hpp"
+#include "support/read_file.hpp"
 
 using namespace sigverify;
 using namespace sigverify::test;
@@ -81,10 +83,7 @@ struct Spawned {
         pid = -1;
         return status;
     }
-    std::string log() const {
-        std::ifstream in(dir + "/daemon.log");
-        return std::string(std::istreambuf_iterator<char>(in), {});
-    }
+    std::string log() const { return read_file(dir + "/daemon.log"); }
 };
 
 bool connectable_seqpacket(const std::string& path) {
@@ -341,19 +340,9 @@ TEST_CASE("the shipped sigverifyd.conf uses the daemon's own option names", "[op
 
 namespace {
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // Waits until the daemon's log contains `text` (15 s bound).
 bool wait_for_log(const Spawned& d, const std::string& text) {
-    const auto until = Clock::now() + std::chrono::seconds(15);
-    while (Clock::now() < until) {
-        if (d.log().find(text) != std::string::npos) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+    return eventually([&] { return d.log().find(text) != std::string::npos; }, std::chrono::seconds(15));
 }
 
 // 600 valid ecdsa rows through a client of `dir`; the backend's rows_confirmed afterwards.

@@ -14,28 +14,19 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "batch_check.hpp"
 #include "daemon_fixture.hpp"
 #include "ops/ops_helpers.hpp"
 #include "sigverify/client.hpp"
 #include "spanning_groups.hpp"
+#include "support/seconds_since.hpp"
 
 using namespace sigverify;
 using namespace sigverify::test;
-using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-ClientOptions options_for(const DaemonProcess& d, const char* name) {
-    ClientOptions o;
-    o.runtime_dir = d.dir();
-    o.name = name;
-    o.fallback = Fallback::none;
-    return o;
-}
 
 // The rows as ONE batch (zero-copy: the copy API would cut them into
 // pieces of a quarter of the arena, each its own job); the daemon's answer.
@@ -53,12 +44,6 @@ BatchResult one_job(const DaemonProcess& d, const char* name, const std::vector<
     const BatchResult r = c->wait(b);
     c->release(b);
     return r;
-}
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-std::uint64_t counter(const DaemonProcess& d, const char* name) {
-    return json::parse(stats_command(d.dir(), "stats json"))["counters"][name].get<std::uint64_t>();
 }
 
 }  // namespace
@@ -106,7 +91,7 @@ TEST_CASE("groups spanning chunks: two hostile batches are repaired in linear ti
         CHECK(s < 20.0);
     }
     // Each batch was one job whose first chunk held a row of every group.
-    CHECK(counter(d, "confirm_batches_groups") >= 2);
-    CHECK(counter(d, "confirm_repaired_rows") == 2 * kChunk);
-    CHECK(counter(d, "gpu_crosscheck_mismatches") == 0);
+    CHECK(stats_counter(d.dir(), "confirm_batches_groups") >= 2);
+    CHECK(stats_counter(d.dir(), "confirm_repaired_rows") == 2 * kChunk);
+    CHECK(stats_counter(d.dir(), "gpu_crosscheck_mismatches") == 0);
 }

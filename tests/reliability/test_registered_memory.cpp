@@ -28,6 +28,7 @@
 
 #include "batch_check.hpp"
 #include "daemon_fixture.hpp"
+#include "support/proc_probes.hpp"
 #include "reference/columns.hpp"
 
 using namespace sigverify;
@@ -40,14 +41,6 @@ namespace {
 
 constexpr std::uint64_t kMiB = std::uint64_t(1) << 20;
 constexpr std::uint64_t kFileSize = std::uint64_t(1) << 30;
-
-// A field of /proc/PID/status in bytes (the kernel writes "VmHWM:  1234 kB").
-std::uint64_t status_bytes(pid_t pid, const std::string& field) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1)) * 1024;
-    return 0;
-}
 
 // Bytes the file system allocated for the memfd (a hole has none).
 std::uint64_t allocated_bytes(int fd) {

@@ -21,6 +21,7 @@
 
 #include "batch_check.hpp"
 #include "daemon_fixture.hpp"
+#include "hostile_client.hpp"
 #include "shm_protocol/doorbell.hpp"
 #include "shm_protocol/fd_passing.hpp"
 #include "sigverify/shm_protocol/segment_access.hpp"
@@ -37,31 +38,8 @@ unsigned env_or(const char* name, unsigned def) {
     return v != nullptr && *v != '\0' ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : def;
 }
 
-ClientOptions options_for(const DaemonProcess& d, const char* name) {
-    ClientOptions o;
-    o.runtime_dir = d.dir();
-    o.name = name;
-    return o;
-}
-
 // VmRSS of a process in KiB.
-long rss_kib(pid_t pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-    return -1;
-}
-
-std::size_t count_entries(const std::string& dir) {
-    std::size_t n = 0;
-    if (DIR* d = opendir(dir.c_str())) {
-        while (dirent* e = readdir(d))
-            if (e->d_name[0] != '.') ++n;
-        closedir(d);
-    }
-    return n;
-}
+long rss_kib(pid_t pid) { return long(status_bytes(pid, "VmRSS") / 1024); }
 
 std::size_t count_lines(const std::string& path) {
     std::ifstream f(path);
@@ -71,7 +49,6 @@ std::size_t count_lines(const std::string& path) {
     return n;
 }
 
-std::size_t daemon_fds(const DaemonProcess& d) { return count_entries("/proc/" + std::to_string(d.pid()) + "/fd"); }
 std::size_t daemon_maps(const DaemonProcess& d) { return count_lines("/proc/" + std::to_string(d.pid()) + "/maps"); }
 
 // Mappings of client segments in the daemon (the names are unlinked: "/dev/shm/sigverifyd.* (deleted)").
@@ -82,17 +59,6 @@ std::size_t daemon_segment_maps(const DaemonProcess& d) {
     while (std::getline(f, line))
         if (line.find("/sigverifyd.") != std::string::npos) ++n;
     return n;
-}
-
-// Waits until f() or the limit.
-template <class F>
-bool eventually(F&& f, std::chrono::milliseconds limit) {
-    const auto deadline = Clock::now() + limit;
-    while (!f()) {
-        if (Clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return true;
 }
 
 struct Percentiles {

@@ -2,7 +2,7 @@
 /* SIGVERIFY_API marks what libsigverify.so exports: the C ABI functions and
  * the C++ classes of the public headers. Everything else in the library is
  * built with hidden visibility (client/CMakeLists.txt), and
- * tests/api/check_exports.py fails when the .so exports a symbol that is not
+ * tests/client/check_exports.py fails when the .so exports a symbol that is not
  * on client/exports.allow. Plain C: included by sigverify.h and client.hpp. */
 #ifndef SIGVERIFY_EXPORT_H
 #define SIGVERIFY_EXPORT_H
@@ -18,7 +18,7 @@
  * "done", so the compiler is asked to warn (-Wunused-result, on by default in
  * GCC and clang). C++ gets [[nodiscard]], which a cast to void silences on
  * purpose; C gets warn_unused_result. Empty where neither is known.
- * tests/api/test_nodiscard.sh checks that a dropped status warns. */
+ * tests/client/test_nodiscard.sh checks that a dropped status warns. */
 #if defined(__cplusplus) && __cplusplus >= 201703L
 #define SIGVERIFY_NODISCARD [[nodiscard]]
 #elif defined(__GNUC__)

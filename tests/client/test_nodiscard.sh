@@ -9,7 +9,7 @@
 # usage: test_nodiscard.sh SOURCE_DIR BUILD_DIR CXX CC
 set -euo pipefail
 SRC=$1 BUILD=$2 CXX=$3 CC=$4
-HERE=$SRC/tests/api/nodiscard
+HERE=$SRC/tests/client/nodiscard
 T=$(mktemp -d /tmp/sigverify-nodiscard-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 errors=0

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Prints the version of the headers it was compiled with and of the library
-   it runs with, as a C node would check them (tests/api/test_version.sh). */
+   it runs with, as a C node would check them (tests/client/test_version.sh). */
 #include <stdio.h>
 
 #include "sigverify/sigverify.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Compiled, never run, by tests/api/test_nodiscard.sh: each line marked
+/* Compiled, never run, by tests/client/test_nodiscard.sh: each line marked
    DROPPED throws away a status of libsigverify's C ABI and must warn
    (-Wunused-result); every other line uses what it gets and must not. */
 #include <stddef.h>

@@ -7,7 +7,7 @@
 # usage: test_cli_json.sh SIGVERIFY_BIN SIGVERIFYD_BIN
 set -euo pipefail
 CLI=$1 DAEMON=$2
-source "$(dirname "${BASH_SOURCE[0]}")/../support/daemon_test.sh" cli-json
+source "$(dirname "${BASH_SOURCE[0]}")/../../support/daemon_test.sh" cli-json
 # The interpreter itself, once: a version manager's shim costs a second a call on a busy machine.
 PYTHON=$(python3 -c 'import sys; print(sys.executable)')
 
