@@ -37,6 +37,7 @@
 #include "raw_session.hpp"
 #include "shm_protocol/info_message.hpp"
 #include "sigverify/client.hpp"
+#include "support/proc_probes.hpp"
 
 using namespace sigverify;
 using namespace sigverify::test;
@@ -49,19 +50,6 @@ int usage() {
                  "usage: sigverify_info_flood_bench [--window-ms MS] [--flooders N] [--rounds N] [--batch-rows N] "
                  "[--daemon PATH] [-- SIGVERIFYD-ARGS...]\n");
     return 2;
-}
-
-double process_cpu_seconds(pid_t pid) {
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    const std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
-    std::string field;
-    unsigned long long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && rest >> field; ++i) {
-        if (i == 14) utime = std::stoull(field);
-        if (i == 15) stime = std::stoull(field);
-    }
-    return double(utime + stime) / double(sysconf(_SC_CLK_TCK));
 }
 
 double self_cpu_seconds() {
@@ -142,7 +130,7 @@ Figures measure(Client& c, pid_t daemon, std::chrono::milliseconds window, std::
     const KnownRows one = make_known_rows(wire::Table::ecdsa, 1, wire::SigEncoding::opaque, 5);
     KnownRows many = make_known_rows(wire::Table::ecdsa, batch_rows, wire::SigEncoding::opaque, 6);
     std::vector<std::uint8_t> got(batch_rows);
-    const double self0 = self_cpu_seconds(), daemon0 = process_cpu_seconds(daemon);
+    const double self0 = self_cpu_seconds(), daemon0 = cpu_seconds(daemon);
     std::vector<std::uint8_t> row = one.rows;
     for (auto end = Clock::now() + window; Clock::now() < end;) {
         const auto t0 = Clock::now();
@@ -159,7 +147,7 @@ Figures measure(Client& c, pid_t daemon, std::chrono::milliseconds window, std::
     }
     f.rows_per_second = double(rows) / (latency::ms_since(t0) / 1000);
     f.self_cpu_s = self_cpu_seconds() - self0;
-    f.daemon_cpu_s = process_cpu_seconds(daemon) - daemon0;
+    f.daemon_cpu_s = cpu_seconds(daemon) - daemon0;
     return f;
 }
 
