@@ -103,8 +103,10 @@ int main(int argc, char** argv) {
 
     cli::DaemonProcessOptions o;
     o.binary = !daemon_bin.empty() ? daemon_bin : gpu == "sleeping" ? SIGVERIFYD_SLEEPING_BIN : SIGVERIFYD_BIN;
-    o.args = gpu == "real" ? std::vector<std::string>{"--backend", "gpu"}
-                           : std::vector<std::string>{"--backend", "host-kernel", "--gpus", "0"};
+    o.args = gpu == "real" ? std::vector<std::string>{"--backend", "gpu"} : std::vector<std::string>{"--backend", "host-kernel"};
+    // One stand-in GPU unless the daemon's arguments name their own (e.g. -- --gpus 0,1).
+    if (gpu != "real" && std::find(daemon_args.begin(), daemon_args.end(), "--gpus") == daemon_args.end())
+        o.args.insert(o.args.end(), {"--gpus", "0"});
     o.args.insert(o.args.end(), daemon_args.begin(), daemon_args.end());
     o.temp_template = "/tmp/sigverifyd-bench-XXXXXX";
     // A CPU group of its own, as under its systemd unit (daemon/ops/cpu_group.hpp).
