@@ -16,14 +16,7 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-expect_status() {  # expect_status CODE description command...
-  local want=$1 what=$2; shift 2
-  "$@" >"$dir/out" 2>"$dir/err"; local got=$?
-  if [ "$got" -eq "$want" ]; then ok; else fail "$what: exit $got, want $want"; cat "$dir/out" "$dir/err"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../support/cli_checks.sh"
 counts() { grep -o 'rows=[0-9]* valid=[0-9]* invalid=[0-9]*' "$1"; }
 
 # --- verify --columns against the row path, every table and encoding ---------
@@ -370,5 +363,4 @@ PY
   expect_status 4 "daemon columns after the daemon stopped" "$SV" verify --columns "$c" --runtime-dir "$dir/run"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

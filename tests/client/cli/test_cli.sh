@@ -6,14 +6,7 @@ set -u
 SV=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
-expect_status() {  # expect_status CODE description command...
-  local want=$1 what=$2; shift 2
-  "$@" >"$dir/out" 2>"$dir/err"; local got=$?
-  if [ "$got" -eq "$want" ]; then ok; else fail "$what: exit $got, want $want"; cat "$dir/out" "$dir/err"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../../support/cli_checks.sh"
 
 for table in ecdsa multisig schnorr threshold; do
   for fmt in opaque compact; do
@@ -88,5 +81,4 @@ grep -q -- "--collect" "$dir/out" && ok || fail "verify --help lacks --collect"
 expect_status 0 "inspect" "$SV" inspect --table multisig --rows 3 --verify "$dir/multisig-opaque.rows"
 grep -q "signature 0, key 0" "$dir/out" && grep -qE "\[(valid|INVALID)\]" "$dir/out" && ok || fail "inspect output"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
