@@ -10,6 +10,13 @@
 #                                  tests/fuzz/corpus once through its harness (the
 #                                  regression inputs of tests/fuzz/gen_regressions.py
 #                                  included); ctest's fuzz_replay
+#   scripts/fuzz.sh --volume RUNS [JOBS]
+#                                  the long differential run: fuzz_verify_diff
+#                                  built without ASan (-O2, coverage only, its
+#                                  FUZZ_CHECKs still abort), RUNS executions in
+#                                  all over JOBS processes (default nproc) sharing
+#                                  one corpus; prints the executions, rate and
+#                                  coverage (docs/security.md records the runs)
 #
 # Environment: SIGVERIFY_FUZZ_DIR (build directory, default $ROOT/build-fuzz,
 # shared by both modes and by .ci/run so that the targets are built once),
@@ -22,15 +29,26 @@
 # 3 (or FUZZ_MISSING_RC) no clang/libFuzzer.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-REPLAY=0
+usage() {
+  echo "usage: $0 [seconds >= 3] | --replay | --volume RUNS [JOBS]" >&2
+  exit 2
+}
+REPLAY=0 VOLUME=0 SECS=60
 if [ "${1:-}" = --replay ]; then
   REPLAY=1
   shift
-  [ $# -eq 0 ] || { echo "usage: $0 --replay" >&2; exit 2; }
+  [ $# -eq 0 ] || usage
+elif [ "${1:-}" = --volume ]; then
+  VOLUME=1
+  RUNS=${2:-}
+  VOLUME_JOBS=${3:-$(nproc)}
+  [[ "$RUNS" =~ ^[0-9]+$ ]] && [[ "$VOLUME_JOBS" =~ ^[1-9][0-9]*$ ]] && [ $# -le 3 ] || usage
+else
+  SECS=${1:-60}
+  [[ "$SECS" =~ ^[0-9]+$ ]] && [ "$SECS" -ge 3 ] && [ $# -le 1 ] || usage
 fi
-SECS=${1:-60}
-[[ "$SECS" =~ ^[0-9]+$ ]] && [ "$SECS" -ge 3 ] || { echo "usage: $0 [seconds >= 3] | --replay" >&2; exit 2; }
 FUZZ_DIR=${SIGVERIFY_FUZZ_DIR:-$ROOT/build-fuzz}
+[ $VOLUME -eq 0 ] || FUZZ_DIR=${SIGVERIFY_FUZZ_VOLUME_DIR:-$ROOT/build-fuzz-volume}
 JOBS=${FUZZ_JOBS:-$(nproc)}
 MISSING_RC=${FUZZ_MISSING_RC:-3}
 
@@ -48,6 +66,8 @@ fi
 
 install_packages
 FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g"
+# the volume run checks verdicts, not memory: ASan's ~10x would cost 10x the rows
+[ $VOLUME -eq 0 ] || FLAGS="-fsanitize=fuzzer-no-link -O2 -g"
 # ccache, as the test build (lib.sh): the harnesses compile the whole daemon
 # with ASan, and ctest's fuzz_replay (RUN_SERIAL) waits for that build on a
 # fresh clone; a later clone at the same path reuses the objects.
@@ -61,7 +81,11 @@ cmake -S "$ROOT/tests/fuzz" -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" "${launcher[@]}" \
   -DCMAKE_C_FLAGS="$FLAGS" -DCMAKE_CXX_FLAGS="$FLAGS" >/dev/null
 echo "==> building fuzz targets"
-cmake --build "$FUZZ_DIR" -j "$JOBS" --target fuzz_session fuzz_segment_checks fuzz_verify_diff
+if [ $VOLUME -eq 1 ]; then
+  cmake --build "$FUZZ_DIR" -j "$JOBS" --target fuzz_verify_diff
+else
+  cmake --build "$FUZZ_DIR" -j "$JOBS" --target fuzz_session fuzz_segment_checks fuzz_verify_diff
+fi
 
 export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:handle_sigbus=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -92,6 +116,30 @@ if [ $REPLAY -eq 1 ]; then
   replay fuzz_session
   replay fuzz_segment_checks
   replay fuzz_verify_diff
+  exit $rc
+fi
+if [ $VOLUME -eq 1 ]; then
+  corpus=$FUZZ_DIR/corpus/fuzz_verify_diff
+  mkdir -p "$corpus" "$FUZZ_DIR/volume"
+  cp -n "$ROOT"/tests/fuzz/corpus/verify_diff/* "$corpus"/ 2>/dev/null || true
+  rm -f "$FUZZ_DIR"/volume/fuzz-*.log
+  per_job=$(( (RUNS + VOLUME_JOBS - 1) / VOLUME_JOBS ))
+  echo "==> fuzz_verify_diff (no ASan): $VOLUME_JOBS processes x $per_job executions (corpus: $(find "$corpus" -type f | wc -l) inputs)"
+  t0=$SECONDS
+  # -jobs: independent processes on one corpus (each reloads what the others add);
+  # their logs are volume/fuzz-K.log
+  (cd "$FUZZ_DIR/volume" && "$FUZZ_DIR/fuzz_verify_diff" -jobs="$VOLUME_JOBS" -workers="$VOLUME_JOBS" \
+    -runs="$per_job" -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
+    -artifact_prefix="$FUZZ_DIR/artifacts/fuzz_verify_diff-" "$corpus" >/dev/null 2>&1) || rc=1
+  secs=$(( SECONDS - t0 > 0 ? SECONDS - t0 : 1 ))
+  execs=$(cat "$FUZZ_DIR"/volume/fuzz-*.log | sed -n 's/^stat::number_of_executed_units: *//p' | awk '{s += $1} END {print s + 0}')
+  cov=$(cat "$FUZZ_DIR"/volume/fuzz-*.log | grep -o 'cov: [0-9]*' | cut -d' ' -f2 | sort -n | tail -1)
+  if grep -l -E '^check failed|deadly signal|ERROR: libFuzzer' "$FUZZ_DIR"/volume/fuzz-*.log >/dev/null; then
+    echo "==> fuzz_verify_diff: FINDING (logs: $FUZZ_DIR/volume/, inputs: $FUZZ_DIR/artifacts/)" >&2
+    grep -h -m3 -E '^check failed|row [0-9]+ of|deadly signal' "$FUZZ_DIR"/volume/fuzz-*.log >&2
+    rc=1
+  fi
+  echo "    fuzz_verify_diff: $execs executions in ${secs}s ($(( execs / secs ))/s over $VOLUME_JOBS processes), coverage ${cov:-?} edges, corpus $(find "$corpus" -type f | wc -l) inputs"
   exit $rc
 fi
 # run TARGET SECONDS

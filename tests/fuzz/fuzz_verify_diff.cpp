@@ -7,13 +7,20 @@
 // key x near p or off the curve; bad prefixes; high-S; sums that reach
 // infinity or a doubling in the ladder; a flipped bit).
 //
-// Every candidate of kCandidates (below) verifies the whole span; each of its
-// row verdicts must equal the reference's (RowVerifier, libsecp256k1). The
-// host kernel's raw verdicts are checked exactly as well: kVerdictValid only
-// on a row the reference accepts, kVerdictInvalid only on one it rejects,
-// anything else (recheck, parity) resolved by the exact path to the
-// reference's verdict. A future verifier (the CPU "lanes" backend) joins by
-// one line in kCandidates.
+// What is checked, row by row, against the reference (RowVerifier,
+// libsecp256k1):
+//   - every raw verdict of a verifier that may say "recheck" (the host
+//     kernel as a block of shared inversions and one record at a time; the
+//     CPU lanes at each IFMA width this CPU runs): kVerdictValid only on a
+//     row the reference accepts, kVerdictInvalid only on one it rejects;
+//   - the exact path alone on every row (it decides every recheck, so it
+//     must be exact on its own), and resolve_verdict32 on each raw verdict;
+//   - the whole entries the daemon runs, rechecks resolved inside them:
+//     kernels::verify_rows (the host-kernel backend's rows) and
+//     daemon::verify_lanes_range at each width (the lanes backend's).
+// Each raw verdict is computed once and checked in every way it can be, so
+// an input costs about five verifications a row; `scripts/fuzz.sh --volume`
+// runs it without ASan for the long runs.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -21,8 +28,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include "daemon/backends/lanes_rows.hpp"
 #include "kernels/exact_verify.hpp"
 #include "kernels/kernel_math.hpp"
+#include "kernels/lanes/lanes.hpp"
 #include "kernels/verify32.hpp"
 #include "reference/reference_verifier.hpp"
 #include "tests/fuzz/diff_rows.hpp"
@@ -32,45 +41,47 @@ using namespace sigverify;
 
 namespace {
 
-// A verifier under test: writes one 0/1 verdict per row of the span.
+namespace lanes = kernels::lanes;
+
+// An entry under test that writes one final 0/1 verdict per row, run where
+// the CPU has the lane width it needs (scalar: everywhere).
 struct Candidate {
     const char* name;
+    lanes::Width needs;
     void (*verify)(const wire::RowSpan& rows, std::uint8_t* verdicts);
 };
-
-// The GPU kernel's host twin in one block (shared inversions), rechecks and
-// parity resolved by the one rule (resolve_verdict32).
-void host_kernel_block(const wire::RowSpan& rows, std::uint8_t* verdicts) {
-    std::vector<std::uint8_t> raw(rows.count);
-    kernels::verify_block32(rows, 0, rows.count, raw.data());
-    for (std::size_t i = 0; i < rows.count; ++i)
-        verdicts[i] = kernels::resolve_verdict32(raw[i], rows.row(i), rows.kind, rows.encoding);
-}
-
-// The host twin one record at a time (a block of one row).
-void host_kernel_record(const wire::RowSpan& rows, std::uint8_t* verdicts) {
-    for (std::size_t i = 0; i < rows.count; ++i)
-        verdicts[i] = kernels::verify_record(rows.row(i), rows.kind, rows.encoding);
-}
 
 // The threaded host batch run in results mode (what the host-kernel daemon runs).
 void host_kernel_rows(const wire::RowSpan& rows, std::uint8_t* verdicts) {
     kernels::verify_rows(rows, wire::Mode::results, verdicts, 1);
 }
 
-// The exact path alone (it resolves every recheck, so it must be exact on its own).
-void exact_path(const wire::RowSpan& rows, std::uint8_t* verdicts) {
-    for (std::size_t i = 0; i < rows.count; ++i)
-        verdicts[i] = kernels::verify_record_exact(rows.row(i), rows.kind, rows.encoding);
+template <lanes::Width W>
+void lanes_rows(const wire::RowSpan& rows, std::uint8_t* verdicts) {
+    daemon::verify_lanes_range(W, rows, 0, rows.count, verdicts);
 }
 
 constexpr Candidate kCandidates[] = {
-    {"host kernel (block)", host_kernel_block},
-    {"host kernel (record)", host_kernel_record},
-    {"host kernel (verify_rows)", host_kernel_rows},
-    {"exact path", exact_path},
-    // {"lanes", lanes_verify},  <- the CPU lanes backend, once it exists
+    {"host kernel (verify_rows)", lanes::Width::scalar, host_kernel_rows},
+    {"lanes ifma8 (verify_lanes_range)", lanes::Width::ifma8, lanes_rows<lanes::Width::ifma8>},
+    {"lanes ifma4 (verify_lanes_range)", lanes::Width::ifma4, lanes_rows<lanes::Width::ifma4>},
 };
+
+// The lanes' raw verdicts (0, 1, or 2 recheck) of the span, eight rows a
+// call, a short last group padded with its last row (as lanes_rows.cpp).
+void lanes_raw(lanes::Width w, const wire::RowSpan& rows, std::uint8_t* raw) {
+    for (std::size_t b = 0; b < rows.count; b += 8) {
+        const std::size_t n = std::min<std::size_t>(8, rows.count - b);
+        const std::uint8_t* records[8];
+        for (std::size_t l = 0; l < 8; ++l) records[l] = rows.row(b + std::min(l, n - 1));
+        std::uint8_t out[8];
+        if (rows.kind == wire::RecordKind::ecdsa)
+            lanes::ecdsa_verify8(w, records, rows.encoding == wire::SigEncoding::compact, out);
+        else
+            lanes::schnorr_verify8(w, records, out);
+        std::copy(out, out + n, raw + b);
+    }
+}
 
 const reference::RowVerifier& judge() {
     static const reference::RowVerifier v;
@@ -91,41 +102,64 @@ void report(const char* who, const wire::RowSpan& rows, std::size_t i, int got, 
     std::fprintf(stderr, "\n");
 }
 
+// A raw verdict that is definite must be the reference's; any other value
+// resolves through the exact path (resolve_verdict32) to the reference's.
+void check_raw(const char* who, const wire::RowSpan& rows, const std::uint8_t* raw,
+               const std::uint8_t* want) {
+    for (std::size_t i = 0; i < rows.count; ++i) {
+        const bool wrong = (raw[i] == kernels::kVerdictValid && !want[i]) ||
+                           (raw[i] == kernels::kVerdictInvalid && want[i]);
+        if (wrong) report(who, rows, i, raw[i], want[i]);
+        FUZZ_CHECK(!wrong);
+        // resolve_verdict32 runs the exact path only on a recheck
+        const bool resolved = kernels::resolve_verdict32(raw[i], rows.row(i), rows.kind, rows.encoding);
+        if (resolved != (want[i] != 0)) report(who, rows, i, raw[i], want[i]);
+        FUZZ_CHECK(resolved == (want[i] != 0));
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     fuzz_diff::Rows batch = fuzz_diff::decode(data, size);
     if (batch.span.count == 0) return 0;
     const wire::RowSpan& rows = batch.span;
-    std::vector<std::uint8_t> want(rows.count);
+    const std::size_t n = rows.count;
+    std::vector<std::uint8_t> want(n);
     std::size_t valid = 0;
-    for (std::size_t i = 0; i < rows.count; ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
         want[i] = judge().verify_row(rows, i);
         valid += want[i];
     }
-    if (debug()) std::fprintf(stderr, "rows %zu valid %zu\n", rows.count, valid);
+    if (debug()) std::fprintf(stderr, "rows %zu valid %zu\n", n, valid);
 
-    // The kernel's raw verdicts: a definite verdict is never wrong.
-    std::vector<std::uint8_t> raw(rows.count);
-    kernels::verify_block32(rows, 0, rows.count, raw.data());
-    for (std::size_t i = 0; i < rows.count; ++i) {
-        const bool wrong = (raw[i] == kernels::kVerdictValid && !want[i]) ||
-                           (raw[i] == kernels::kVerdictInvalid && want[i]);
-        if (wrong) report("host kernel raw verdict", rows, i, raw[i], want[i]);
-        FUZZ_CHECK(!wrong);
-        const std::uint8_t single = kernels::verify_record32(rows.row(i), rows.kind, rows.encoding);
-        const bool wrong_single = (single == kernels::kVerdictValid && !want[i]) ||
-                                  (single == kernels::kVerdictInvalid && want[i]);
-        if (wrong_single) report("host kernel raw verdict (one row)", rows, i, single, want[i]);
-        FUZZ_CHECK(!wrong_single);
+    // The exact path alone: it must be exact on every row.
+    for (std::size_t i = 0; i < n; ++i) {
+        const int got = kernels::verify_record_exact(rows.row(i), rows.kind, rows.encoding);
+        if (got != want[i]) report("exact path", rows, i, got, want[i]);
+        FUZZ_CHECK(got == want[i]);
     }
 
-    // Every candidate, resolved, row by row.
-    std::vector<std::uint8_t> got(rows.count);
+    // Raw verdicts, each computed once.
+    std::vector<std::uint8_t> raw(n);
+    kernels::verify_block32(rows, 0, n, raw.data());
+    check_raw("host kernel raw verdict (block)", rows, raw.data(), want.data());
+    for (std::size_t i = 0; i < n; ++i) raw[i] = kernels::verify_record32(rows.row(i), rows.kind, rows.encoding);
+    check_raw("host kernel raw verdict (one row)", rows, raw.data(), want.data());
+    for (const lanes::Width w : {lanes::Width::ifma8, lanes::Width::ifma4}) {
+        if (!lanes::cpu_runs(w)) continue;
+        lanes_raw(w, rows, raw.data());
+        check_raw(w == lanes::Width::ifma8 ? "lanes ifma8 raw verdict" : "lanes ifma4 raw verdict", rows,
+                  raw.data(), want.data());
+    }
+
+    // The entries the backends run, row by row.
+    std::vector<std::uint8_t> got(n);
     for (const Candidate& c : kCandidates) {
+        if (!lanes::cpu_runs(c.needs)) continue;
         std::fill(got.begin(), got.end(), 0xAA);
         c.verify(rows, got.data());
-        for (std::size_t i = 0; i < rows.count; ++i) {
+        for (std::size_t i = 0; i < n; ++i) {
             if (got[i] != want[i]) report(c.name, rows, i, got[i], want[i]);
             FUZZ_CHECK(got[i] == want[i]);
         }
