@@ -28,7 +28,6 @@
 #include <fstream>
 #include <map>
 #include <new>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
@@ -46,14 +45,20 @@ std::uint64_t sigverify_allocation_count();
 namespace sigverify::cli {
 namespace {
 
+using bench::BenchResults;
+using bench::ClientFigures;
 using bench::Clock;
+using bench::cpu_model;
 using bench::human_rate;
+using bench::Latency;
 using bench::measure;
+using bench::PerOp;
 using bench::percentile;
+using bench::print_results;
 using bench::Row;
 using bench::Timing;
+using bench::write_json;
 using bench::write_svg;
-using nlohmann::json;
 
 struct BenchArgs {
     std::string preset = "quick";
@@ -163,16 +168,6 @@ TableData make_rows(wire::Table t, std::size_t n, double invalid_rate) {
                                                   .high_s_rate = 0.1, .seed = 42})};
 }
 
-struct Latency {
-    std::size_t batch;
-    std::string backend;
-    std::vector<double> us;
-};
-
-struct ClientFigures {
-    double rows = 0, seconds = 0, p50_us = 0, p99_us = 0;
-};
-
 // Forked client processes, client i running batches of batches[i] ECDSA rows
 // for `seconds`; returns what each did.
 std::vector<ClientFigures> run_multi_client(const std::string& dir, TableData& data,
@@ -245,19 +240,6 @@ std::vector<ClientFigures> run_multi_client(const std::string& dir, TableData& d
     return figures;
 }
 
-struct PerOp {
-    std::string op, backend;
-    double ns = 0, bytes = 0, allocs = 0;
-};
-
-std::string cpu_model() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-    return "unknown";
-}
-
 }  // namespace
 
 CLI::App* add_bench_subcommand(CLI::App& app) {
@@ -298,6 +280,168 @@ CLI::App* add_bench_subcommand(CLI::App& app) {
     return cmd;
 }
 
+namespace {
+
+// The daemon under test: one this program starts (--start-daemon, kept
+// alive by `started`) or the one at --runtime-dir; null with --no-daemon.
+std::unique_ptr<Client> connect_daemon(const BenchArgs& a, DaemonProcess& started, std::string& dir,
+                                       std::string& label) {
+    dir = a.runtime_dir;
+    if (a.no_daemon) return nullptr;
+    if (a.start_daemon) {
+        DaemonProcessOptions o;
+        o.binary = find_daemon_binary(a.daemon_binary);
+        o.args = {"--backend", a.daemon_backend, "--arena-size", "512M"};
+        o.temp_template = "/tmp/sigverify-bench-XXXXXX";
+        o.start_timeout = std::chrono::seconds(20);
+        o.stop_timeout = std::chrono::seconds(5);
+        try {
+            started.start(std::move(o));
+        } catch (const std::runtime_error& e) {
+            throw DaemonError(e.what());
+        }
+        dir = started.dir();
+    }
+    ClientOptions o;
+    o.runtime_dir = dir;
+    o.name = "sigverify-bench";
+    o.strict_confirm = g_args.strict_confirm;
+    o.arena_size = 512ull << 20;
+    o.batch_timeout = std::chrono::milliseconds(a.timeout_ms);
+    Status st;
+    std::string msg;
+    std::unique_ptr<Client> client = Client::connect(o, st, msg);
+    if (!client)
+        throw DaemonError("no sigverifyd to benchmark (" + msg +
+                          "): start one (./scripts/run.sh), pass --runtime-dir, --start-daemon, or --no-daemon");
+    label = "sigverifyd" + (a.start_daemon ? " (" + a.daemon_backend + ")" : std::string());
+    return client;
+}
+
+// What one run shares: the arguments, the in-process verifiers, the daemon.
+struct BenchContext {
+    const BenchArgs& a;
+    unsigned all_threads;
+    reference::Verifier& one;
+    reference::Verifier& all;
+    Client* client;
+    const std::string& label;
+    Progress& progress;
+};
+
+// Throughput of every table and batch size; the tables' rows are kept for the later parts.
+void measure_throughput(const BenchContext& c, std::map<std::string, TableData>& data, BenchResults& out) {
+    const BenchArgs& a = c.a;
+    const std::size_t max_rows = *std::max_element(a.sizes.begin(), a.sizes.end());
+    for (const auto& name : a.tables) {
+        const auto table = *wire::parse_table(name);
+        c.progress.step("generating " + std::to_string(max_rows) + " " + name + " rows");
+        data[name] = make_rows(table, max_rows, a.invalid_rate);
+        auto& d = data[name];
+        for (std::size_t n : a.sizes) {
+            const wire::RowSpan span = d.span(n);
+            std::vector<std::uint8_t> expected(n), got(n);
+            // The verdicts every daemon figure is checked against come from the
+            // first in-process run (1 thread, or all threads without it).
+            if (!a.skip_single_thread) {
+                c.progress.step(name + " x" + std::to_string(n) + ": libsecp256k1, 1 thread");
+                out.rows.push_back(
+                    {name, n, "libsecp256k1 x1", measure(a.repeat, a.budget_s, [&] { c.one.verify(span, expected.data()); })});
+            }
+            c.progress.step(name + " x" + std::to_string(n) + ": libsecp256k1, " + std::to_string(c.all_threads) + " threads");
+            std::uint8_t* const all_out = a.skip_single_thread ? expected.data() : got.data();
+            out.rows.push_back({name, n, "libsecp256k1 x" + std::to_string(c.all_threads),
+                                measure(a.repeat, a.budget_s, [&] { c.all.verify(span, all_out); })});
+            if (!c.client) continue;
+            c.progress.step(name + " x" + std::to_string(n) + ": " + c.label);
+            const bool zero_copy = n <= c.client->max_batch_rows(span.kind, span.tail_size);
+            Status failure = Status::ok;
+            out.rows.push_back({name, n, c.label, measure(a.repeat, a.budget_s, [&] {
+                                    const auto r = daemon_round_trip(*c.client, span, std::uint8_t(table), got.data(), zero_copy);
+                                    if (!r.ok()) failure = r.status;
+                                })});
+            if (failure != Status::ok) throw DaemonError(daemon_failure("daemon batch failed", failure));
+            out.wrong += std::size_t(std::mismatch(got.begin(), got.end(), expected.begin()).first != got.end());
+        }
+    }
+}
+
+// Latency: 1-row and 64-row ECDSA batches, in process and through the daemon.
+void measure_latency(const BenchContext& c, TableData& ecdsa, BenchResults& out) {
+    for (std::size_t n : {std::size_t(1), std::size_t(64)}) {
+        if (ecdsa.rows.size() < n * ecdsa.span(1).row_stride()) continue;
+        const wire::RowSpan span = ecdsa.span(n);
+        std::vector<std::uint8_t> res(n);
+        Latency local{n, "libsecp256k1 x1", {}};
+        for (unsigned i = 0; i < std::min(c.a.latency_iterations, 500u); ++i) {
+            const auto t0 = Clock::now();
+            c.one.verify(span, res.data());
+            local.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        }
+        out.latencies.push_back(std::move(local));
+        if (!c.client) continue;
+        c.progress.step("latency: " + std::to_string(n) + "-row round trips");
+        Latency l{n, c.label, {}};
+        for (unsigned i = 0; i < c.a.latency_iterations; ++i) {
+            const auto t0 = Clock::now();
+            if (!daemon_round_trip(*c.client, span, std::uint8_t(ecdsa.table), res.data(), true).ok())
+                throw DaemonError("daemon latency batch failed");
+            l.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+        }
+        out.latencies.push_back(std::move(l));
+    }
+}
+
+// Several client processes: K of 4096-row ECDSA batches, and one quiet client's
+// 1-row batches beside K noisy ones.
+void measure_clients(const BenchContext& c, const std::string& dir, TableData& ecdsa, BenchResults& out) {
+    out.multi_batch = std::min<std::size_t>(4096, ecdsa.rows.size() / ecdsa.span(1).row_stride());
+    if (c.client && c.a.clients > 0) {
+        c.progress.step("multi-client: " + std::to_string(c.a.clients) + " processes");
+        out.multi = run_multi_client(dir, ecdsa, std::vector<std::size_t>(c.a.clients, out.multi_batch),
+                                     std::max(2.0, c.a.budget_s));
+    }
+    if (c.client && c.a.noisy > 0) {
+        c.progress.step("quiet client beside " + std::to_string(c.a.noisy) + " noisy ones");
+        std::vector<std::size_t> batches(c.a.noisy + 1, out.multi_batch);
+        batches[0] = 1;
+        out.noisy = run_multi_client(dir, ecdsa, batches, std::max(3.0, c.a.budget_s));
+    }
+}
+
+// Per operation, client side: ns/op, bytes moved per op, allocations per op.
+void measure_per_op(const BenchContext& c, std::map<std::string, TableData>& data, BenchResults& out) {
+    for (const char* name : {"ecdsa", "schnorr"}) {
+        if (!data.count(name)) continue;
+        auto& d = data[name];
+        const std::size_t n = std::min<std::size_t>(4096, d.rows.size() / d.span(1).row_stride());
+        out.per_op_batch = n;
+        const wire::RowSpan span = d.span(n);
+        std::vector<std::uint8_t> res(n);
+        const std::string op = std::string(name) + " verify";
+        auto record = [&](const std::string& backend, double bytes, auto&& fn) {
+            fn();  // warm-up
+            const auto allocs0 = sigverify_allocation_count();
+            const auto t0 = Clock::now();
+            fn();
+            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+            out.per_op.push_back(
+                {op, backend, s * 1e9 / double(n), bytes, double(sigverify_allocation_count() - allocs0) / double(n)});
+        };
+        c.progress.step("per-operation: " + op);
+        record("libsecp256k1 x1", 0, [&] { c.one.verify(span, res.data()); });
+        record("libsecp256k1 x" + std::to_string(c.all_threads), 0, [&] { c.all.verify(span, res.data()); });
+        if (c.client)
+            record(c.label, double(span.row_stride() + 1), [&] {
+                // A failed round trip must not be timed as a fast one.
+                const BatchResult r = daemon_round_trip(*c.client, span, shm::kTableUnspecified, res.data(), true);
+                if (!r.ok()) throw DaemonError(daemon_failure("daemon round trip failed", r.status));
+            });
+    }
+}
+
+}  // namespace
+
 int run_bench() {
     BenchArgs a = g_args;
     apply_preset(a);
@@ -306,40 +450,9 @@ int run_bench() {
     const unsigned all_threads = a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
 
     DaemonProcess started;  // the daemon under test when we start it (--start-daemon)
-    std::unique_ptr<Client> client;
-    std::string daemon_label;
-    std::string dir = a.runtime_dir;
-    if (!a.no_daemon) {
-        if (a.start_daemon) {
-            DaemonProcessOptions o;
-            o.binary = find_daemon_binary(a.daemon_binary);
-            o.args = {"--backend", a.daemon_backend, "--arena-size", "512M"};
-            o.temp_template = "/tmp/sigverify-bench-XXXXXX";
-            o.start_timeout = std::chrono::seconds(20);
-            o.stop_timeout = std::chrono::seconds(5);
-            try {
-                started.start(std::move(o));
-            } catch (const std::runtime_error& e) {
-                throw DaemonError(e.what());
-            }
-            dir = started.dir();
-        }
-        ClientOptions o;
-        o.runtime_dir = dir;
-        o.name = "sigverify-bench";
-        o.strict_confirm = g_args.strict_confirm;
-        o.arena_size = 512ull << 20;
-        o.batch_timeout = std::chrono::milliseconds(a.timeout_ms);
-        Status st;
-        std::string msg;
-        client = Client::connect(o, st, msg);
-        if (!client)
-            throw DaemonError("no sigverifyd to benchmark (" + msg +
-                              "): start one (./scripts/run.sh), pass --runtime-dir, --start-daemon, or --no-daemon");
-        daemon_label = "sigverifyd" + (a.start_daemon ? " (" + a.daemon_backend + ")" : std::string());
-    }
+    std::string dir, label;
+    const std::unique_ptr<Client> client = connect_daemon(a, started, dir, label);
 
-    const std::size_t max_rows = *std::max_element(a.sizes.begin(), a.sizes.end());
     std::printf("sigverify bench, preset %s: %s, %u hardware threads; best of up to %u runs, %.0f s budget per figure\n",
                 a.preset.c_str(), cpu_model().c_str(), std::thread::hardware_concurrency(), a.repeat, a.budget_s);
     std::printf("data: generated signed rows, %.0f%% invalid, 10%% high-S; every daemon verdict is checked against libsecp256k1\n\n",
@@ -351,207 +464,23 @@ int run_bench() {
     progress.total = a.tables.size() * (1 + a.sizes.size() * ((client ? 2 : 1) + (a.skip_single_thread ? 0 : 1))) + (client ? 2 : 0) +
                      (client && a.clients ? 1 : 0) + (client && a.noisy ? 1 : 0) + per_op_tables;
     reference::Verifier one(1), all(all_threads);
-    std::vector<Row> rows;
+    const BenchContext c{a, all_threads, one, all, client.get(), label, progress};
     std::map<std::string, TableData> data;
-    std::size_t wrong = 0;
-
-    for (const auto& name : a.tables) {
-        const auto table = *wire::parse_table(name);
-        progress.step("generating " + std::to_string(max_rows) + " " + name + " rows");
-        data[name] = make_rows(table, max_rows, a.invalid_rate);
-        auto& d = data[name];
-        for (std::size_t n : a.sizes) {
-            const wire::RowSpan span = d.span(n);
-            std::vector<std::uint8_t> expected(n), got(n);
-            // The verdicts every daemon figure is checked against come from the
-            // first in-process run (1 thread, or all threads without it).
-            if (!a.skip_single_thread) {
-                progress.step(name + " x" + std::to_string(n) + ": libsecp256k1, 1 thread");
-                rows.push_back({name, n, "libsecp256k1 x1", measure(a.repeat, a.budget_s, [&] { one.verify(span, expected.data()); })});
-            }
-            progress.step(name + " x" + std::to_string(n) + ": libsecp256k1, " + std::to_string(all_threads) + " threads");
-            std::uint8_t* const all_out = a.skip_single_thread ? expected.data() : got.data();
-            rows.push_back({name, n, "libsecp256k1 x" + std::to_string(all_threads),
-                            measure(a.repeat, a.budget_s, [&] { all.verify(span, all_out); })});
-            if (client) {
-                progress.step(name + " x" + std::to_string(n) + ": " + daemon_label);
-                const bool zero_copy = n <= client->max_batch_rows(span.kind, span.tail_size);
-                Status failure = Status::ok;
-                rows.push_back({name, n, daemon_label, measure(a.repeat, a.budget_s, [&] {
-                                    const auto r = daemon_round_trip(*client, span, std::uint8_t(table), got.data(), zero_copy);
-                                    if (!r.ok()) failure = r.status;
-                                })});
-                if (failure != Status::ok)
-                    throw DaemonError(daemon_failure("daemon batch failed", failure));
-                wrong += std::size_t(std::mismatch(got.begin(), got.end(), expected.begin()).first != got.end());
-            }
-        }
-    }
-
-    // Latency: 1-row and 64-row ECDSA batches.
-    std::vector<Latency> latencies;
+    BenchResults results;
+    measure_throughput(c, data, results);
     auto& ecdsa = data.count("ecdsa") ? data["ecdsa"] : data.begin()->second;
-    for (std::size_t n : {std::size_t(1), std::size_t(64)}) {
-        if (ecdsa.rows.size() < n * ecdsa.span(1).row_stride()) continue;
-        const wire::RowSpan span = ecdsa.span(n);
-        std::vector<std::uint8_t> res(n);
-        Latency local{n, "libsecp256k1 x1", {}};
-        for (unsigned i = 0; i < std::min(a.latency_iterations, 500u); ++i) {
-            const auto t0 = Clock::now();
-            one.verify(span, res.data());
-            local.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-        }
-        latencies.push_back(std::move(local));
-        if (client) {
-            progress.step("latency: " + std::to_string(n) + "-row round trips");
-            Latency l{n, daemon_label, {}};
-            for (unsigned i = 0; i < a.latency_iterations; ++i) {
-                const auto t0 = Clock::now();
-                if (!daemon_round_trip(*client, span, std::uint8_t(ecdsa.table), res.data(), true).ok())
-                    throw DaemonError("daemon latency batch failed");
-                l.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-            }
-            latencies.push_back(std::move(l));
-        }
-    }
-
-    // Multi-client: K processes of 4096-row ECDSA batches.
-    std::vector<ClientFigures> multi;
-    const std::size_t multi_batch = std::min<std::size_t>(4096, ecdsa.rows.size() / ecdsa.span(1).row_stride());
-    if (client && a.clients > 0) {
-        progress.step("multi-client: " + std::to_string(a.clients) + " processes");
-        multi = run_multi_client(dir, ecdsa, std::vector<std::size_t>(a.clients, multi_batch), std::max(2.0, a.budget_s));
-    }
-    // Latency isolation: one quiet client's 1-row batches beside K noisy ones.
-    std::vector<ClientFigures> noisy;
-    if (client && a.noisy > 0) {
-        progress.step("quiet client beside " + std::to_string(a.noisy) + " noisy ones");
-        std::vector<std::size_t> batches(a.noisy + 1, multi_batch);
-        batches[0] = 1;
-        noisy = run_multi_client(dir, ecdsa, batches, std::max(3.0, a.budget_s));
-    }
-
-    // Per operation, client side: ns/op, bytes moved per op, allocations per op.
-    std::vector<PerOp> per_op;
-    std::size_t per_op_batch = 0;
-    for (const char* name : {"ecdsa", "schnorr"}) {
-        if (!data.count(name)) continue;
-        auto& d = data[name];
-        const std::size_t n = std::min<std::size_t>(4096, d.rows.size() / d.span(1).row_stride());
-        per_op_batch = n;
-        const wire::RowSpan span = d.span(n);
-        std::vector<std::uint8_t> res(n);
-        const std::string op = std::string(name) + " verify";
-        auto record = [&](const std::string& backend, double bytes, auto&& fn) {
-            fn();  // warm-up
-            const auto allocs0 = sigverify_allocation_count();
-            const auto t0 = Clock::now();
-            fn();
-            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-            per_op.push_back({op, backend, s * 1e9 / double(n), bytes, double(sigverify_allocation_count() - allocs0) / double(n)});
-        };
-        progress.step("per-operation: " + op);
-        record("libsecp256k1 x1", 0, [&] { one.verify(span, res.data()); });
-        record("libsecp256k1 x" + std::to_string(all_threads), 0, [&] { all.verify(span, res.data()); });
-        if (client)
-            record(daemon_label, double(span.row_stride() + 1),
-                   [&] {
-                       // A failed round trip must not be timed as a fast one.
-                       const BatchResult r = daemon_round_trip(*client, span, shm::kTableUnspecified, res.data(), true);
-                       if (!r.ok()) throw DaemonError(daemon_failure("daemon round trip failed", r.status));
-                   });
-    }
+    measure_latency(c, ecdsa, results);
+    measure_clients(c, dir, ecdsa, results);
+    measure_per_op(c, data, results);
     progress.finish();
 
-    // --- print -----------------------------------------------------------------
-    std::printf("%-10s %9s  %-20s %10s %10s %10s %11s %9s %9s %9s\n", "table", "batch", "verifier", "best ms", "median ms",
-                "max ms", "rows/s", "ns/row", "vs x1", ("vs x" + std::to_string(all_threads)).c_str());
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        const Row& r = rows[i];
-        // Baselines of this (table, batch) are the rows before it in the same group.
-        const Row* base1 = nullptr;
-        const Row* baseN = nullptr;
-        for (const Row& b : rows)
-            if (b.table == r.table && b.batch == r.batch) {
-                if (b.backend == "libsecp256k1 x1") base1 = &b;
-                else if (b.backend.rfind("libsecp256k1 x", 0) == 0) baseN = &b;
-            }
-        std::printf("%-10s %9zu  %-20s %10.3f %10.3f %10.3f %11s %9.0f %8.2fx %8.2fx\n", r.table.c_str(), r.batch,
-                    r.backend.c_str(), r.timing.min() * 1e3, r.timing.median() * 1e3, r.timing.max() * 1e3,
-                    human_rate(r.rows_per_s()).c_str(), r.ns_per_row(), base1 ? base1->timing.min() / r.timing.min() : 0.0,
-                    baseN ? baseN->timing.min() / r.timing.min() : 0.0);
-    }
-    std::printf("\nround-trip latency (ecdsa rows; in-process figures are verification time only)\n");
-    std::printf("%-6s %-20s %8s %10s %10s %10s %10s\n", "batch", "verifier", "runs", "p50 us", "p99 us", "p99.9 us", "max us");
-    for (const auto& l : latencies)
-        std::printf("%-6zu %-20s %8zu %10.1f %10.1f %10.1f %10.1f\n", l.batch, l.backend.c_str(), l.us.size(),
-                    percentile(l.us, 50), percentile(l.us, 99), percentile(l.us, 99.9), percentile(l.us, 100));
-    if (!multi.empty()) {
-        double total_rows = 0, secs = 0, lo = 1e300, hi = 0, sum = 0, sum2 = 0;
-        for (const auto& f : multi) {
-            const double rate = f.rows / f.seconds;
-            total_rows += f.rows;
-            secs = std::max(secs, f.seconds);
-            lo = std::min(lo, rate);
-            hi = std::max(hi, rate);
-            sum += rate;
-            sum2 += rate * rate;
-        }
-        std::printf("\nmulti-client: %zu processes, %zu-row ecdsa batches, %.1f s: total %s rows/s; per client min %s, max %s, "
-                    "Jain fairness %.3f\n",
-                    multi.size(), multi_batch, secs, human_rate(total_rows / secs).c_str(), human_rate(lo).c_str(),
-                    human_rate(hi).c_str(), sum * sum / (double(multi.size()) * sum2));
-        for (std::size_t i = 0; i < multi.size(); ++i)
-            std::printf("  client %zu: %s rows/s, batch round trip p50 %.0f us, p99 %.0f us\n", i,
-                        human_rate(multi[i].rows / multi[i].seconds).c_str(), multi[i].p50_us, multi[i].p99_us);
-    }
-    if (!noisy.empty()) {
-        double bulk = 0;
-        for (std::size_t i = 1; i < noisy.size(); ++i) bulk += noisy[i].rows / noisy[i].seconds;
-        std::printf("\nquiet client beside %zu noisy clients (%zu-row ecdsa batches): quiet 1-row batch p50 %.0f us, "
-                    "p99 %.0f us; noisy total %s rows/s\n",
-                    noisy.size() - 1, multi_batch, noisy[0].p50_us, noisy[0].p99_us, human_rate(bulk).c_str());
-    }
-    std::printf("\nper operation (client side, %zu-row batches)\n%-16s %-20s %10s %12s %12s\n", per_op_batch, "operation",
-                "verifier", "ns/op", "bytes/op", "allocs/op");
-    for (const auto& p : per_op)
-        std::printf("%-16s %-20s %10.0f %12.0f %12.4f\n", p.op.c_str(), p.backend.c_str(), p.ns, p.bytes, p.allocs);
-    if (client) std::printf("\ndaemon verdicts that differed from libsecp256k1: %zu batches\n", wrong);
-
-    if (!a.json_path.empty()) {
-        json j;
-        j["preset"] = a.preset;
-        j["cpu"] = cpu_model();
-        j["hardware_threads"] = std::thread::hardware_concurrency();
-        j["wrong_batches"] = wrong;
-        for (const auto& r : rows)
-            j["throughput"].push_back({{"table", r.table}, {"batch", r.batch}, {"verifier", r.backend},
-                                       {"seconds", r.timing.seconds}, {"best_s", r.timing.min()},
-                                       {"median_s", r.timing.median()}, {"max_s", r.timing.max()},
-                                       {"rows_per_s", r.rows_per_s()}, {"ns_per_row", r.ns_per_row()}});
-        for (const auto& l : latencies)
-            j["latency"].push_back({{"batch", l.batch}, {"verifier", l.backend}, {"runs", l.us.size()},
-                                    {"p50_us", percentile(l.us, 50)}, {"p99_us", percentile(l.us, 99)},
-                                    {"p999_us", percentile(l.us, 99.9)}, {"max_us", percentile(l.us, 100)}});
-        for (const auto& f : multi)
-            j["multi_client"].push_back({{"rows", f.rows}, {"seconds", f.seconds}, {"rows_per_s", f.rows / f.seconds},
-                                         {"p50_us", f.p50_us}, {"p99_us", f.p99_us}});
-        for (std::size_t i = 0; i < noisy.size(); ++i)
-            j["noisy"].push_back({{"role", i == 0 ? "quiet" : "noisy"}, {"batch", i == 0 ? std::size_t(1) : multi_batch},
-                                  {"rows_per_s", noisy[i].rows / noisy[i].seconds}, {"p50_us", noisy[i].p50_us},
-                                  {"p99_us", noisy[i].p99_us}});
-        for (const auto& p : per_op)
-            j["per_op"].push_back({{"op", p.op}, {"verifier", p.backend}, {"ns", p.ns}, {"bytes", p.bytes}, {"allocs", p.allocs}});
-        std::ofstream out(a.json_path);
-        if (!out) throw InputError(a.json_path + ": cannot create");
-        out << j.dump(2) << "\n";
-        std::printf("json: %s\n", a.json_path.c_str());
-    }
+    print_results(results, all_threads, client != nullptr);
+    if (!a.json_path.empty()) write_json(a.json_path, a.preset, results);
     if (!a.plot_path.empty()) {
-        write_svg(a.plot_path, rows);
+        write_svg(a.plot_path, results.rows);
         std::printf("plot: %s\n", a.plot_path.c_str());
     }
-    return wrong ? int(ExitCode::invalid_rows) : int(ExitCode::ok);
+    return results.wrong ? int(ExitCode::invalid_rows) : int(ExitCode::ok);
 }
 
 }  // namespace sigverify::cli

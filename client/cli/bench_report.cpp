@@ -5,11 +5,15 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
 #include <utility>
 
 #include "client/cli/cli_common.hpp"
 
 namespace sigverify::cli::bench {
+
+using nlohmann::json;
 
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;
@@ -82,6 +86,111 @@ void write_svg(const std::string& path, const std::vector<Row>& rows) {
             << "' y='" << ly + 4 << "'>" << name << "</text>\n";
     }
     out << "</svg>\n";
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    return "unknown";
+}
+
+namespace {
+
+void print_throughput(const std::vector<Row>& rows, unsigned all_threads) {
+    std::printf("%-10s %9s  %-20s %10s %10s %10s %11s %9s %9s %9s\n", "table", "batch", "verifier", "best ms", "median ms",
+                "max ms", "rows/s", "ns/row", "vs x1", ("vs x" + std::to_string(all_threads)).c_str());
+    for (const Row& r : rows) {
+        // Baselines of this (table, batch) are the rows before it in the same group.
+        const Row* base1 = nullptr;
+        const Row* baseN = nullptr;
+        for (const Row& b : rows)
+            if (b.table == r.table && b.batch == r.batch) {
+                if (b.backend == "libsecp256k1 x1") base1 = &b;
+                else if (b.backend.rfind("libsecp256k1 x", 0) == 0) baseN = &b;
+            }
+        std::printf("%-10s %9zu  %-20s %10.3f %10.3f %10.3f %11s %9.0f %8.2fx %8.2fx\n", r.table.c_str(), r.batch,
+                    r.backend.c_str(), r.timing.min() * 1e3, r.timing.median() * 1e3, r.timing.max() * 1e3,
+                    human_rate(r.rows_per_s()).c_str(), r.ns_per_row(), base1 ? base1->timing.min() / r.timing.min() : 0.0,
+                    baseN ? baseN->timing.min() / r.timing.min() : 0.0);
+    }
+}
+
+void print_clients(const BenchResults& b) {
+    if (!b.multi.empty()) {
+        double total_rows = 0, secs = 0, lo = 1e300, hi = 0, sum = 0, sum2 = 0;
+        for (const auto& f : b.multi) {
+            const double rate = f.rows / f.seconds;
+            total_rows += f.rows;
+            secs = std::max(secs, f.seconds);
+            lo = std::min(lo, rate);
+            hi = std::max(hi, rate);
+            sum += rate;
+            sum2 += rate * rate;
+        }
+        std::printf("\nmulti-client: %zu processes, %zu-row ecdsa batches, %.1f s: total %s rows/s; per client min %s, max %s, "
+                    "Jain fairness %.3f\n",
+                    b.multi.size(), b.multi_batch, secs, human_rate(total_rows / secs).c_str(), human_rate(lo).c_str(),
+                    human_rate(hi).c_str(), sum * sum / (double(b.multi.size()) * sum2));
+        for (std::size_t i = 0; i < b.multi.size(); ++i)
+            std::printf("  client %zu: %s rows/s, batch round trip p50 %.0f us, p99 %.0f us\n", i,
+                        human_rate(b.multi[i].rows / b.multi[i].seconds).c_str(), b.multi[i].p50_us, b.multi[i].p99_us);
+    }
+    if (!b.noisy.empty()) {
+        double bulk = 0;
+        for (std::size_t i = 1; i < b.noisy.size(); ++i) bulk += b.noisy[i].rows / b.noisy[i].seconds;
+        std::printf("\nquiet client beside %zu noisy clients (%zu-row ecdsa batches): quiet 1-row batch p50 %.0f us, "
+                    "p99 %.0f us; noisy total %s rows/s\n",
+                    b.noisy.size() - 1, b.multi_batch, b.noisy[0].p50_us, b.noisy[0].p99_us, human_rate(bulk).c_str());
+    }
+}
+
+}  // namespace
+
+void print_results(const BenchResults& b, unsigned all_threads, bool daemon) {
+    print_throughput(b.rows, all_threads);
+    std::printf("\nround-trip latency (ecdsa rows; in-process figures are verification time only)\n");
+    std::printf("%-6s %-20s %8s %10s %10s %10s %10s\n", "batch", "verifier", "runs", "p50 us", "p99 us", "p99.9 us", "max us");
+    for (const auto& l : b.latencies)
+        std::printf("%-6zu %-20s %8zu %10.1f %10.1f %10.1f %10.1f\n", l.batch, l.backend.c_str(), l.us.size(),
+                    percentile(l.us, 50), percentile(l.us, 99), percentile(l.us, 99.9), percentile(l.us, 100));
+    print_clients(b);
+    std::printf("\nper operation (client side, %zu-row batches)\n%-16s %-20s %10s %12s %12s\n", b.per_op_batch, "operation",
+                "verifier", "ns/op", "bytes/op", "allocs/op");
+    for (const auto& p : b.per_op)
+        std::printf("%-16s %-20s %10.0f %12.0f %12.4f\n", p.op.c_str(), p.backend.c_str(), p.ns, p.bytes, p.allocs);
+    if (daemon) std::printf("\ndaemon verdicts that differed from libsecp256k1: %zu batches\n", b.wrong);
+}
+
+void write_json(const std::string& path, const std::string& preset, const BenchResults& b) {
+    json j;
+    j["preset"] = preset;
+    j["cpu"] = cpu_model();
+    j["hardware_threads"] = std::thread::hardware_concurrency();
+    j["wrong_batches"] = b.wrong;
+    for (const auto& r : b.rows)
+        j["throughput"].push_back({{"table", r.table}, {"batch", r.batch}, {"verifier", r.backend},
+                                   {"seconds", r.timing.seconds}, {"best_s", r.timing.min()},
+                                   {"median_s", r.timing.median()}, {"max_s", r.timing.max()},
+                                   {"rows_per_s", r.rows_per_s()}, {"ns_per_row", r.ns_per_row()}});
+    for (const auto& l : b.latencies)
+        j["latency"].push_back({{"batch", l.batch}, {"verifier", l.backend}, {"runs", l.us.size()},
+                                {"p50_us", percentile(l.us, 50)}, {"p99_us", percentile(l.us, 99)},
+                                {"p999_us", percentile(l.us, 99.9)}, {"max_us", percentile(l.us, 100)}});
+    for (const auto& f : b.multi)
+        j["multi_client"].push_back({{"rows", f.rows}, {"seconds", f.seconds}, {"rows_per_s", f.rows / f.seconds},
+                                     {"p50_us", f.p50_us}, {"p99_us", f.p99_us}});
+    for (std::size_t i = 0; i < b.noisy.size(); ++i)
+        j["noisy"].push_back({{"role", i == 0 ? "quiet" : "noisy"}, {"batch", i == 0 ? std::size_t(1) : b.multi_batch},
+                              {"rows_per_s", b.noisy[i].rows / b.noisy[i].seconds}, {"p50_us", b.noisy[i].p50_us},
+                              {"p99_us", b.noisy[i].p99_us}});
+    for (const auto& p : b.per_op)
+        j["per_op"].push_back({{"op", p.op}, {"verifier", p.backend}, {"ns", p.ns}, {"bytes", p.bytes}, {"allocs", p.allocs}});
+    std::ofstream out(path);
+    if (!out) throw InputError(path + ": cannot create");
+    out << j.dump(2) << "\n";
+    std::printf("json: %s\n", path.c_str());
 }
 
 }  // namespace sigverify::cli::bench

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What `sigverify bench` measures and how it reports it: repeated timings of
 // one operation, a figure per (table, batch, backend), percentiles, and the
-// rows/s chart (SVG). The measuring itself is bench_command.cpp.
+// rows/s chart (SVG), the tables printed and the JSON written. The measuring
+// itself is bench_command.cpp.
 #pragma once
 
 #include <algorithm>
@@ -64,5 +65,42 @@ std::string human_rate(double r);
 
 // rows/s against batch size, log-log, one line per (table, backend).
 void write_svg(const std::string& path, const std::vector<Row>& rows);
+
+struct Latency {
+    std::size_t batch;
+    std::string backend;
+    std::vector<double> us;
+};
+
+struct ClientFigures {
+    double rows = 0, seconds = 0, p50_us = 0, p99_us = 0;
+};
+
+struct PerOp {
+    std::string op, backend;
+    double ns = 0, bytes = 0, allocs = 0;
+};
+
+// Everything one run measures, in the order it is printed.
+struct BenchResults {
+    std::vector<Row> rows;               // throughput, per (table, batch, verifier)
+    std::vector<Latency> latencies;      // 1-row and 64-row round trips
+    std::vector<ClientFigures> multi;    // K client processes at once
+    std::vector<ClientFigures> noisy;    // [0] the quiet client, then the noisy ones
+    std::size_t multi_batch = 0;
+    std::vector<PerOp> per_op;
+    std::size_t per_op_batch = 0;
+    std::size_t wrong = 0;               // daemon batches whose verdicts differed
+};
+
+// The CPU's model name (/proc/cpuinfo), "unknown" without one.
+std::string cpu_model();
+
+// The tables of a run on stdout (daemon: a daemon was measured: the line of
+// differing verdicts).
+void print_results(const BenchResults& b, unsigned all_threads, bool daemon);
+
+// The run as JSON (--json FILE).
+void write_json(const std::string& path, const std::string& preset, const BenchResults& b);
 
 }  // namespace sigverify::cli::bench
