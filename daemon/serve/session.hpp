@@ -94,6 +94,12 @@ private:
     friend class SessionDriver;
 
     bool handshake();
+    // Its steps (session_handshake.cpp), each false once the session is
+    // refused or the client has gone.
+    bool read_hello(shm::HelloRequest& hello);
+    bool size_segment(const shm::HelloRequest& hello, std::uint64_t& arena, std::uint32_t& ring);
+    bool send_segment(std::uint64_t arena, std::uint32_t ring);
+    bool await_mapping_ack();
     // False when it cannot; guard_full says the SIGBUS guard had no segment
     // slot (the session is refused as busy: the segment is never used).
     bool create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out, bool& guard_full);

@@ -66,9 +66,9 @@ void Session::refuse(shm::Status status, const std::string& text) {
     send_reply(fd_, reply, -1);
 }
 
-bool Session::handshake() {
-    set_socket_timeouts(fd_, std::chrono::duration_cast<std::chrono::milliseconds>(kHandshakeTimeout));
-    shm::HelloRequest hello{};
+// The client's hello, read and checked (size, magic, flags, protocol version),
+// or false once the client has been refused (or has gone).
+bool Session::read_hello(shm::HelloRequest& hello) {
     alignas(8) std::uint8_t buf[512];
     const ssize_t n = recv_packet(fd_, buf, sizeof buf);
     if (n == 0) {
@@ -102,15 +102,17 @@ bool Session::handshake() {
         refuse(shm::Status::protocol_version, text);
         return false;
     }
-    if (ctx_.stopping.load()) {
-        refuse(shm::Status::shutting_down, "sigverifyd is shutting down");
-        return false;
-    }
-    // Bounded requests: the daemon sizes the segment.
-    std::uint64_t arena = hello.requested_arena_size == 0 ? ctx_.config.arena_size
-                                                          : std::min(hello.requested_arena_size, ctx_.config.arena_size);
+    return true;
+}
+
+// The segment's sizes from the hello's requests, bounded by the daemon's
+// configuration, and the uid's shared-memory budget reserved for it; false
+// once the client has been refused.
+bool Session::size_segment(const shm::HelloRequest& hello, std::uint64_t& arena, std::uint32_t& ring) {
+    arena = hello.requested_arena_size == 0 ? ctx_.config.arena_size
+                                            : std::min(hello.requested_arena_size, ctx_.config.arena_size);
     arena = std::max(arena, shm::kMinArenaSize);
-    std::uint32_t ring = ctx_.config.ring_entries;
+    ring = ctx_.config.ring_entries;
     if (hello.requested_ring_entries != 0) {
         if (!shm::is_pow2(hello.requested_ring_entries)) {
             ++ctx_.protocol_errors;
@@ -135,6 +137,12 @@ bool Session::handshake() {
         }
         budget_bytes_ = layout.segment_size;
     }
+    return true;
+}
+
+// Creates the segment and sends it (its descriptor over SCM_RIGHTS with the
+// reply); false once the client has been refused or the send failed.
+bool Session::send_segment(std::uint64_t arena, std::uint32_t ring) {
     int seg_fd = -1;
     bool guard_full = false;
     if (!create_segment(arena, ring, seg_fd, guard_full)) {
@@ -156,11 +164,14 @@ bool Session::handshake() {
     reply.session_id = id_;
     const bool sent = send_reply(fd_, reply, seg_fd);
     close(seg_fd);
-    if (!sent) {
-        if (ctx_.log_limit.allow(*ctx_.log, "handshake aborted"))
-            ctx_.log->warn("client {} '{}' ({}): could not send the segment", id_, name_, peer_);
-        return false;
-    }
+    if (!sent && ctx_.log_limit.allow(*ctx_.log, "handshake aborted"))
+        ctx_.log->warn("client {} '{}' ({}): could not send the segment", id_, name_, peer_);
+    return sent;
+}
+
+// The client's confirmation that it mapped the segment.
+bool Session::await_mapping_ack() {
+    alignas(8) std::uint8_t buf[512];
     shm::MappedAck ack{};
     const ssize_t an = recv_packet(fd_, buf, sizeof buf);
     if (an != static_cast<ssize_t>(sizeof ack)) {
@@ -176,6 +187,20 @@ bool Session::handshake() {
                            ack.status);
         return false;
     }
+    return true;
+}
+
+bool Session::handshake() {
+    set_socket_timeouts(fd_, std::chrono::duration_cast<std::chrono::milliseconds>(kHandshakeTimeout));
+    shm::HelloRequest hello{};
+    if (!read_hello(hello)) return false;
+    if (ctx_.stopping.load()) {
+        refuse(shm::Status::shutting_down, "sigverifyd is shutting down");
+        return false;
+    }
+    std::uint64_t arena = 0;
+    std::uint32_t ring = 0;
+    if (!size_segment(hello, arena, ring) || !send_segment(arena, ring) || !await_mapping_ack()) return false;
     mapped_in_backend_ = true;
     stage_rows_.store(!ctx_.scheduler->map_client_memory(seg_.base, region_->get_size()), std::memory_order_relaxed);
     // Rate-limited like every line a client can repeat (a connect loop): the
