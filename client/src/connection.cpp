@@ -116,40 +116,12 @@ Status connect_until(int fd, const sockaddr_un& addr, const std::string& path,
     return Status::ok;
 }
 
-}  // namespace
-
-Status open_connection(const ClientOptions& opt, Connection& out, std::string& err) {
-    const std::string dir = opt.runtime_dir.empty() ? default_runtime_dir() : opt.runtime_dir;
-    const std::string path = dir + "/sigverifyd.sock";
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof addr.sun_path) {
-        err = "socket path too long: " + path;
-        return Status::invalid_argument;
-    }
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        err = std::string("socket: ") + std::strerror(errno);
-        return Status::system_error;
-    }
-    Connection c;
-    c.fd = fd;
-    auto fail = [&](Status s, std::string text) {
-        err = std::move(text);
-        c.close();
-        return s;
-    };
-    // One deadline bounds the whole handshake: connect, hello, reply, ack.
-    // (A bound of 0 or less would mean none: the default 2 s stands in.)
-    // A caller's bound on its whole call ends it sooner.
-    const auto bound = opt.connect_timeout.count() > 0 ? opt.connect_timeout : std::chrono::milliseconds(2000);
-    const auto deadline = within_call(std::chrono::steady_clock::now() + bound);
-    if (const Status s = connect_until(fd, addr, path, deadline, err); s != Status::ok) {
-        c.close();
-        return s;
-    }
-
+// Sends the hello and receives the reply by the deadline, with the segment's
+// descriptor in seg_fd (the caller's to close; a second one a hostile peer
+// attached is closed here). ok only for a reply that accepts the session.
+Status exchange_hello(int fd, const ClientOptions& opt, const std::string& path,
+                      std::chrono::steady_clock::time_point deadline, shm::HelloReply& reply, int& seg_fd,
+                      std::string& err) {
     shm::HelloRequest hello{};
     hello.magic = shm::kHelloMagic;
     hello.protocol_version = opt.protocol_version;
@@ -159,20 +131,15 @@ Status open_connection(const ClientOptions& opt, Connection& out, std::string& e
     // A refusing daemon may already have answered and closed: ignore send
     // errors and read the reply that is queued for us.
     (void)send(fd, &hello, sizeof hello, MSG_NOSIGNAL);
-
-    shm::HelloReply reply{};
+    const auto fail = [&](Status s, std::string text) {
+        err = std::move(text);
+        return s;
+    };
     if (!wait_readable(fd, deadline))
         return fail(Status::timeout, "sigverifyd at " + path + " did not answer the handshake in time");
-    // Keeps the segment descriptor; closes any other one a hostile peer attached.
     const shm::ReceivedPacket packet = shm::receive_packet(fd, &reply, sizeof reply, shm::KeepDescriptor::first);
     const ssize_t n = packet.bytes;
-    int seg_fd = packet.fd;
-    struct FdCloser {
-        int& f;
-        ~FdCloser() {
-            if (f >= 0) ::close(f);
-        }
-    } seg_closer{seg_fd};
+    seg_fd = packet.fd;
     if (n < 0) {
         errno = packet.error;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -187,6 +154,18 @@ Status open_connection(const ClientOptions& opt, Connection& out, std::string& e
         return fail(st, "sigverifyd refused the connection: " + std::string(shm::read_text(reply.error)));
     }
     if (seg_fd < 0) return fail(Status::handshake, "sigverifyd did not pass the shared segment");
+    return Status::ok;
+}
+
+// Maps the segment of the reply into c and checks its header (every byte
+// of it untrusted); a segment that fails a check is refused to the daemon
+// (a MappedAck of bad_segment). On failure c may hold the mapping: the
+// caller's c.close() unmaps it.
+Status map_segment(int fd, int seg_fd, const shm::HelloReply& reply, Connection& c, std::string& err) {
+    const auto fail = [&](Status s, std::string text) {
+        err = std::move(text);
+        return s;
+    };
     struct stat st;
     if (fstat(seg_fd, &st) != 0) return fail(Status::system_error, std::string("fstat: ") + std::strerror(errno));
     if (reply.segment_size < shm::kHeaderSize || static_cast<std::uint64_t>(st.st_size) < reply.segment_size ||
@@ -214,11 +193,57 @@ Status open_connection(const ClientOptions& opt, Connection& out, std::string& e
     // The daemon set both to their start before the segment was ready.
     c.sq = shm::submission_producer(c, shm::word(h->sq_tail).load(std::memory_order_acquire));
     c.cq = shm::completion_consumer(c, shm::word(h->cq_head).load(std::memory_order_acquire));
-    shm::MappedAck ack{shm::kAckMagic, 0};
-    if (!set_timeouts(fd, deadline))
-        return fail(Status::timeout, "sigverifyd at " + path + " did not finish the handshake in time");
-    if (send(fd, &ack, sizeof ack, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof ack))
-        return fail(Status::disconnected, "sigverifyd closed the connection after the handshake");
+    return Status::ok;
+}
+
+}  // namespace
+
+Status open_connection(const ClientOptions& opt, Connection& out, std::string& err) {
+    const std::string dir = opt.runtime_dir.empty() ? default_runtime_dir() : opt.runtime_dir;
+    const std::string path = dir + "/sigverifyd.sock";
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path) {
+        err = "socket path too long: " + path;
+        return Status::invalid_argument;
+    }
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        err = std::string("socket: ") + std::strerror(errno);
+        return Status::system_error;
+    }
+    Connection c;
+    c.fd = fd;
+    int seg_fd = -1;
+    struct FdCloser {
+        int& f;
+        ~FdCloser() {
+            if (f >= 0) ::close(f);
+        }
+    } seg_closer{seg_fd};
+    // One deadline bounds the whole handshake: connect, hello, reply, ack.
+    // (A bound of 0 or less would mean none: the default 2 s stands in.)
+    // A caller's bound on its whole call ends it sooner.
+    const auto bound = opt.connect_timeout.count() > 0 ? opt.connect_timeout : std::chrono::milliseconds(2000);
+    const auto deadline = within_call(std::chrono::steady_clock::now() + bound);
+    shm::HelloReply reply{};
+    Status s = connect_until(fd, addr, path, deadline, err);
+    if (s == Status::ok) s = exchange_hello(fd, opt, path, deadline, reply, seg_fd, err);
+    if (s == Status::ok) s = map_segment(fd, seg_fd, reply, c, err);
+    if (s == Status::ok && !set_timeouts(fd, deadline)) {
+        s = Status::timeout;
+        err = "sigverifyd at " + path + " did not finish the handshake in time";
+    }
+    const shm::MappedAck ack{shm::kAckMagic, 0};
+    if (s == Status::ok && send(fd, &ack, sizeof ack, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof ack)) {
+        s = Status::disconnected;
+        err = "sigverifyd closed the connection after the handshake";
+    }
+    if (s != Status::ok) {
+        c.close();
+        return s;
+    }
     // Later control messages (registrations, info) each get the whole bound
     // for a send, not what the handshake left of it.
     (void)set_timeouts(fd, std::chrono::steady_clock::now() + bound);
