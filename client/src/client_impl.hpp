@@ -271,6 +271,10 @@ struct __attribute__((visibility("hidden"))) Client::Impl {
                                    void* reply, std::size_t reply_size, const char* what);
     Status reserve_registered(const detail::RegisteredSource& src, std::size_t begin, std::size_t count, ColumnBatch& batch,
                               bool wait);
+    // run_registered's steps (registered.cpp).
+    Status prepare_registered(const detail::RegisteredSource& src, std::size_t& chunk);
+    BatchResult verify_registered_locally(const detail::RegisteredSource& src, wire::SigEncoding enc,
+                                          std::uint8_t* results, const detail::CancelCheck& stop);
     BatchResult run_registered(const detail::RegisteredSource& src, std::uint8_t* results, std::uint8_t table,
                                const detail::CancelCheck& stop);
 

@@ -287,79 +287,99 @@ Status Client::Impl::reserve_registered(const detail::RegisteredSource& src, std
     return Status::ok;
 }
 
+namespace {
+
+// Whether a registered source is a request a caller may make: known enums,
+// every column inside its buffer, no two columns overlapping in one buffer
+// (refused here before anything is sent; the daemon refuses those that only
+// fit by overlapping with bad_range: the last line of defence).
+bool registered_source_ok(const detail::RegisteredSource& src, const std::size_t (&widths)[3]) {
+    const bool bad_enums = static_cast<std::uint8_t>(src.kind) > 1 ||
+                           (src.kind == wire::RecordKind::ecdsa && src.encoding != wire::SigEncoding::opaque &&
+                            src.encoding != wire::SigEncoding::compact);
+    if (bad_enums) return false;
+    for (int i = 0; i < 3; ++i)
+        if (!column_fits(src.offset[i], src.count, widths[i], src.buffer[i]->size)) return false;
+    return !columns_overlap(src, src.count, widths);
+}
+
+}  // namespace
+
+// Under the client's mutex: the session (reconnected if due), each buffer
+// registered with this session (or found lost), and the chunk the arena
+// takes. ok when the daemon can verify the source in place.
+Status Client::Impl::prepare_registered(const detail::RegisteredSource& src, std::size_t& chunk) {
+    std::unique_lock lk(mu);
+    maybe_reconnect_locked(lk);
+    Status registration = Status::ok;
+    if (!src.one_buffer() && live && conn.abi_minor < shm::kAbiMinorRegisteredColumnSet) {
+        last_error = "sigverifyd speaks ring ABI " + std::to_string(shm::kAbiMajor) + "." +
+                     std::to_string(conn.abi_minor) + "; a registered buffer per column needs " +
+                     std::to_string(shm::kAbiMajor) + "." + std::to_string(shm::kAbiMinorRegisteredColumnSet);
+        registration = Status::bad_entry;
+    }
+    for (int i = 0; i < 3 && registration == Status::ok; ++i) {
+        RegisteredBuffer::State& b = *src.buffer[i];
+        // A file cut below its registered range is lost (the daemon
+        // would refuse it as invalid_argument, which it is not).
+        if (!still_whole(b)) {
+            last_error = "a registered file shrank below its registered range";
+            registration = Status::buffer_lost;
+        } else if (b.serial != session_serial || b.daemon_id == 0) {
+            registration = register_locked(b);
+        }
+    }
+    if (live && conn.arena_size / 4 > kAlign)
+        chunk = std::min<std::size_t>(chunk, static_cast<std::size_t>(conn.arena_size / 4 - kAlign));
+    return registration;
+}
+
+// The local fallback over the whole source (no daemon, an old one, or one
+// that refused a buffer), chunk by chunk; a chunk past a shrunk file's end
+// ends it with buffer_lost.
+BatchResult Client::Impl::verify_registered_locally(const detail::RegisteredSource& src, wire::SigEncoding enc,
+                                                    std::uint8_t* results, const detail::CancelCheck& stop) {
+    BatchResult total;
+    detail::CountsOnlyScratch scratch;  // results == nullptr: the verdicts are only counted
+    for (std::size_t begin = 0; begin < src.count; begin += detail::kMaxChunkRows) {
+        if (stop.stop_requested()) {
+            total.status = Status::cancelled;
+            return total;
+        }
+        const std::size_t count = std::min(src.count - begin, detail::kMaxChunkRows);
+        std::uint8_t* out = results != nullptr ? results + begin : scratch.get(count);
+        const BatchResult r = out == nullptr ? BatchResult{Status::system_error, 0, 0, 0}
+                                             : verify_registered_here(local, src, enc, begin, count, out);
+        total.valid += r.valid;
+        total.invalid += r.invalid;
+        total.local_rows += r.local_rows;
+        if (r.status != Status::ok) total.status = r.status;
+        if (r.status == Status::buffer_lost) break;  // the rest is past the file's end too
+    }
+    return total;
+}
+
 BatchResult Client::Impl::run_registered(const detail::RegisteredSource& src, std::uint8_t* results, std::uint8_t table,
                                          const detail::CancelCheck& stop) {
     BatchResult total;
     const std::size_t n = src.count;
-    const bool bad_enums = static_cast<std::uint8_t>(src.kind) > 1 ||
-                           (src.kind == wire::RecordKind::ecdsa && src.encoding != wire::SigEncoding::opaque &&
-                            src.encoding != wire::SigEncoding::compact);
     const std::size_t widths[3] = {wire::kColumnMessageWidth, wire::column_key_width(src.kind),
                                    wire::kColumnSignatureWidth};
-    bool fits = !bad_enums;
-    for (int i = 0; i < 3 && fits; ++i) fits = column_fits(src.offset[i], n, widths[i], src.buffer[i]->size);
-    // Columns overlapping in one buffer are a caller's error, refused here
-    // before anything is sent (the daemon refuses those that only fit by
-    // overlapping with bad_range: the last line of defence).
-    if (!fits || columns_overlap(src, n, widths)) {
+    if (!registered_source_ok(src, widths)) {
         total.status = Status::invalid_argument;
         return total;
     }
     if (n != 0 && results != nullptr) std::memset(results, 0, n);  // fail closed
-    detail::CountsOnlyScratch scratch;  // results == nullptr: the local fallback's verdicts
-    auto local_out = [&](std::size_t begin, std::size_t count) {
-        return results != nullptr ? results + begin : scratch.get(count);
-    };
     if (n == 0) return total;
     const wire::SigEncoding enc = src.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : src.encoding;
     std::size_t chunk = kRegisteredChunkRows;
-    Status registration = Status::ok;
-    {
-        std::unique_lock lk(mu);
-        maybe_reconnect_locked(lk);
-        if (!src.one_buffer() && live && conn.abi_minor < shm::kAbiMinorRegisteredColumnSet) {
-            last_error = "sigverifyd speaks ring ABI " + std::to_string(shm::kAbiMajor) + "." +
-                         std::to_string(conn.abi_minor) + "; a registered buffer per column needs " +
-                         std::to_string(shm::kAbiMajor) + "." + std::to_string(shm::kAbiMinorRegisteredColumnSet);
-            registration = Status::bad_entry;
-        }
-        for (int i = 0; i < 3 && registration == Status::ok; ++i) {
-            RegisteredBuffer::State& b = *src.buffer[i];
-            // A file cut below its registered range is lost (the daemon
-            // would refuse it as invalid_argument, which it is not).
-            if (!still_whole(b)) {
-                last_error = "a registered file shrank below its registered range";
-                registration = Status::buffer_lost;
-            } else if (b.serial != session_serial || b.daemon_id == 0) {
-                registration = register_locked(b);
-            }
-        }
-        if (live && conn.arena_size / 4 > kAlign)
-            chunk = std::min<std::size_t>(chunk, static_cast<std::size_t>(conn.arena_size / 4 - kAlign));
-    }
-    if (registration != Status::ok) {
-        // No daemon, an old one, or one that refused the buffer now.
-        if (opt.fallback == Fallback::local && !stop.stop_requested()) {
-            for (std::size_t begin = 0; begin < n; begin += detail::kMaxChunkRows) {
-                if (stop.stop_requested()) {
-                    total.status = Status::cancelled;
-                    return total;
-                }
-                const std::size_t count = std::min(n - begin, detail::kMaxChunkRows);
-                std::uint8_t* out = local_out(begin, count);
-                const BatchResult r = out == nullptr ? BatchResult{Status::system_error, 0, 0, 0}
-                                                     : verify_registered_here(local, src, enc, begin, count, out);
-                total.valid += r.valid;
-                total.invalid += r.invalid;
-                total.local_rows += r.local_rows;
-                if (r.status != Status::ok) total.status = r.status;
-                if (r.status == Status::buffer_lost) break;  // the rest is past the file's end too
-            }
-            return total;
-        }
+    if (const Status registration = prepare_registered(src, chunk); registration != Status::ok) {
+        if (opt.fallback == Fallback::local && !stop.stop_requested())
+            return verify_registered_locally(src, enc, results, stop);
         total.status = stop.stop_requested() ? Status::cancelled : registration;
         return total;
     }
+    detail::CountsOnlyScratch scratch;  // results == nullptr: the local fallback's verdicts
     total = pipeline<ColumnBatch>(
         n, chunk, wire::Mode::results, enc, table, stop,
         [&](std::size_t begin, std::size_t count, ColumnBatch& batch, bool wait) {
@@ -369,7 +389,7 @@ BatchResult Client::Impl::run_registered(const detail::RegisteredSource& src, st
             if (results != nullptr) std::memcpy(results + begin, batch.results, count);
         },
         [&](std::size_t begin, std::size_t count) {
-            std::uint8_t* out = local_out(begin, count);
+            std::uint8_t* out = results != nullptr ? results + begin : scratch.get(count);
             if (out == nullptr) return BatchResult{Status::system_error, 0, 0, 0};
             return verify_registered_here(local, src, enc, begin, count, out);
         },
