@@ -103,6 +103,8 @@ private:
     // False when it cannot; guard_full says the SIGBUS guard had no segment
     // slot (the session is refused as busy: the segment is never used).
     bool create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out, bool& guard_full);
+    bool map_new_segment(const shm::Layout& layout);  // its steps (session_segment.cpp)
+    void write_header(const shm::Layout& layout);
     void reader_loop();
     // Consumes what it can from the submission ring; returns entries consumed,
     // or -1 on a protocol violation that ends the session.

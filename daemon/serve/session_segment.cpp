@@ -25,9 +25,9 @@ namespace bip = boost::interprocess;
 
 namespace sigverify::daemon {
 
-bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out, bool& guard_full) {
-    shm::Layout layout;
-    if (!shm::compute_layout(ring_entries, ring_entries, arena_size, layout)) return false;
+// A new shared memory object of the layout's size, its pages reserved,
+// mapped (region_) and its descriptor kept (seg_fd_); no name is left behind.
+bool Session::map_new_segment(const shm::Layout& layout) {
     // Unguessable name, created exclusively (O_EXCL) with owner-only permissions
     // that do not depend on the umask; unlinked right after creation.
     std::uint8_t rnd[16];
@@ -61,26 +61,11 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
         ctx_.log->warn("session {}: cannot create shared segment: {}", id_, e.what());
         return false;
     }
-    // The one to pass, duplicated after the creating handle closed: at most
-    // three descriptors per client (socket, kept, passed) at any time.
-    fd_out = fcntl(seg_fd_, F_DUPFD_CLOEXEC, 0);
-    if (fd_out < 0) return false;
-    void* const base = region_->get_address();
-    // Guarded before the daemon touches it, or not used at all: unguarded, a
-    // client's ftruncate would kill the daemon at its next access.
-    guard_slot_ = guard::register_segment(base, layout.segment_size);
-    if (guard_slot_ < 0) {
-        guard_full = true;  // counted by the guard (guard::usage().refusals, the stats' guard_refusals)
-        if (ctx_.log_limit.allow(*ctx_.log, "refused: SIGBUS guard full"))
-            ctx_.log->warn("refused client {} ({}): no free segment slot in the SIGBUS guard table", id_, peer_);
-        return false;
-    }
-    seg_ = shm::view_segment(base, layout.segment_size, layout);  // header set: the segment is ours to serve
-    // Both rings start empty at index 0 (the new segment is zeros); the
-    // daemon never reads its own indices back from shared memory.
-    sq_ = shm::submission_consumer(seg_, 0);
-    cq_ = shm::completion_producer(seg_, 0);
+    return true;
+}
 
+// The header of the new segment (zeros until here), the state word last.
+void Session::write_header(const shm::Layout& layout) {
     shm::SegmentHeader& h = *seg_.header;
     h.magic = shm::kSegmentMagic;
     h.abi_major = shm::kAbiMajor;
@@ -103,6 +88,33 @@ bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entrie
     h.cq_mask = layout.cq_entries - 1;
     // The state word is published last, with release.
     shm::word(h.state).store(static_cast<std::uint32_t>(shm::SegmentState::ready), std::memory_order_release);
+}
+
+bool Session::create_segment(std::uint64_t arena_size, std::uint32_t ring_entries, int& fd_out, bool& guard_full) {
+    shm::Layout layout;
+    if (!shm::compute_layout(ring_entries, ring_entries, arena_size, layout)) return false;
+    if (!map_new_segment(layout)) return false;
+    // The one to pass, duplicated after the creating handle closed: at most
+    // three descriptors per client (socket, kept, passed) at any time.
+    fd_out = fcntl(seg_fd_, F_DUPFD_CLOEXEC, 0);
+    if (fd_out < 0) return false;
+    void* const base = region_->get_address();
+    // Guarded before the daemon touches it, or not used at all: unguarded, a
+    // client's ftruncate would kill the daemon at its next access.
+    guard_slot_ = guard::register_segment(base, layout.segment_size);
+    if (guard_slot_ < 0) {
+        guard_full = true;  // counted by the guard (guard::usage().refusals, the stats' guard_refusals)
+        if (ctx_.log_limit.allow(*ctx_.log, "refused: SIGBUS guard full"))
+            ctx_.log->warn("refused client {} ({}): no free segment slot in the SIGBUS guard table", id_, peer_);
+        return false;
+    }
+    seg_ = shm::view_segment(base, layout.segment_size, layout);  // header set: the segment is ours to serve
+    // Both rings start empty at index 0 (the new segment is zeros); the
+    // daemon never reads its own indices back from shared memory.
+    sq_ = shm::submission_consumer(seg_, 0);
+    cq_ = shm::completion_producer(seg_, 0);
+
+    write_header(layout);
 
     queue_ = ctx_.scheduler->make_queue(*this, seg_.cq_entries, cred_.uid);
     free_jobs_.reserve(seg_.cq_entries);
