@@ -38,7 +38,7 @@ constexpr int kMaxThreadsPerBlock = 256;
 // powers in a scratch laid out per warp ([warp][word][lane]: bank-conflict
 // free in shared memory, one 128-byte line per warp-wide word in global
 // memory), each region in shared or global memory as the architecture's
-// placement says (ecmult32.hpp); the global part is `scratch`, its words per
+// placement says (scratch32.hpp); the global part is `scratch`, its words per
 // thread of the launch. Verdicts are 0, 1 or kVerdictRecheck (the host
 // resolves those with the exact path); a BIP-340 row may answer
 // kVerdictParity, which parity_kernel, launched after it, replaces.

@@ -31,7 +31,7 @@ constexpr bool kGPrefetch = SV_G_PREFETCH != 0;
 constexpr bool kGPrefetch = true;
 #endif
 
-// Where the scratch regions live (ecmult32.hpp, scratch_placement).
+// Where the scratch regions live (scratch32.hpp, scratch_placement).
 enum class ScratchLayout { standard, sm90_p_table_shared, all_shared };
 #if defined(SV_SCRATCH_ALL_SHARED)
 constexpr ScratchLayout kScratchLayout = ScratchLayout::all_shared;

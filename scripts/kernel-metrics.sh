@@ -118,7 +118,10 @@ wait || true
 # had all of it in shared memory).
 smem_src=$OUT/smem_per_thread.cpp
 all_archs="90 ${ARCHS-75 80 86 89 100 120}"
-if grep -q 'scratch_placement' "$SRC/kernels/ecmult32.hpp"; then
+# (the scratch's placement moved from ecmult32.hpp to scratch32.hpp; older sources have only the first)
+scratch_headers=("$SRC/kernels/ecmult32.hpp")
+[ -f "$SRC/kernels/scratch32.hpp" ] && scratch_headers+=("$SRC/kernels/scratch32.hpp")
+if grep -q 'scratch_placement' "${scratch_headers[@]}"; then
   printf '%s\n' '#include <cstdio>' '#include <cstdlib>' '#include "kernels/ecmult32.hpp"' \
     'int main(int argc, char** argv) { namespace k = sigverify::kernels;' \
     '  for (int a = 1; a < argc; ++a) { const int arch = std::atoi(argv[a]);' \
@@ -126,7 +129,7 @@ if grep -q 'scratch_placement' "$SRC/kernels/ecmult32.hpp"; then
     '  std::printf("\n"); }' >"$smem_src"
 else
   smem_name=kSharedWordsPerThread
-  grep -q 'kSharedWordsPerThread' "$SRC/kernels/ecmult32.hpp" || smem_name=kScratchWords
+  grep -q 'kSharedWordsPerThread' "${scratch_headers[@]}" || smem_name=kScratchWords
   printf '#include <cstdio>\n#include "kernels/ecmult32.hpp"\nint main() { std::printf("%%d\\n", int(sigverify::kernels::%s * 4)); }\n' \
     "$smem_name" >"$smem_src"
 fi
