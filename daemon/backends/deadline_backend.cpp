@@ -2,7 +2,10 @@
 #include "daemon/backends/deadline_backend.hpp"
 
 #include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -12,6 +15,37 @@
 #include "kernels/gpu_verifier.hpp"  // gpu::wait_deadline_s: the one formula of every GPU wait
 
 namespace sigverify::daemon {
+
+namespace {
+
+// A thread's scheduling: its policy (SCHED_OTHER, SCHED_IDLE, ...) and nice.
+struct Scheduling {
+    int policy = SCHED_OTHER;
+    int nice = 0;
+    bool operator==(const Scheduling&) const = default;
+};
+
+// The calling thread's (Linux: policy and nice are per thread).
+Scheduling this_thread_scheduling() {
+    Scheduling s;
+    s.policy = sched_getscheduler(0);
+    errno = 0;
+    const int nice = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0) s.nice = nice;
+    return s;
+}
+
+// Gives the calling thread s, as far as it may (a move up is refused to an
+// unprivileged thread: it keeps what it has).
+void adopt_scheduling(const Scheduling& s) {
+    if (s.policy >= 0 && s.policy != sched_getscheduler(0)) {
+        sched_param p{};
+        (void)sched_setscheduler(0, s.policy, &p);
+    }
+    (void)setpriority(PRIO_PROCESS, 0, s.nice);
+}
+
+}  // namespace
 
 // One worker's call thread and the call it runs. Shared with the thread, so
 // that a runner stuck in a hung device outlives the backend.
@@ -23,6 +57,9 @@ struct DeadlineBackend::Runner {
     bool stop = false;       // the backend goes away: the thread ends
     bool abandoned = false;  // the worker gave up on the call: the thread ends after it
     unsigned worker = 0;
+    bool adopt = false;         // run the call at the caller's scheduling (CallScheduling::callers)
+    Scheduling caller;          // the worker's, when adopt
+    Scheduling current;         // this thread's
     wire::RowSpan records{};
     std::vector<std::uint8_t> verdicts;  // the device's, copied out only in time
     ChunkResult result;
@@ -30,6 +67,7 @@ struct DeadlineBackend::Runner {
 
     void run(Backend* device) {
         pthread_setname_np(pthread_self(), "sv-gpu-call");
+        current = this_thread_scheduling();
         std::unique_lock lock(mutex);
         for (;;) {
             cv.wait(lock, [&] { return pending || stop; });
@@ -37,7 +75,13 @@ struct DeadlineBackend::Runner {
             const unsigned w = worker;
             const wire::RowSpan rows = records;
             std::uint8_t* const out = verdicts.data();
+            const bool change = adopt && !(caller == current);
+            const Scheduling wanted = caller;
             lock.unlock();
+            if (change) {
+                adopt_scheduling(wanted);
+                current = this_thread_scheduling();
+            }
             const ChunkResult r = device->verify(w, rows, out);
             lock.lock();
             result = r;
@@ -52,9 +96,10 @@ struct DeadlineBackend::Runner {
     }
 };
 
-DeadlineBackend::DeadlineBackend(std::unique_ptr<Backend> device, double floor_s, TimeoutHook on_timeout)
+DeadlineBackend::DeadlineBackend(std::unique_ptr<Backend> device, double floor_s, TimeoutHook on_timeout,
+                                 CallScheduling scheduling)
     : device_(std::move(device)), floor_s_(floor_s > 0 ? floor_s : 10.0), on_timeout_(std::move(on_timeout)),
-      runners_(device_->concurrency()) {
+      scheduling_(scheduling), runners_(device_->concurrency()) {
     // Every call thread now, from the thread that sets the daemon up: with its
     // ordinary scheduling, not a bulk worker's SCHED_IDLE or nice +10, which a
     // thread started by a bulk worker would inherit -- then each call would
@@ -162,6 +207,10 @@ ChunkResult DeadlineBackend::verify(unsigned worker, const wire::RowSpan& record
         if (r.abandoned || r.pending) return ChunkResult{shm::Status::backend_error, {}};
         r.verdicts.assign(records.count, 0);
         r.worker = worker;
+        if (scheduling_ == CallScheduling::callers) {
+            r.adopt = true;
+            r.caller = this_thread_scheduling();
+        }
         r.records = records;
         r.done = false;
         r.pending = true;

@@ -26,6 +26,16 @@
 // call threads do what the device does on the host (a GPU's staging copy and
 // verdict scatter) at ordinary priority, beside the lane workers.
 //
+// A device that computes on this machine's cores (the host-kernel stand-in,
+// CallScheduling::callers) is different: its call thread does the whole
+// verification, so each call thread takes the scheduling of the worker it
+// serves (a bulk worker's SCHED_IDLE or nice +10) at that worker's calls,
+// and the stand-in's bulk work yields to the lane workers as the bulk
+// workers' own work does; at ordinary priority it took the cores from the
+// small batches it stands beside. Worker w's calls always run on call thread
+// w, and a worker's scheduling is set once, so a thread's class moves at
+// most once and only down (which needs no privilege).
+//
 // A late call still reads its records (the GPU path reads them only before
 // its own, longer backstop deadline: gpu::Options::wait_floor_s).
 #pragma once
@@ -45,8 +55,12 @@ class DeadlineBackend final : public Backend {
 public:
     // Called once, from the worker whose call passed its deadline.
     using TimeoutHook = std::function<void(const std::string& reason)>;
+    // How a call thread is scheduled (above): ordinary for a device whose work
+    // runs off the CPU (a GPU), the calling worker's for one that computes here.
+    enum class CallScheduling { ordinary, callers };
 
-    DeadlineBackend(std::unique_ptr<Backend> device, double floor_s, TimeoutHook on_timeout = {});
+    DeadlineBackend(std::unique_ptr<Backend> device, double floor_s, TimeoutHook on_timeout = {},
+                    CallScheduling scheduling = CallScheduling::ordinary);
     ~DeadlineBackend() override;
     DeadlineBackend(const DeadlineBackend&) = delete;
     DeadlineBackend& operator=(const DeadlineBackend&) = delete;
@@ -78,6 +92,7 @@ private:
     std::unique_ptr<Backend> device_;
     double floor_s_;
     TimeoutHook on_timeout_;
+    CallScheduling scheduling_;
     std::mutex runners_mutex_;  // runners_' slots (each runner is its worker's alone)
     std::vector<std::shared_ptr<Runner>> runners_;
     std::atomic<double> slowest_rows_per_s_{0};

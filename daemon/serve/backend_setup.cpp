@@ -19,14 +19,20 @@ std::unique_ptr<CheckedBackend> BackendSet::checked_device(std::unique_ptr<Backe
     const Config& cfg = ctx_.config;
     const CrossCheckPolicy policy{cfg.cross_check_sample, cfg.gpu_min_rows, cfg.cross_check_invalid_sample};
     const std::string name = device->name();
+    // The host twin verifies on this machine's cores, in its call threads.
+    const auto scheduling = dynamic_cast<const HostKernelBackend*>(device.get()) != nullptr
+                                ? DeadlineBackend::CallScheduling::callers
+                                : DeadlineBackend::CallScheduling::ordinary;
     std::unique_ptr<Backend> inner = std::move(device);
     if (deadline) {
         // A GPU that never answers is left out and its rows go to the CPU.
         auto guarded = std::make_unique<DeadlineBackend>(
-            std::move(inner), cfg.gpu_wait_floor_s, [this](const std::string& reason) {
+            std::move(inner), cfg.gpu_wait_floor_s,
+            [this](const std::string& reason) {
                 ctx_.metrics.gpu_timeouts.fetch_add(1, std::memory_order_relaxed);
                 ctx_.log->error("{}", reason);
-            });
+            },
+            scheduling);
         deadlines_.push_back(guarded.get());
         inner = std::move(guarded);
     } else {

@@ -167,6 +167,43 @@ TEST_CASE("GPU daemon in a CPU group of its own: bulk workers run SCHED_IDLE, la
     CHECK(d.log().find("bulk workers: SCHED_IDLE beside the lane workers (alone in the autogroup") != std::string::npos);
 }
 
+TEST_CASE("host-kernel daemon in a CPU group of its own: the call threads of bulk workers run SCHED_IDLE too",
+          "[daemon][priority]") {
+    // The host twin verifies in the deadline's call threads (deadline_backend.hpp).
+    // Before they took their worker's scheduling they did the bulk work at
+    // ordinary priority, beside the lane workers: a quiet 1-row batch's p50
+    // beside one bulk client was 1.9 ms instead of 0.3 ms (BENCHMARKS §28).
+    if (!autogroups_apply()) {
+        WARN("skipped: a session of its own is no CPU group of its own here");
+        return;
+    }
+    cli::DaemonProcess d(daemon_options(SIGVERIFYD_BIN,
+                                        {"--backend", "host-kernel", "--gpus", "0", "--cpu-threads", "4",
+                                         "--gpu-split", "off", "--gpu-min-rows", "1"},
+                                        true));
+    ClientOptions o;
+    o.runtime_dir = d.dir();
+    auto c = Client::connect(o);
+    REQUIRE(c->connected());
+    // Rows of zeros (r = 0: invalid at once) in batches the bulk workers take.
+    std::vector<std::uint8_t> rows(20000 * wire::stride(wire::RecordKind::ecdsa, 0), 0), out(20000);
+    const wire::RowSpan span{wire::RecordKind::ecdsa, 0, wire::SigEncoding::compact, rows.data(), 20000};
+    for (int i = 0; i < 3; ++i) {
+        const BatchResult r = c->run(span, wire::Mode::results, out.data());
+        REQUIRE(r.ok());
+        CHECK(r.invalid == 20000);
+    }
+    const auto all =
+        settled_threads_of(d.pid(), 6, [](const ThreadInfo& t) { return !is_bulk(t) || t.policy == SCHED_IDLE; });
+    std::string names;  // shown when a check fails
+    for (const ThreadInfo& t : all) names += t.name + ":" + std::to_string(t.policy) + " ";
+    INFO(names);
+    const auto calls = policies(all, "sv-gpu-call");
+    CHECK(calls.count(SCHED_IDLE) != 0);  // those that served bulk workers
+    CHECK(policies(all, "sv-worker-") == std::map<int, int>{{SCHED_IDLE, 4}});
+    CHECK(policies(all, "sv-lane-") == std::map<int, int>{{SCHED_OTHER, 2}});
+}
+
 TEST_CASE("GPU daemon sharing its CPU group: bulk workers take nice 10, not SCHED_IDLE", "[daemon][priority]") {
     // In this process's session (and CPU group) SCHED_IDLE bulk workers would
     // starve behind this process's and its other children's busy threads.
