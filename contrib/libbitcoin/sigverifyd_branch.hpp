@@ -28,6 +28,11 @@
 // SIGVERIFY_LBTC_BATCH_TIMEOUT_MS as the batch deadline (default 10000), a
 // failed connect tried again at most once a second, and never waited for by
 // a second thread (it verifies with libbitcoin's own order meanwhile).
+// Each call waits for a connect or for a batch, never both, so no call takes
+// longer than the timeout (plus the verifying of what comes back): the call
+// that connects answers false and leaves its batch to libbitcoin's order,
+// and the Client never reconnects inside a batch call (reconnect = false);
+// a session the daemon ended is dropped and made again by a later call.
 #pragma once
 
 #include <algorithm>
@@ -48,20 +53,25 @@
 
 namespace sigverify::libbitcoin_branch {
 
-// The process's session, or null while no daemon answers.
-inline Client* session() noexcept {
+// The process's live session, or null while there is none: no daemon
+// answers, another thread is connecting, or this call just connected (the
+// next call uses the session). A caller holds its own reference, so a
+// session dropped here meanwhile stays valid until its call ends.
+inline std::shared_ptr<Client> session() noexcept {
     using clock = std::chrono::steady_clock;
     static std::mutex mutex;
-    static std::unique_ptr<Client> client;
+    static std::shared_ptr<Client> client;
     static clock::time_point next_try{};
     std::unique_lock lock(mutex, std::try_to_lock);
     if (!lock.owns_lock()) return nullptr;  // another thread is connecting
-    if (client) return client.get();
+    if (client && client->connected()) return client;
+    client.reset();  // the daemon ended it (died, stopped, restarted): a new one below
     if (clock::now() < next_try) return nullptr;
     next_try = clock::now() + std::chrono::seconds(1);
     ClientOptions options;
     options.name = "libbitcoin-pid-" + std::to_string(::getpid());
     options.fallback = Fallback::none;
+    options.reconnect = false;  // a batch call never waits for a handshake
     long timeout_ms = 10000;
     if (const char* text = std::getenv("SIGVERIFY_LBTC_BATCH_TIMEOUT_MS")) {
         char* end = nullptr;
@@ -75,7 +85,7 @@ inline Client* session() noexcept {
     Status status = Status::ok;
     std::string message;
     client = Client::connect(options, status, message);
-    return client.get();
+    return nullptr;  // this call spent its time connecting
 }
 
 // Whether an answer is a verdict for each of n rows: the call succeeded,
@@ -105,7 +115,7 @@ template <class Results, class Stopper, class Batch>
 bool try_verify(Results& results, const Stopper& cancel, const Batch& batch) noexcept {
     results.clear();
     try {
-        Client* client = session();
+        const std::shared_ptr<Client> client = session();
         if (client == nullptr) return false;
         std::vector<std::uint8_t> bytes;
         BatchResult answer;

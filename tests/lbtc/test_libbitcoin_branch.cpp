@@ -4,7 +4,7 @@
 // batch headers (newer_shim/), run against a real daemon: libbitcoin's packed
 // 129- and 128-byte rows and its older columns get the known verdicts
 // (checked against libsecp256k1) in libbitcoin's convention (empty = all
-// valid); with no daemon the branch answers false and the CPU step verifies;
+// valid), from the call after the one that connects; with no daemon the branch answers false and the CPU step verifies;
 // an answer whose counts do not add up is never taken.
 #include <cstdlib>
 #include <cstring>
@@ -106,6 +106,12 @@ TEST_CASE("the sigverifyd branch in libbitcoin's newest batch order", "[lbtc][co
     DaemonProcess d({"--cpu-threads", "2"});
     setenv("SIGVERIFY_RUNTIME_DIR", d.dir().c_str(), 1);
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // past the branch's retry interval
+    // The call that connects leaves its batch to libbitcoin's order (it
+    // waited for the connect; it must not wait for a batch too).
+    cpu_calls = 0;
+    CHECK(lbtc_call_site::first_difference("connecting call", expand(lb::batch_verify(go, ecdsa, cpu), p.ecdsa.size()),
+                                           t.ecdsa_expected) == "");
+    CHECK(cpu_calls == 1);
     cpu_calls = 0;
     CHECK(lbtc_call_site::first_difference("rows ecdsa", expand(lb::batch_verify(go, ecdsa, cpu), p.ecdsa.size()),
                                            t.ecdsa_expected) == "");
