@@ -110,10 +110,16 @@ void print_throughput(const std::vector<Row>& rows, unsigned all_threads) {
                 if (b.backend == "libsecp256k1 x1") base1 = &b;
                 else if (b.backend.rfind("libsecp256k1 x", 0) == 0) baseN = &b;
             }
-        std::printf("%-10s %9zu  %-20s %10.3f %10.3f %10.3f %11s %9.0f %8.2fx %8.2fx\n", r.table.c_str(), r.batch,
+        // A baseline that was not measured (--skip-single-thread) prints "-", never a ratio of 0.
+        auto ratio = [&](const Row* base) {
+            char buf[32];
+            if (base) std::snprintf(buf, sizeof buf, "%8.2fx", base->timing.min() / r.timing.min());
+            else std::snprintf(buf, sizeof buf, "%9s", "-");
+            return std::string(buf);
+        };
+        std::printf("%-10s %9zu  %-20s %10.3f %10.3f %10.3f %11s %9.0f %s %s\n", r.table.c_str(), r.batch,
                     r.backend.c_str(), r.timing.min() * 1e3, r.timing.median() * 1e3, r.timing.max() * 1e3,
-                    human_rate(r.rows_per_s()).c_str(), r.ns_per_row(), base1 ? base1->timing.min() / r.timing.min() : 0.0,
-                    baseN ? baseN->timing.min() / r.timing.min() : 0.0);
+                    human_rate(r.rows_per_s()).c_str(), r.ns_per_row(), ratio(base1).c_str(), ratio(baseN).c_str());
     }
 }
 
