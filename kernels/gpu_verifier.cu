@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // CUDA backend: the verification kernel (one thread per row, the portable
-// kernel math of verify32.hpp) and the host side that feeds it.
+// kernel math of verify32.hpp) and the host side that feeds it. Discovery,
+// the pinned client memory and the hung-device record are gpu_devices.cu's.
 //
 // Per device, allocated once at open(): the G tables (uploaded once), and per
 // stream a pinned staging buffer for rows, a device row buffer, a device
@@ -20,8 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/gpu_cuda_support.hpp"
 #include "kernels/gpu_verifier.hpp"
-#include "kernels/host_ranges.hpp"
 #include "kernels/kernel_math.hpp"
 #include "kernels/variants.hpp"
 #include "kernels/verify32.hpp"
@@ -160,104 +161,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerBlock)
 }
 std::vector<k::GeStorage> device_g_tables() { return k::build_g_tables32(); }
 
-namespace {
-
-static_assert(int(cudaErrorInvalidDeviceFunction) == kCudaErrorInvalidDeviceFunction &&
-                  int(cudaErrorNoKernelImageForDevice) == kCudaErrorNoKernelImageForDevice,
-              "classify_cuda_error's numbers are the runtime's");
-
-Status cuda_status(cudaError_t e, const char* what) {
-    return Status{classify_cuda_error(int(e)), std::string(what) + ": " + cudaGetErrorName(e) + " (" +
-                                                   cudaGetErrorString(e) + ")"};
-}
-
-// Devices a wait timed out on (Options::wait_floor_s): hung for the rest of
-// the process. Every verifier of such a device fails at once and frees
-// nothing (a free or a synchronization would wait for the hung work).
-constexpr int kMaxDevices = 64;
-std::atomic<bool> g_hung[kMaxDevices];
-std::atomic<bool> g_any_hung{false};
-bool device_hung(int index) { return index >= 0 && index < kMaxDevices && g_hung[index].load(); }
-void mark_hung(int index) {
-    if (index >= 0 && index < kMaxDevices) g_hung[index].store(true);
-    g_any_hung.store(true);
-}
-
-#define SV_CUDA(call)                                             \
-    do {                                                          \
-        const cudaError_t sv_err_ = (call);                       \
-        if (sv_err_ != cudaSuccess) return cuda_status(sv_err_, #call); \
-    } while (0)
-
-DeviceInfo info_of(int index, const cudaDeviceProp& p) {
-    DeviceInfo d;
-    d.index = index;
-    d.name = p.name;
-    d.cc_major = p.major;
-    d.cc_minor = p.minor;
-    d.sm_count = p.multiProcessorCount;
-    d.total_memory = p.totalGlobalMem;
-    char bus[32] = {};
-    if (cudaDeviceGetPCIBusId(bus, sizeof bus, index) == cudaSuccess) d.pci_bus_id = bus;
-    return d;
-}
-
-}  // namespace
-
-bool built_with_cuda() { return true; }
-
-Discovery discover() {
-    Discovery out;
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-        out.error = std::string("no GPU (") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")";
-        return out;
-    }
-    for (int i = 0; i < n; ++i) {
-        cudaDeviceProp p{};
-        if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-        out.devices.push_back(info_of(i, p));
-    }
-    if (out.devices.empty()) out.error = "no GPU (no CUDA device found)";
-    return out;
-}
-
-namespace {
-// The host ranges pinned for every device (pin_host_memory).
-HostRanges& pinned_ranges() {
-    static HostRanges ranges;
-    return ranges;
-}
-}  // namespace
-
-Status pin_host_memory(const void* base, std::size_t bytes) {
-    if (base == nullptr || bytes == 0) return Status{Code::bad_input, "nothing to pin"};
-    if (!pinned_ranges().add(base, bytes)) return Status::success();  // already pinned: nested
-    // The verifiers only read from it: read-only where the driver supports
-    // that for this memory, else a plain portable registration.
-    void* p = const_cast<void*>(base);
-    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterReadOnly);
-    if (e != cudaSuccess) {
-        cudaGetLastError();  // clear it; try without the read-only hint
-        e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
-    }
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        pinned_ranges().remove(base);
-        return Status{Code::cuda_error, std::string("cudaHostRegister: ") + cudaGetErrorString(e)};
-    }
-    return Status::success();
-}
-
-void unpin_host_memory(const void* base) {
-    if (pinned_ranges().remove(base)) {
-        // a hung device may still hold a copy from it: the registration stays
-        if (g_any_hung.load()) return;
-        cudaHostUnregister(const_cast<void*>(base));
-        cudaGetLastError();  // a range the SIGBUS guard replaced may not unregister cleanly
-    }
-}
+using namespace cuda_support;
 
 struct DeviceVerifier::Impl {
     DeviceInfo info;

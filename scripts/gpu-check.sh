@@ -179,8 +179,10 @@ build_from_source() {
         g++ "${CXXFLAGS[@]}" "${REF_FLAGS[@]}" -c "$ROOT/$s" -o "$WORK/$(basename "$s" .cpp).o" >>"$LOGS/build.log" 2>&1 &
         pids+=($!)
     done
-    "$NVCC" "${NVFLAGS[@]}" -c "$ROOT/kernels/gpu_verifier.cu" -o "$WORK/gpu_verifier.o" >>"$LOGS/build.log" 2>&1 &
-    pids+=($!)
+    for s in gpu_verifier gpu_devices; do
+        "$NVCC" "${NVFLAGS[@]}" -c "$ROOT/kernels/$s.cu" -o "$WORK/$s.o" >>"$LOGS/build.log" 2>&1 &
+        pids+=($!)
+    done
     for p in "${pids[@]}"; do wait "$p" || fail=1; done
     mkdir -p "$WORK/bin"
     BIN="$WORK/bin"
