@@ -59,9 +59,7 @@ BatchResult run_piece_locally(wire::Mode mode, std::uint8_t* results, detail::Co
 BatchResult Client::Impl::run(const wire::RowSpan& rows, wire::Mode mode, std::uint8_t* results,
                               std::uint8_t table, const detail::CancelCheck& stop) {
     BatchResult total;
-    if (!rows.valid() ||
-        (rows.kind == wire::RecordKind::ecdsa && rows.encoding != wire::SigEncoding::opaque &&
-         rows.encoding != wire::SigEncoding::compact)) {
+    if (!rows.valid() || !wire::encoding_accepted(rows.kind, rows.encoding)) {
         total.status = Status::invalid_argument;
         return total;
     }
@@ -124,8 +122,7 @@ BatchResult Client::Impl::run_columns(const Columns& cols, wire::Mode mode, std:
     if (mode == wire::Mode::results && results != nullptr && n != 0) std::memset(results, 0, n);  // fail closed
     if (n == 0) return total;
     detail::CountsOnlyScratch scratch;  // results mode without results: the local fallback's verdicts
-    const wire::SigEncoding enc =
-        cols.kind == wire::RecordKind::schnorr ? wire::SigEncoding::opaque : cols.encoding;
+    const wire::SigEncoding enc = wire::wire_encoding(cols.kind, cols.encoding);
     const std::size_t key_width = wire::column_key_width(cols.kind);
     std::size_t chunk;
     {

@@ -294,9 +294,8 @@ namespace {
 // (refused here before anything is sent; the daemon refuses those that only
 // fit by overlapping with bad_range: the last line of defence).
 bool registered_source_ok(const detail::RegisteredSource& src, const std::size_t (&widths)[3]) {
-    const bool bad_enums = static_cast<std::uint8_t>(src.kind) > 1 ||
-                           (src.kind == wire::RecordKind::ecdsa && src.encoding != wire::SigEncoding::opaque &&
-                            src.encoding != wire::SigEncoding::compact);
+    const bool bad_enums =
+        static_cast<std::uint8_t>(src.kind) > 1 || !wire::encoding_accepted(src.kind, src.encoding);
     if (bad_enums) return false;
     for (int i = 0; i < 3; ++i)
         if (!column_fits(src.offset[i], src.count, widths[i], src.buffer[i]->size)) return false;

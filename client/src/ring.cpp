@@ -299,7 +299,7 @@ Status Client::Impl::submit(detail::SlotRef b, shm::Opcode opcode, wire::Mode mo
     std::unique_lock lk(mu);
     Slot* s = slot_of(b);
     if (s == nullptr || s->state != SlotState::reserved) return Status::invalid_argument;
-    if (s->kind == wire::RecordKind::schnorr) enc = wire::SigEncoding::opaque;
+    enc = wire::wire_encoding(s->kind, enc);
     s->mode = mode;
     s->encoding = enc;
     if (encoding_out != nullptr) *encoding_out = enc;

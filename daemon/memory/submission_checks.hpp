@@ -6,6 +6,11 @@
 // when every opcode/enum value is known, reserved bits are zero and every range
 // it names (rows, columns, results) lies inside the arena without overflow and
 // without a written range overlapping a read one. Daemon-only: not installed.
+//
+// The layout: one checker per opcode (kEntryCheckers, the table
+// check_submission dispatches on), the fields every verifying opcode shares
+// checked once (detail::check_verify_fields), and every range through the two
+// helpers range_in_arena and ranges_overlap.
 #pragma once
 
 #include <cstddef>
@@ -60,6 +65,26 @@ constexpr bool range_in_arena(std::uint64_t offset, std::uint64_t count, std::ui
 constexpr bool ranges_overlap(std::uint64_t a, std::uint64_t a_bytes, std::uint64_t b, std::uint64_t b_bytes) {
     return a_bytes != 0 && b_bytes != 0 && a < b + b_bytes && b < a + a_bytes;
 }
+
+// The fields every verifying opcode shares, in this order: a known record
+// kind; a known encoding, 0 for Schnorr rows (they have none); a known mode;
+// no table or one whose rows are of that kind. Fills kind, encoding, mode,
+// table and strict_confirm; false: bad_entry. (The flags were checked
+// before any opcode's checker runs.)
+inline bool check_verify_fields(const SubmissionEntry& e, CheckedSubmission& c) {
+    if (e.record_kind > static_cast<std::uint8_t>(wire::RecordKind::schnorr)) return false;
+    c.kind = static_cast<wire::RecordKind>(e.record_kind);
+    if (!wire::encoding_on_wire_ok(c.kind, e.encoding)) return false;
+    c.encoding = static_cast<wire::SigEncoding>(e.encoding);
+    if (e.mode > static_cast<std::uint8_t>(wire::Mode::collect)) return false;
+    c.mode = static_cast<wire::Mode>(e.mode);
+    if (e.table != kTableUnspecified && (e.table > static_cast<std::uint8_t>(wire::Table::threshold) ||
+                                         wire::record_kind(static_cast<wire::Table>(e.table)) != c.kind))
+        return false;
+    c.table = e.table;
+    c.strict_confirm = (e.flags & kSubmitStrictConfirm) != 0;
+    return true;
+}
 }  // namespace detail
 
 // The parts of a verify_registered_columns entry that do not depend on the
@@ -71,19 +96,9 @@ inline Status check_registered_entry(const SubmissionEntry& e, std::uint64_t are
     c.opcode = column_set ? Opcode::verify_registered_column_set : Opcode::verify_registered_columns;
     // The set form names its columns in the arena: bytes 40..63 are reserved.
     if (column_set && !reserved_words_zero(e)) return Status::bad_entry;
-    if (e.record_kind > static_cast<std::uint8_t>(wire::RecordKind::schnorr)) return Status::bad_entry;
-    c.kind = static_cast<wire::RecordKind>(e.record_kind);
-    if (e.encoding > static_cast<std::uint8_t>(wire::SigEncoding::compact)) return Status::bad_entry;
-    if (c.kind == wire::RecordKind::schnorr && e.encoding != 0) return Status::bad_entry;
-    c.encoding = static_cast<wire::SigEncoding>(e.encoding);
+    if (!detail::check_verify_fields(e, c)) return Status::bad_entry;
     // Collect mode would write into the buffer, which the daemon maps read-only.
-    if (e.mode != static_cast<std::uint8_t>(wire::Mode::results) || e.key_size != 0) return Status::bad_entry;
-    if (e.table != kTableUnspecified && e.table > static_cast<std::uint8_t>(wire::Table::threshold))
-        return Status::bad_entry;
-    if (e.table != kTableUnspecified && wire::record_kind(static_cast<wire::Table>(e.table)) != c.kind)
-        return Status::bad_entry;
-    c.table = e.table;
-    c.strict_confirm = (e.flags & kSubmitStrictConfirm) != 0;
+    if (c.mode != wire::Mode::results || e.key_size != 0) return Status::bad_entry;
     c.stride = wire::record_size(c.kind);
     c.row_count = e.row_count;
     c.results_offset = e.results_offset;
@@ -170,112 +185,48 @@ inline Status check_registered_columns(CheckedSubmission& c, std::uint64_t buffe
     return detail::check_registered_ranges(c, offsets, sizes, detail_out);
 }
 
-inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_size, CheckedSubmission& out,
-                               std::uint32_t* detail_out = nullptr) {
+namespace detail {
+
+// nop: nothing named, every field 0 (the reserved words too).
+inline Status check_nop(const SubmissionEntry& e, std::uint64_t, CheckedSubmission& out, std::uint32_t*) {
+    if (!reserved_words_zero(e) || e.row_count != 0 || e.rows_offset != 0 || e.results_offset != 0)
+        return Status::bad_entry;
+    out = CheckedSubmission{};
+    out.opcode = Opcode::nop;
+    return Status::ok;
+}
+
+// cancel: the target tag rides in rows_offset; everything else must be zero.
+inline Status check_cancel(const SubmissionEntry& e, std::uint64_t, CheckedSubmission& out, std::uint32_t*) {
+    if (!reserved_words_zero(e) || e.row_count != 0 || e.results_offset != 0 || e.flags != 0 || e.record_kind != 0 ||
+        e.key_size != 0 || e.encoding != 0 || e.mode != 0 || e.table != 0)
+        return Status::bad_entry;
+    out = CheckedSubmission{};
+    out.opcode = Opcode::cancel;
+    out.cancel_tag = e.rows_offset;
+    return Status::ok;
+}
+
+// verify: packed rows [rows_offset, + row_count * stride) in the arena; in
+// results mode the results [results_offset, + row_count) too, not
+// overlapping the rows; in collect mode no results offset. Range failures
+// carry no detail (ColumnDetail names columns).
+inline Status check_rows(const SubmissionEntry& e, std::uint64_t arena_size, CheckedSubmission& out, std::uint32_t*) {
     CheckedSubmission c;
-    if (detail_out != nullptr) *detail_out = 0;
-    if ((e.flags & ~kSubmitKnownFlags) != 0) return Status::bad_entry;
-    if (e.opcode == static_cast<std::uint8_t>(Opcode::verify_registered_columns) ||
-        e.opcode == static_cast<std::uint8_t>(Opcode::verify_registered_column_set))
-        return check_registered_entry(e, arena_size, out, detail_out);
-    const bool columns = e.opcode == static_cast<std::uint8_t>(Opcode::verify_columns);
-    if (!columns && !reserved_words_zero(e)) return Status::bad_entry;
-    if (e.opcode == static_cast<std::uint8_t>(Opcode::nop)) {
-        if (e.row_count != 0 || e.rows_offset != 0 || e.results_offset != 0) return Status::bad_entry;
-        c.opcode = Opcode::nop;
-        out = c;
-        return Status::ok;
-    }
-    if (e.opcode == static_cast<std::uint8_t>(Opcode::cancel)) {
-        // The target tag rides in rows_offset; everything else must be zero.
-        if (e.row_count != 0 || e.results_offset != 0 || e.flags != 0 || e.record_kind != 0 || e.key_size != 0 ||
-            e.encoding != 0 || e.mode != 0 || e.table != 0)
-            return Status::bad_entry;
-        c.opcode = Opcode::cancel;
-        c.cancel_tag = e.rows_offset;
-        out = c;
-        return Status::ok;
-    }
-    if (e.opcode != static_cast<std::uint8_t>(Opcode::verify) && !columns) return Status::bad_entry;
-    c.opcode = columns ? Opcode::verify_columns : Opcode::verify;
-    if (e.record_kind > static_cast<std::uint8_t>(wire::RecordKind::schnorr)) return Status::bad_entry;
-    c.kind = static_cast<wire::RecordKind>(e.record_kind);
-    if (e.encoding > static_cast<std::uint8_t>(wire::SigEncoding::compact)) return Status::bad_entry;
-    if (c.kind == wire::RecordKind::schnorr && e.encoding != 0) return Status::bad_entry;
-    c.encoding = static_cast<wire::SigEncoding>(e.encoding);
-    if (e.mode > static_cast<std::uint8_t>(wire::Mode::collect)) return Status::bad_entry;
-    c.mode = static_cast<wire::Mode>(e.mode);
-    if (e.table != kTableUnspecified && e.table > static_cast<std::uint8_t>(wire::Table::threshold))
-        return Status::bad_entry;
-    if (e.table != kTableUnspecified &&
-        wire::record_kind(static_cast<wire::Table>(e.table)) != c.kind)
-        return Status::bad_entry;
-    c.table = e.table;
-    c.strict_confirm = (e.flags & kSubmitStrictConfirm) != 0;
+    c.opcode = Opcode::verify;
+    if (!reserved_words_zero(e) || !check_verify_fields(e, c)) return Status::bad_entry;
     c.tail_size = e.key_size;
     c.stride = wire::stride(c.kind, c.tail_size);
     c.row_count = e.row_count;
     c.rows_offset = e.rows_offset;
     c.results_offset = e.results_offset;
-    if (columns) {
-        if (c.mode == wire::Mode::collect && c.results_offset != 0) return Status::bad_entry;
-        const ColumnOffsets o = column_offsets(e);
-        c.key_offset = o.key_offset;
-        c.signature_offset = o.signature_offset;
-        c.correlate_offset = o.correlate_offset;
-        const std::uint64_t tail = c.tail_size;
-        if (tail == 0 && c.correlate_offset != 0) return Status::bad_entry;
-        auto fail = [detail_out](ColumnDetail d) { return detail::range_error(detail_out, d); };
-        // The bound also keeps every count * width below (see range_in_arena):
-        // each width is at most record + tail_size = stride.
-        if (c.row_count > arena_size / c.stride) return fail(ColumnDetail::row_count);
-        c.rows_bytes = c.row_count * c.stride;
-        const std::uint64_t n = c.row_count;
-        const std::uint64_t key_width = wire::column_key_width(c.kind);
-        if (!detail::range_in_arena(c.rows_offset, n, wire::kColumnMessageWidth, arena_size))
-            return fail(ColumnDetail::message);
-        if (!detail::range_in_arena(c.key_offset, n, key_width, arena_size)) return fail(ColumnDetail::key);
-        if (!detail::range_in_arena(c.signature_offset, n, wire::kColumnSignatureWidth, arena_size))
-            return fail(ColumnDetail::signature);
-        if (tail != 0 && !detail::range_in_arena(c.correlate_offset, n, tail, arena_size))
-            return fail(ColumnDetail::correlate);
-        struct Range {
-            std::uint64_t offset, bytes;
-        };
-        const Range read[3] = {{c.rows_offset, n * wire::kColumnMessageWidth},
-                               {c.key_offset, n * key_width},
-                               {c.signature_offset, n * wire::kColumnSignatureWidth}};
-        const Range correlate{c.correlate_offset, n * tail};
-        if (c.mode == wire::Mode::results) {
-            if (!detail::range_in_arena(c.results_offset, n, 1, arena_size)) return fail(ColumnDetail::results);
-            const Range results{c.results_offset, n};
-            for (const Range& r : read)
-                if (detail::ranges_overlap(results.offset, results.bytes, r.offset, r.bytes))
-                    return fail(ColumnDetail::overlap);
-            if (detail::ranges_overlap(results.offset, results.bytes, correlate.offset, correlate.bytes))
-                return fail(ColumnDetail::overlap);
-        } else {
-            for (const Range& r : read)
-                if (detail::ranges_overlap(correlate.offset, correlate.bytes, r.offset, r.bytes))
-                    return fail(ColumnDetail::overlap);
-        }
-        out = c;
-        return Status::ok;
-    }
-    // rows: [rows_offset, rows_offset + row_count * stride) inside the arena
     if (c.row_count > arena_size / c.stride) return Status::bad_range;
     c.rows_bytes = c.row_count * c.stride;  // <= arena_size, no overflow
-    if (c.rows_offset > arena_size || c.rows_bytes > arena_size - c.rows_offset) return Status::bad_range;
+    if (!range_in_arena(c.rows_offset, 1, c.rows_bytes, arena_size)) return Status::bad_range;
     if (c.mode == wire::Mode::results) {
-        // results: [results_offset, results_offset + row_count) inside the arena,
-        // not overlapping the rows
-        if (c.results_offset > arena_size || c.row_count > arena_size - c.results_offset)
+        if (!range_in_arena(c.results_offset, c.row_count, 1, arena_size) ||
+            ranges_overlap(c.results_offset, c.row_count, c.rows_offset, c.rows_bytes))
             return Status::bad_range;
-        if (c.row_count != 0) {
-            const std::uint64_t r0 = c.results_offset, r1 = c.results_offset + c.row_count;
-            const std::uint64_t w0 = c.rows_offset, w1 = c.rows_offset + c.rows_bytes;
-            if (r0 < w1 && w0 < r1) return Status::bad_range;
-        }
     } else if (c.results_offset != 0) {
         return Status::bad_entry;
     }
@@ -283,5 +234,80 @@ inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_siz
     return Status::ok;
 }
 
+// verify_columns: the message, key, signature (and, with a tail, correlate)
+// columns in the arena; in results mode the results too, overlapping none of
+// them; in collect mode no results offset and the correlates (written)
+// overlapping no column that is read. Range failures name the column.
+inline Status check_columns(const SubmissionEntry& e, std::uint64_t arena_size, CheckedSubmission& out,
+                            std::uint32_t* detail_out) {
+    CheckedSubmission c;
+    c.opcode = Opcode::verify_columns;
+    if (!check_verify_fields(e, c)) return Status::bad_entry;
+    c.tail_size = e.key_size;
+    c.stride = wire::stride(c.kind, c.tail_size);
+    c.row_count = e.row_count;
+    c.rows_offset = e.rows_offset;
+    c.results_offset = e.results_offset;
+    if (c.mode == wire::Mode::collect && c.results_offset != 0) return Status::bad_entry;
+    const ColumnOffsets o = column_offsets(e);
+    c.key_offset = o.key_offset;
+    c.signature_offset = o.signature_offset;
+    c.correlate_offset = o.correlate_offset;
+    const std::uint64_t tail = c.tail_size;
+    if (tail == 0 && c.correlate_offset != 0) return Status::bad_entry;
+    auto fail = [detail_out](ColumnDetail d) { return range_error(detail_out, d); };
+    // The bound also keeps every count * width below (see range_in_arena):
+    // each width is at most record + tail_size = stride.
+    if (c.row_count > arena_size / c.stride) return fail(ColumnDetail::row_count);
+    c.rows_bytes = c.row_count * c.stride;
+    const std::uint64_t n = c.row_count;
+    struct Column {
+        std::uint64_t offset, width;
+        ColumnDetail detail;
+    };
+    const Column read[3] = {{c.rows_offset, wire::kColumnMessageWidth, ColumnDetail::message},
+                            {c.key_offset, wire::column_key_width(c.kind), ColumnDetail::key},
+                            {c.signature_offset, wire::kColumnSignatureWidth, ColumnDetail::signature}};
+    for (const Column& col : read)
+        if (!range_in_arena(col.offset, n, col.width, arena_size)) return fail(col.detail);
+    if (tail != 0 && !range_in_arena(c.correlate_offset, n, tail, arena_size)) return fail(ColumnDetail::correlate);
+    // What this entry writes: the results, or in collect mode the correlates.
+    const bool results = c.mode == wire::Mode::results;
+    if (results && !range_in_arena(c.results_offset, n, 1, arena_size)) return fail(ColumnDetail::results);
+    const std::uint64_t written = results ? c.results_offset : c.correlate_offset;
+    const std::uint64_t written_bytes = results ? n : n * tail;
+    for (const Column& col : read)
+        if (ranges_overlap(written, written_bytes, col.offset, n * col.width)) return fail(ColumnDetail::overlap);
+    if (results && ranges_overlap(written, written_bytes, c.correlate_offset, n * tail))
+        return fail(ColumnDetail::overlap);
+    out = c;
+    return Status::ok;
+}
+
+using EntryChecker = Status (*)(const SubmissionEntry&, std::uint64_t, CheckedSubmission&, std::uint32_t*);
+struct EntryRule {
+    Opcode opcode;
+    EntryChecker check;
+};
+// Every opcode a ring entry may carry, and its checker; any other is bad_entry.
+inline constexpr EntryRule kEntryCheckers[] = {
+    {Opcode::nop, check_nop},
+    {Opcode::verify, check_rows},
+    {Opcode::verify_columns, check_columns},
+    {Opcode::cancel, check_cancel},
+    {Opcode::verify_registered_columns, check_registered_entry},
+    {Opcode::verify_registered_column_set, check_registered_entry},
+};
+
+}  // namespace detail
+
+inline Status check_submission(const SubmissionEntry& e, std::uint64_t arena_size, CheckedSubmission& out,
+                               std::uint32_t* detail_out = nullptr) {
+    if (detail_out != nullptr) *detail_out = 0;
+    if ((e.flags & ~kSubmitKnownFlags) != 0) return Status::bad_entry;
+    for (const detail::EntryRule& rule : detail::kEntryCheckers)
+        if (e.opcode == static_cast<std::uint8_t>(rule.opcode)) return rule.check(e, arena_size, out, detail_out);
+    return Status::bad_entry;
+}
 
 }  // namespace sigverify::shm

@@ -111,6 +111,23 @@ enum class RecordKind : std::uint8_t { ecdsa = 0, schnorr = 1 };
 //   compact: r big-endian || s big-endian
 enum class SigEncoding : std::uint8_t { opaque = 0, compact = 1 };
 
+// The (kind, encoding) rule, the one home for the library and the daemon: an
+// ECDSA signature is opaque or compact; a Schnorr signature has one layout,
+// so a caller's encoding for Schnorr rows is ignored (encoding_accepted) and
+// the wire carries opaque (wire_encoding), the only value the daemon accepts
+// for them (encoding_on_wire_ok, on the entry's raw byte).
+// (A kind that is neither is refused by the kind's own check.)
+constexpr bool encoding_accepted(RecordKind kind, SigEncoding e) {
+    return kind != RecordKind::ecdsa || e == SigEncoding::opaque || e == SigEncoding::compact;
+}
+constexpr SigEncoding wire_encoding(RecordKind kind, SigEncoding e) {
+    return kind == RecordKind::schnorr ? SigEncoding::opaque : e;
+}
+constexpr bool encoding_on_wire_ok(RecordKind kind, std::uint8_t raw) {
+    return raw <= static_cast<std::uint8_t>(SigEncoding::compact) &&
+           static_cast<SigEncoding>(raw) == wire_encoding(kind, static_cast<SigEncoding>(raw));
+}
+
 // What verification writes.
 //   results: one byte per row, 1 = valid, 0 = invalid (zeroed first: fail closed)
 //   collect: the tail_size tail of every VALID row is zeroed in place; invalid
@@ -304,9 +321,7 @@ struct Columns {
     // column (the widest, an assembled row, bounds them all).
     constexpr wire::ColumnError check() const {
         if (kind != wire::RecordKind::ecdsa && kind != wire::RecordKind::schnorr) return wire::ColumnError::bad_kind;
-        if (kind == wire::RecordKind::ecdsa && encoding != wire::SigEncoding::opaque &&
-            encoding != wire::SigEncoding::compact)
-            return wire::ColumnError::bad_encoding;
+        if (!wire::encoding_accepted(kind, encoding)) return wire::ColumnError::bad_encoding;
         if (tail_size > wire::kMaxTailSize) return wire::ColumnError::bad_tail_size;
         if (count == 0) return wire::ColumnError::none;
         if (message == nullptr || key == nullptr || signature == nullptr) return wire::ColumnError::null_column;
