@@ -17,34 +17,13 @@
 #include "daemon_fixture.hpp"
 #include "known_tables.hpp"
 #include "libbitcoin_batch_shim.hpp"
+#include "packed_rows.hpp"
 
 using namespace sigverify;
 using namespace sigverify::test;
 namespace lb = libbitcoin::system;
 
 namespace {
-
-struct Packed {
-    std::vector<lb::ecdsa::batch::row_t> ecdsa;
-    std::vector<lb::schnorr::batch::row_t> schnorr;
-};
-
-Packed pack(const lbtc_call_site::Tables& t) {
-    Packed p;
-    p.ecdsa.resize(t.ecdsa_rows());
-    for (std::size_t i = 0; i < p.ecdsa.size(); ++i) {
-        std::memcpy(p.ecdsa[i].digest.data(), t.ecdsa_digest.data() + i * 32, 32);
-        std::memcpy(p.ecdsa[i].point.data(), t.ecdsa_key.data() + i * 33, 33);
-        std::memcpy(p.ecdsa[i].signature.data(), t.ecdsa_signature.data() + i * 64, 64);
-    }
-    p.schnorr.resize(t.schnorr_rows());
-    for (std::size_t i = 0; i < p.schnorr.size(); ++i) {
-        std::memcpy(p.schnorr[i].digest.data(), t.schnorr_digest.data() + i * 32, 32);
-        std::memcpy(p.schnorr[i].point.data(), t.schnorr_key.data() + i * 32, 32);
-        std::memcpy(p.schnorr[i].signature.data(), t.schnorr_signature.data() + i * 64, 64);
-    }
-    return p;
-}
 
 // The CPU step of the patched order: libsecp256k1 on the packed rows, in
 // libbitcoin's convention; counts its calls.
@@ -84,7 +63,7 @@ std::vector<std::uint8_t> expand(const lb::data_chunk& results, std::size_t n) {
 TEST_CASE("the sigverifyd branch in libbitcoin's newest batch order", "[lbtc][contrib]") {
     const lbtc_call_site::Tables t = make_tables(3000, 77);
     REQUIRE(check_against_reference(t).empty());
-    const Packed p = pack(t);
+    const PackedRows p = pack(t);
     const lb::ecdsa::batch ecdsa{std::span<const lb::ecdsa::batch::row_t>(p.ecdsa)};
     const lb::schnorr::batch schnorr{std::span<const lb::schnorr::batch::row_t>(p.schnorr)};
     const lb::stopper go{false};
@@ -138,7 +117,7 @@ TEST_CASE("the sigverifyd branch in libbitcoin's newest batch order", "[lbtc][co
 
     // All valid: libbitcoin's empty result.
     const lbtc_call_site::Tables v = make_tables(500, 78, true);
-    const Packed pv = pack(v);
+    const PackedRows pv = pack(v);
     const lb::schnorr::batch valid{std::span<const lb::schnorr::batch::row_t>(pv.schnorr)};
     REQUIRE(sigverify::libbitcoin_branch::try_verify(answer, go, valid));
     CHECK(answer.empty());

@@ -19,6 +19,7 @@
 #include "daemon_fixture.hpp"
 #include "known_tables.hpp"
 #include "libbitcoin_batch_shim.hpp"
+#include "packed_rows.hpp"
 
 using namespace sigverify;
 using namespace sigverify::test;
@@ -39,15 +40,7 @@ struct Rows {
 // Enough rows that a batch outlasts the daemon's short wake-up below.
 Rows make_rows() {
     const lbtc_call_site::Tables t = make_tables(16000, 91);
-    Rows r;
-    r.rows.resize(t.ecdsa_rows());
-    for (std::size_t i = 0; i < r.rows.size(); ++i) {
-        std::memcpy(r.rows[i].digest.data(), t.ecdsa_digest.data() + i * 32, 32);
-        std::memcpy(r.rows[i].point.data(), t.ecdsa_key.data() + i * 33, 33);
-        std::memcpy(r.rows[i].signature.data(), t.ecdsa_signature.data() + i * 64, 64);
-    }
-    r.expected = t.ecdsa_expected;
-    return r;
+    return Rows{pack(t).ecdsa, t.ecdsa_expected};
 }
 
 struct Call {
