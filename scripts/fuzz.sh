@@ -113,9 +113,14 @@ replay() {
   fi
 }
 if [ $REPLAY -eq 1 ]; then
-  replay fuzz_session
-  replay fuzz_segment_checks
-  replay fuzz_verify_diff
+  # the three replays side by side (ctest runs this alone: the cores are its);
+  # each one's failure report comes from its own process, its status from wait
+  pids=()
+  for target in fuzz_session fuzz_segment_checks fuzz_verify_diff; do
+    (rc=0; replay "$target"; exit $rc) &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
   exit $rc
 fi
 if [ $VOLUME -eq 1 ]; then
