@@ -71,8 +71,8 @@ public:
     // 1/kLaneShareToGpu goes to the GPU too. That share (~75 rows of a
     // 4,096-row block at the default estimates) takes microseconds off the
     // launch and holds the other lane worker for the launch's whole length,
-    // so the next 1-row batch waited for it (1-row p99 split on 4.9-6.1 ms;
-    // docs/benchmarks-history.md §13). Where a GPU row costs more (the host twin's are CPU
+    // so the next 1-row batch waited for it (docs/benchmarks-history.md
+    // §13). Where a GPU row costs more (the host twin's are CPU
     // work too) the share stays.
     std::size_t lane_gpu_rows(std::size_t n, unsigned cpu_workers) const;
     static constexpr double kLaneShareToGpu = 16;

@@ -45,10 +45,8 @@
 // core from bulk confirmations at once, and so does every hop of a small
 // batch (the session thread that reads it, the lane worker that takes it): a
 // waking thread of normal policy preempts a SCHED_IDLE one on the spot, where
-// beside a nice-10 bulk worker it waited for that worker's slice (a 1-row
-// batch's p99 beside four bulk clients on two cores, sleeping GPU, split
-// off: 4.4-5.1 ms with nice 10, 3.3-3.9 ms with SCHED_IDLE; docs/benchmarks-history.md
-// §13). The bulk workers still get every cycle the daemon's other threads
+// beside a nice-10 bulk worker it waited for that worker's slice (measured
+// in docs/benchmarks-history.md §13). The bulk workers still get every cycle the daemon's other threads
 // leave, and the kernel weighs the group against other processes as before,
 // so only the daemon's own latency work goes first; in a group shared with
 // other processes SCHED_IDLE would starve them behind any busy neighbour. A small batch planned while every
@@ -58,9 +56,7 @@
 // past its launch and held both lane workers, a 1-row batch waiting), and a
 // share that would lengthen the launch by at most 1/16 goes to the GPU with
 // the rest (SplitPlanner::lane_gpu_rows): the other lane worker stays free for the
-// next small batch (sleeping GPU, split on: 1-row p99 5.3-5.6 -> 3.7-3.8
-// ms, a block's loaded median 5.6-5.7 -> 4.2-4.3 ms;
-// docs/benchmarks-history.md §13). A lane worker's GPU share launches on
+// next small batch (docs/benchmarks-history.md §13). A lane worker's GPU share launches on
 // the GPU's lane slot (the lane slot lives in GpuBackend, one per GPU: its own stream
 // and buffers, which no bulk worker uses), so it never queues behind a bulk
 // launch: start() tells the backend which workers are lane workers
