@@ -31,6 +31,9 @@ namespace {
 // A lying daemon: one host-kernel "GPU" (so once it is switched off every
 // chunk goes to the CPU), every batch on it (--gpu-split off, --gpu-min-rows
 // 1), and nothing else changed: confirm rule and sample rates are the defaults.
+// The wait floor is raised so that a slow build (TSan: a 4,096-row call of
+// the host kernel took over 10 s) is never taken for a hung GPU here: these
+// cases are about lies (test_daemon_hung_gpu is about hangs).
 class LyingDaemon : public cli::DaemonProcess {
 public:
     explicit LyingDaemon(std::vector<std::string> lie) : cli::DaemonProcess(options(std::move(lie))) {}
@@ -41,7 +44,7 @@ private:
         o.binary = SIGVERIFYD_LYING_BIN;
         o.args = std::move(lie);
         for (const char* a : {"--backend", "host-kernel", "--gpus", "0", "--cpu-threads", "2", "--gpu-min-rows", "1",
-                              "--gpu-split", "off", "--arena-size", "4M"})
+                              "--gpu-split", "off", "--arena-size", "4M", "--gpu-wait-floor", "600"})
             o.args.push_back(a);
         o.temp_template = "/tmp/sigverifyd-test-XXXXXX";
         return o;
